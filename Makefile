@@ -1,0 +1,32 @@
+# Two entry points: `make demo` (the main job) and `make test` (the suite).
+# Both build the virtual environment first; every target is idempotent.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TORCH_PIN := torch==2.13.0
+
+.PHONY: install demo test lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q $(TORCH_PIN)
+	$(PY) -m pip install -q -e '.[test]'
+	@sh tools/ensure_graphviz.sh
+	@touch $(STAMP)
+
+demo: install
+	$(PY) -m specledger demo
+
+test: install
+	@sh tools/ensure_graphviz.sh
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) out specledger.db specledger.db-wal specledger.db-shm

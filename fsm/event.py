@@ -1,0 +1,64 @@
+"""The event record: one row of the log per transition."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsm.states import RoundState, Trigger
+
+# Payload keys with a fixed meaning: the projection folds them into slot state.
+TRIM = "trim"          # int: cut the slot's tokens to this length (before APPEND)
+APPEND = "append"      # list[int]: tokens appended to the slot's committed tokens
+POSITION = "position"  # int: tokens consumed by the model state after the event
+DIGEST = "digest"      # str: digest of the recurrent state at POSITION
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One transition of one slot's round machine.
+
+    `seq` is unique within the session and strictly increasing in emission order; `t`
+    and `duration` are seconds on the backend's clock (simulated for `sim`, wall for
+    `torch`), `t` counted from the session's start.
+    """
+
+    seq: int
+    slot: int
+    turn: int
+    round: int
+    trigger: Trigger
+    source: RoundState
+    dest: RoundState
+    t: float
+    duration: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def to_row(self) -> dict[str, Any]:
+        """Plain-typed mapping (enums as strings) for storage and JSON output."""
+        return {
+            "seq": self.seq,
+            "slot": self.slot,
+            "turn": self.turn,
+            "round": self.round,
+            "trigger": self.trigger.value,
+            "source": self.source.value,
+            "dest": self.dest.value,
+            "t": self.t,
+            "duration": self.duration,
+            "payload": self.payload,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Event":
+        """Inverse of `to_row`."""
+        return cls(
+            seq=row["seq"],
+            slot=row["slot"],
+            turn=row["turn"],
+            round=row["round"],
+            trigger=Trigger(row["trigger"]),
+            source=RoundState(row["source"]),
+            dest=RoundState(row["dest"]),
+            t=row["t"],
+            duration=row["duration"],
+            payload=row["payload"] or {},
+        )
