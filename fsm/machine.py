@@ -67,7 +67,7 @@ class RoundMachine:
         )
         for trigger, sources, dest in TRANSITIONS:
             before: list[Callable[[EventData], None]] = []
-            if trigger is Trigger.VERIFY:
+            if trigger in (Trigger.VERIFY, Trigger.RETRY):
                 before.append(_need_draft)
             elif trigger is Trigger.COMMIT:
                 before.append(_need_tokens)

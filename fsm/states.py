@@ -34,7 +34,7 @@ class Trigger(StrEnum):
     REPLAY = "replay"            # restore -> replay
     COMMIT = "commit"            # accept | replay | restore | reject -> commit
     NEXT = "next"                # commit -> idle
-    RETRY = "retry"              # replay -> verify (reverify policy re-runs verification)
+    RETRY = "retry"              # restore -> verify (reverify: verification runs again)
     # turns and slots
     START_TURN = "start_turn"    # idle | done -> idle
     PREFILL = "prefill"          # idle -> idle
@@ -63,7 +63,7 @@ TRANSITIONS: tuple[tuple[Trigger, tuple[RoundState, ...], RoundState | None], ..
         RoundState.COMMIT,
     ),
     (Trigger.NEXT, (RoundState.COMMIT,), RoundState.IDLE),
-    (Trigger.RETRY, (RoundState.REPLAY,), RoundState.VERIFY),
+    (Trigger.RETRY, (RoundState.RESTORE,), RoundState.VERIFY),
     (Trigger.START_TURN, (RoundState.IDLE, RoundState.DONE), RoundState.IDLE),
     (Trigger.PREFILL, (RoundState.IDLE,), RoundState.IDLE),
     (Trigger.CTX_SAVE, (RoundState.IDLE,), RoundState.IDLE),

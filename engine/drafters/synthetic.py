@@ -1,0 +1,41 @@
+"""A drafter with a chosen per-token acceptance rate, for the sim.
+
+Each draft is the target's own token with probability `acceptance`, else a different
+token. The coin is keyed by (seed, slot, position) rather than drawn from a stream, so a
+re-execution, or a counterfactual with another rollback strategy, drafts the same
+tokens at the same positions.
+"""
+
+from collections.abc import Sequence
+
+from engine.backend import Backend, SeqState
+from engine.sim.hashing import keyed, unit
+from engine.sim.vocab import VOCAB
+
+
+class SyntheticDrafter:
+    """Oracle-based drafter: asks the backend's `peek` for the true continuation."""
+
+    name = "synthetic"
+
+    def __init__(self, acceptance: float, seed: int, slot: int) -> None:
+        self.acceptance = acceptance
+        self._key = keyed(seed, slot, 0xD4AF7)
+
+    def propose(
+        self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
+    ) -> list[int]:
+        """Up to `k` drafts after `tokens`."""
+        base = len(tokens)
+        batch = [tokens[-1]]
+        drafts: list[int] = []
+        for i in range(k):
+            truth = backend.peek(state, batch)[-1]
+            coin = keyed(self._key, base + i)
+            tok = truth if unit(coin) < self.acceptance else (truth + 1 + coin % 97) % VOCAB
+            drafts.append(tok)
+            batch.append(tok)
+        return drafts
+
+    def on_commit(self, tokens: Sequence[int]) -> None:
+        """Stateless: nothing to follow."""

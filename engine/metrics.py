@@ -1,0 +1,58 @@
+"""Per-turn measurements: the numbers a conversation-level benchmark needs."""
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class TurnMetrics:
+    """One turn boundary of one slot. Times are on the backend's clock, in seconds.
+
+    `kept_tokens` is the longest common prefix of the slot and the new prompt, and
+    `f_keep` that over the slot's length (1.0 for an empty slot); `reprefill_tokens`
+    counts history tokens processed a second time because the recurrent state had to
+    fall back to an older context checkpoint.
+    """
+
+    slot: int = 0
+    turn: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    kept_tokens: int = 0
+    f_keep: float = 1.0
+    reprefill_tokens: int = 0
+    restores: int = 0
+    ctx_restores: int = 0
+    rounds: int = 0
+    stray_tokens: int = 0
+    prefill_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    rollback_s: float = 0.0
+    livelocks: int = 0
+    violations: int = 0
+
+    @property
+    def decode_tps(self) -> float:
+        """Generated tokens per second of decode time."""
+        return self.generated_tokens / self.decode_s if self.decode_s > 0 else 0.0
+
+    @property
+    def acceptance(self) -> float:
+        """Accepted over drafted tokens."""
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able mapping, with the derived rates."""
+        out = asdict(self)
+        out["decode_tps"] = self.decode_tps
+        out["acceptance"] = self.acceptance
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TurnMetrics":
+        """Inverse of `to_dict` (derived rates are recomputed)."""
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})

@@ -1,0 +1,179 @@
+"""One speculative round as a state transaction:
+checkpoint -> speculate -> verify -> accept | reject -> restore -> replay -> commit.
+
+Every step fires one transition of the slot's `RoundMachine` (and so writes one event);
+the rollback strategy decides which steps do work. Replay is reconstruction unless the
+`reverify` policy is chosen, which verifies again and can livelock when numerics depend
+on the batch shape (llama.cpp #28060); the progress guard ends that and records it.
+"""
+
+from engine.backend import VerifyMode
+from engine.config import ReplayPolicy, Strategy
+from engine.slot import Slot
+from engine.speculative import Block, accepted_block
+from fsm.errors import InvariantViolationError
+from fsm.invariants import CommitFacts, check_commit
+from fsm.states import Trigger
+
+_MODE = {
+    Strategy.CHECKPOINT: VerifyMode.LIVE,
+    Strategy.PER_TOKEN: VerifyMode.PER_TOKEN,
+    Strategy.INPUT_REPLAY: VerifyMode.DEFERRED,
+    Strategy.NONE: VerifyMode.LIVE,
+}
+
+LIVELOCK_CYCLE = ["verify", "reject", "restore", "replay", "restore", "retry"]
+
+
+def run_round(s: Slot) -> Block:
+    """Run one round on slot `s` and return what it committed."""
+    m, b, cfg = s.machine, s.backend, s.config
+    m.round += 1
+    s.stats.rounds += 1
+    if s.drafter is None:
+        return _plain_round(s)
+    strategy = cfg.strategy
+    pos0 = s.state.position
+    t = b.now()
+    snap = b.snapshot(s.state) if strategy is Strategy.CHECKPOINT else None
+    m.fire(
+        Trigger.BEGIN,
+        b.now() - t,
+        strategy=strategy.value,
+        position=pos0,
+        bytes=b.state_bytes() if snap is not None else 0,
+    )
+    t = b.now()
+    drafts = s.drafter.propose(b, s.state, s.tokens, cfg.draft_max)
+    m.fire(Trigger.DRAFT, b.now() - t, drafts=drafts, drafter=s.drafter.name)
+    if not drafts:
+        return _plain_round(s)
+    batch = [s.tokens[-1], *drafts]
+    k = len(drafts)
+    trigger = Trigger.VERIFY
+    while True:
+        t = b.now()
+        out = b.verify(s.state, batch, _MODE[strategy])
+        counts = {"drafted": k} if trigger is Trigger.VERIFY else {}
+        m.fire(trigger, b.now() - t, drafts=drafts, targets=out.targets, batch=k + 1, **counts)
+        block = accepted_block(drafts, out.targets, b.template.eog_ids, cfg.eog_policy)
+        if block.consumed == k + 1:
+            m.fire(Trigger.ACCEPT, matched=block.accepted, eog=block.eog)
+            t = b.now()
+            if strategy is Strategy.INPUT_REPLAY:
+                b.replay_inputs(s.state, out.kept, k + 1)
+            break
+        m.fire(Trigger.REJECT, matched=block.accepted, eog=block.eog, cut=block.cut)
+        t = b.now()
+        done = _roll_back(s, block, batch, snap, out.kept, pos0)
+        s.stats.rollback_s += b.now() - t
+        if done:
+            break
+        trigger = Trigger.RETRY
+    s.stats.drafted += k
+    s.stats.accepted += block.accepted
+    return commit(s, block, t)
+
+
+def _plain_round(s: Slot) -> Block:
+    """A non-speculative step: verify only the last committed token."""
+    m, b = s.machine, s.backend
+    t = b.now()
+    out = b.verify(s.state, [s.tokens[-1]], VerifyMode.LIVE)
+    m.fire(Trigger.DECODE, b.now() - t, targets=out.targets, drafted=0, batch=1)
+    block = accepted_block([], out.targets, b.template.eog_ids, s.config.eog_policy)
+    m.fire(Trigger.ACCEPT, matched=0, eog=block.eog)
+    return commit(s, block, b.now())
+
+
+def _roll_back(s: Slot, block: Block, batch: list[int], snap: object, kept: object,
+               pos0: int) -> bool:
+    """Bring the state to the accepted boundary; False when `reverify` disagreed with the
+    verification and the round must verify again."""
+    m, b, cfg = s.machine, s.backend, s.config
+    keep = block.consumed
+    t = b.now()
+    match cfg.strategy:
+        case Strategy.NONE:
+            b.trim(s.state, pos0 + keep)  # the attention part only: the recurrence keeps all
+        case Strategy.PER_TOKEN:
+            b.select(s.state, kept, keep - 1)
+            s.stats.restores += 1
+            m.fire(Trigger.RESTORE, b.now() - t, mode="select", index=keep - 1,
+                   bytes=b.state_bytes(), position=s.state.position)
+        case Strategy.INPUT_REPLAY:
+            s.stats.restores += 1
+            m.fire(Trigger.RESTORE, 0.0, mode="discard", bytes=0, position=pos0)
+            t = b.now()
+            b.replay_inputs(s.state, kept, keep)
+            m.fire(Trigger.REPLAY, b.now() - t, mode="recurrence", tokens=keep)
+        case Strategy.CHECKPOINT:
+            return _restore_and_replay(s, block, batch[:keep], snap, pos0)
+    return True
+
+
+def _restore_and_replay(s: Slot, block: Block, replay: list[int], snap: object,
+                        pos0: int) -> bool:
+    m, b, cfg = s.machine, s.backend, s.config
+    t = b.now()
+    b.restore(s.state, snap)
+    s.stats.restores += 1
+    s.guard.note_restore(pos0)
+    m.fire(Trigger.RESTORE, b.now() - t, mode="checkpoint", bytes=b.state_bytes(),
+           position=pos0)
+    reverify = cfg.replay_policy is ReplayPolicy.REVERIFY
+    t = b.now()
+    targets = b.forward(s.state, replay)
+    m.fire(Trigger.REPLAY, b.now() - t, mode=cfg.replay_policy.value, tokens=len(replay))
+    if not reverify:
+        return True
+    expected = [*replay[1:], block.tokens[-1]]
+    mismatch = next((i for i, (a, e) in enumerate(zip(targets, expected, strict=True))
+                     if a != e), None)
+    if mismatch is None:
+        return True
+    # The replay's own verdict differs from the verification's: re-verify policy goes back.
+    t = b.now()
+    b.restore(s.state, snap)
+    s.stats.restores += 1
+    livelock = s.guard.note_restore(pos0)
+    m.fire(Trigger.RESTORE, b.now() - t, mode="reverify_mismatch", bytes=b.state_bytes(),
+           position=pos0, at=mismatch, expected=expected[mismatch], actual=targets[mismatch])
+    if not livelock:
+        return False
+    s.stats.livelocks += 1
+    m.fire(Trigger.LIVELOCK, position=pos0, restores=s.guard.restores, cycle=LIVELOCK_CYCLE,
+           resolution="reconstruct")
+    t = b.now()
+    b.forward(s.state, replay)
+    m.fire(Trigger.REPLAY, b.now() - t, mode="reconstruct", tokens=len(replay), guard=True)
+    return True
+
+
+def commit(s: Slot, block: Block, t: float) -> Block:
+    """Commit `block` (the state is already at its boundary) and check the invariants.
+    `t` is when the commit work began on the backend's clock."""
+    m, b, cfg = s.machine, s.backend, s.config
+    s.tokens.extend(block.tokens)
+    position = s.state.position
+    digest = b.digest(s.state)
+    expected = b.audit_digest(s.tokens[:position]) if cfg.audit else None
+    m.fire(Trigger.COMMIT, b.now() - t, append=block.tokens, position=position, digest=digest,
+           accepted=block.accepted, cut=block.cut)
+    s.guard.note_progress()
+    facts = CommitFacts(
+        committed=len(block.tokens),
+        n_tokens=len(s.tokens),
+        position=position,
+        kv_len=b.kv_length(s.state),
+        digest=digest,
+        expected_digest=expected,
+        ctx_positions=[c.position for c in s.ring],
+    )
+    for v in check_commit(facts):
+        s.stats.violations += 1
+        m.fire(Trigger.INVARIANT_VIOLATION, **v.to_payload())
+        if cfg.strict:
+            raise InvariantViolationError(f"{v.invariant}: {v.message}")
+    return block
+

@@ -1,0 +1,120 @@
+"""A session: the configured conversations, run turn by turn, every transition journaled."""
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from engine.backend import Backend
+from engine.config import BackendKind, RunConfig
+from engine.drafters import make_drafter
+from engine.errors import ConfigError
+from engine.metrics import TurnMetrics
+from engine.sim.hashing import keyed
+from engine.slot import Slot
+from engine.turn import run_turn
+from fsm.event import Event
+from fsm.invariants import ProgressGuard
+from fsm.machine import RoundMachine
+from fsm.states import Trigger
+
+
+class Journal(Protocol):
+    """Where a session's events go: `eventlog.Recorder`, or `MemoryJournal`."""
+
+    def append(self, event: Event) -> None:
+        """Take one event."""
+
+    def end_unit(self) -> None:
+        """Everything appended so far forms whole units (rounds); a write may happen."""
+
+    def flush(self) -> None:
+        """Write every whole unit now."""
+
+
+@dataclass
+class MemoryJournal:
+    """Keeps events in a list (tests, and runs with recording off)."""
+
+    events: list[Event] = field(default_factory=list)
+    keep: bool = True
+
+    def append(self, event: Event) -> None:
+        """Keep (or drop) the event."""
+        if self.keep:
+            self.events.append(event)
+
+    def end_unit(self) -> None:
+        """Nothing to write."""
+
+    def flush(self) -> None:
+        """Nothing to write."""
+
+
+def make_backend(config: RunConfig) -> Backend:
+    """The backend named by the configuration."""
+    if config.backend is BackendKind.SIM:
+        from engine.sim.backend import SimBackend
+
+        return SimBackend(config)
+    raise ConfigError("backend: 'torch' is not available yet; use --backend sim")
+
+
+def question_tokens(config: RunConfig, slot: int, turn: int, n: int) -> list[int]:
+    """The user's message for a turn: deterministic from the seed, ordinary tokens only."""
+    from engine.sim.vocab import VOCAB
+
+    key = keyed(config.seed, slot, turn, 0x0E57)
+    return [keyed(key, i) % VOCAB for i in range(n)]
+
+
+class Session:
+    """Runs `config.turns` turns in each of `config.slots` slots against one backend."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        journal: Journal,
+        backend: Backend | None = None,
+        on_tokens: Callable[[int], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.journal = journal
+        self.backend = backend or make_backend(config)
+        self.on_tokens = on_tokens
+        seq = itertools.count(1)
+        next_seq = seq.__next__
+        self.slots = [
+            Slot(
+                id=i,
+                config=config,
+                backend=self.backend,
+                state=self.backend.new_state(),
+                machine=RoundMachine(i, journal, next_seq, self.backend.now),
+                drafter=make_drafter(config, i),
+                guard=ProgressGuard(config.livelock_guard),
+            )
+            for i in range(config.slots)
+        ]
+
+    def run_turn(self, slot: Slot) -> TurnMetrics:
+        """The next turn of one slot."""
+        turn = slot.machine.turn + 1
+        n = self.config.prompt_tokens if turn == 1 else self.config.question_tokens
+        question = question_tokens(self.config, slot.id, turn, n)
+        try:
+            return run_turn(slot, question, self.journal.end_unit, self.on_tokens)
+        except Exception as exc:
+            self.journal.end_unit()
+            slot.machine.fire(Trigger.FAIL, error=f"{type(exc).__name__}: {exc}")
+            self.journal.end_unit()
+            raise
+
+    def run(self) -> list[TurnMetrics]:
+        """All turns of all slots (turn-major, so slots interleave like a server's)."""
+        out: list[TurnMetrics] = []
+        for _ in range(self.config.turns):
+            for slot in self.slots:
+                out.append(self.run_turn(slot))
+                self.journal.flush()
+        return out

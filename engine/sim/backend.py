@@ -1,0 +1,243 @@
+"""The simulated backend: deterministic from its seed, fast, and faithful in the one way
+that matters here: its recurrent state cannot be trimmed.
+
+The recurrent state is a hash chain over the consumed tokens, so a rejected token that is
+not rolled back changes the digest for good; the attention part is a positional token
+list that trims freely. The target is a pseudo-random token process that reads its own
+state: it ends the answer after `answer_tokens`, may end it early with `eog_prob`, and
+with `tie_flip_rate` some positions are near-ties whose argmax depends on the batch
+shape (the numerics behind llama.cpp #28060).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.backend import VerifyMode, VerifyOut
+from engine.config import RunConfig
+from engine.sim.costs import CostProfile, get_profile
+from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
+from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCAB
+
+UBATCH = 512  # prefill chunk, as llama.cpp's default n_ubatch
+
+
+@dataclass
+class SimState:
+    """Recurrent digest `h`, the consumed tokens `kv` (the attention part), and where the
+    current answer began (the state has seen the assistant header)."""
+
+    h: int = 0
+    kv: list[int] = field(default_factory=list)
+    answer_start: int | None = None
+
+    @property
+    def position(self) -> int:
+        """Tokens consumed."""
+        return len(self.kv)
+
+
+@dataclass(frozen=True)
+class SimSnapshot:
+    """A restorable copy: digest, KV length and answer start."""
+
+    h: int
+    length: int
+    answer_start: int | None
+
+
+def _header_end(kv: Sequence[int], upto: int) -> int | None:
+    """Position just after the last assistant header within kv[:upto]."""
+    for i in range(upto - 1, 1, -1):
+        if kv[i] == NL and kv[i - 1] == ASSISTANT and kv[i - 2] == IM_START:
+            return i + 1
+    return None
+
+
+class SimBackend:
+    """`engine.backend.Backend` over hash-chain state with a cost-model clock."""
+
+    name = "sim"
+    clock = "simulated"
+    template = SIM_TEMPLATE
+
+    def __init__(self, config: RunConfig, profile: CostProfile | None = None) -> None:
+        self.cfg = config
+        self.costs = profile or get_profile(config.profile)
+        self._seed = keyed(config.seed, 0x7A46)
+        self._t = 0.0
+        self._audit_tokens: list[int] = []
+        self._audit_h: list[int] = [0]
+
+    # clock and sizes -------------------------------------------------------------
+    def now(self) -> float:
+        """Simulated seconds so far."""
+        return self._t
+
+    def state_bytes(self) -> int:
+        """Bytes of one recurrent + conv state under the cost profile."""
+        return int(self.costs.state_bytes)
+
+    # the target --------------------------------------------------------------------
+    def _predict(self, h: int, index: int, answer_start: int | None, batch: int) -> int:
+        """The target's token at sequence index `index`, from the state `h` before it."""
+        if answer_start is not None and index - answer_start == self.cfg.answer_tokens:
+            return IM_END
+        u = mix(self._seed ^ h)
+        early = answer_start is not None and index > answer_start and self.cfg.eog_prob > 0
+        if early and unit(mix(u ^ 0xE06)) < self.cfg.eog_prob:
+            return IM_END
+        tok = u % VOCAB
+        tie = self.cfg.tie_flip_rate > 0 and unit(mix(u ^ 0x71E)) < self.cfg.tie_flip_rate
+        if tie and mix(u ^ (batch * 0x9E37)) & 1:
+            tok = (tok + 1) % VOCAB  # this shape's rounding tips the near-tie the other way
+        return tok
+
+    def _consume(
+        self, h: int, kv: list[int], start: int | None, tokens: Sequence[int], batch: int
+    ) -> tuple[int, int | None, list[int], list[int], list[int | None]]:
+        """Run `tokens` through the chain; return the final digest and answer start, the
+        target after each token, and the digests / answer starts after each token."""
+        targets: list[int] = []
+        hs: list[int] = []
+        starts: list[int | None] = []
+        n = len(kv)
+        for tok in tokens:
+            h = chain(h, tok)
+            kv.append(tok)
+            n += 1
+            if tok == NL and n >= 3 and kv[-2] == ASSISTANT and kv[-3] == IM_START:
+                start = n
+            targets.append(self._predict(h, n, start, batch))
+            hs.append(h)
+            starts.append(start)
+        return h, start, targets, hs, starts
+
+    # state operations ----------------------------------------------------------------
+    def new_state(self) -> SimState:
+        """An empty state."""
+        return SimState()
+
+    def reset(self, state: SimState) -> None:
+        """Back to position 0."""
+        state.h, state.kv, state.answer_start = 0, [], None
+
+    def prefill(self, state: SimState, tokens: Sequence[int]) -> int:
+        """Consume the prompt in ubatch chunks; return the next token."""
+        pos = state.position
+        for i in range(0, len(tokens), UBATCH):
+            self._t += self.costs.forward_s(min(UBATCH, len(tokens) - i), pos + i)
+        state.h, state.answer_start, targets, _, _ = self._consume(
+            state.h, state.kv, state.answer_start, tokens, min(len(tokens), UBATCH)
+        )
+        return targets[-1]
+
+    def verify(self, state: SimState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
+        """One forward over `batch`; what is kept depends on `mode`."""
+        n = len(batch)
+        self._t += self.costs.forward_s(n, state.position)
+        if mode is VerifyMode.DEFERRED:
+            # The recurrence is not applied: only the attention KV is written, and the
+            # per-position inputs (here: the tokens) are kept for the commit.
+            kv = list(state.kv)
+            _, _, targets, _, _ = self._consume(state.h, kv, state.answer_start, batch, n)
+            kept = (state.h, state.position, state.answer_start, list(batch))
+            state.kv.extend(batch)
+            return VerifyOut(targets, kept)
+        pos0 = state.position
+        state.h, state.answer_start, targets, hs, starts = self._consume(
+            state.h, state.kv, state.answer_start, batch, n
+        )
+        if mode is VerifyMode.PER_TOKEN:
+            self._t += self.costs.intermediate_write_s(n)
+            return VerifyOut(targets, (pos0, hs, starts))
+        return VerifyOut(targets)
+
+    def forward(self, state: SimState, tokens: Sequence[int]) -> list[int]:
+        """A replay forward: consume `tokens`, return the target after each."""
+        self._t += self.costs.forward_s(len(tokens), state.position)
+        state.h, state.answer_start, targets, _, _ = self._consume(
+            state.h, state.kv, state.answer_start, tokens, len(tokens)
+        )
+        return targets
+
+    def snapshot(self, state: SimState) -> SimSnapshot:
+        """Copy the state (costs one state copy)."""
+        self._t += self.costs.copy_s()
+        return SimSnapshot(state.h, state.position, state.answer_start)
+
+    def restore(self, state: SimState, snap: SimSnapshot) -> None:
+        """Copy a snapshot back (one state copy); the KV trims to its length."""
+        if snap.length > state.position:
+            raise ValueError(f"snapshot at {snap.length} lies beyond position {state.position}")
+        self._t += self.costs.copy_s()
+        state.h, state.answer_start = snap.h, snap.answer_start
+        del state.kv[snap.length:]
+
+    def select(self, state: SimState, kept: tuple[int, list[int], list[int | None]], index: int
+               ) -> None:
+        """Make the state after batch position `index` live (one state copy)."""
+        pos0, hs, starts = kept
+        self._t += self.costs.copy_s()
+        state.h, state.answer_start = hs[index], starts[index]
+        del state.kv[pos0 + index + 1:]
+
+    def replay_inputs(
+        self, state: SimState, kept: tuple[int, int, int | None, list[int]], n: int
+    ) -> None:
+        """Apply the recurrence over the first `n` recorded inputs."""
+        h, pos0, start, tokens = kept
+        self._t += self.costs.recurrence_s(n)
+        del state.kv[pos0:]
+        state.h, state.answer_start, _, _, _ = self._consume(h, state.kv, start, tokens[:n], n)
+
+    def trim(self, state: SimState, position: int) -> None:
+        """Cut the attention KV; the digest keeps whatever it has absorbed."""
+        del state.kv[position:]
+        if state.answer_start is not None and state.answer_start > position:
+            state.answer_start = _header_end(state.kv, position)
+
+    def kv_length(self, state: SimState) -> int:
+        """Tokens in the attention part."""
+        return len(state.kv)
+
+    def digest(self, state: SimState) -> str:
+        """The recurrent state's digest."""
+        return hexdigest(state.h)
+
+    def audit_digest(self, tokens: Sequence[int]) -> str:
+        """The sequential digest of `tokens`, kept incrementally across calls because the
+        engine audits a growing prefix after every commit."""
+        known = self._audit_tokens
+        n = min(len(known), len(tokens))
+        if known[:n] != list(tokens[:n]):
+            lo, hi = 0, n  # longest common prefix by bisection over C-speed slices
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if known[:mid] == list(tokens[:mid]):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            n = lo
+        del known[n:]
+        del self._audit_h[n + 1:]
+        h = self._audit_h[-1]
+        for tok in tokens[n:]:
+            h = chain(h, tok)
+            known.append(tok)
+            self._audit_h.append(h)
+        return hexdigest(self._audit_h[len(tokens)])
+
+    def peek(self, state: SimState, tokens: Sequence[int]) -> list[int]:
+        """Targets after each of `tokens` from `state`, free and without side effects."""
+        kv = list(state.kv[-3:])
+        offset = state.position - len(kv)
+        h, start = state.h, state.answer_start
+        out: list[int] = []
+        for tok in tokens:
+            h = chain(h, tok)
+            kv.append(tok)
+            n = offset + len(kv)
+            if tok == NL and len(kv) >= 3 and kv[-2] == ASSISTANT and kv[-3] == IM_START:
+                start = n
+            out.append(self._predict(h, n, start, len(tokens)))
+        return out

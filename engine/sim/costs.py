@@ -1,0 +1,110 @@
+"""The sim's cost model: plausible times for forwards, state copies and recurrences.
+
+A forward is bounded by reading the weights (decode is memory bound) or by compute
+(prefill is compute bound), plus reading the KV cache of the attention layers. State
+operations move the recurrent + conv state through memory. Profiles are named so a
+session records which one produced its times.
+"""
+
+from dataclasses import dataclass
+
+from engine.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class CostProfile:
+    """Hardware x model constants, in bytes, bytes/s, FLOP and FLOP/s."""
+
+    name: str
+    weight_bytes: float
+    hbm_bw: float
+    flops_per_token: float
+    peak_flops: float
+    kv_bytes_per_token: float
+    state_bytes: float
+    copy_bw: float
+    launch_s: float
+    description: str
+
+    def forward_s(self, batch: int, ctx: int) -> float:
+        """One target forward over `batch` new tokens with `ctx` tokens already cached."""
+        weights = self.weight_bytes / self.hbm_bw
+        compute = batch * self.flops_per_token / self.peak_flops
+        kv_read = (ctx + batch) * self.kv_bytes_per_token / self.hbm_bw
+        return self.launch_s + max(weights, compute) + kv_read
+
+    def copy_s(self, n_states: float = 1.0) -> float:
+        """Copying `n_states` whole recurrent + conv states device to device."""
+        return n_states * self.state_bytes / self.copy_bw
+
+    def recurrence_s(self, n_tokens: int) -> float:
+        """Replaying only the recurrence over `n_tokens` recorded inputs (read + write of
+        the state per token, no projections, no attention)."""
+        return self.launch_s + n_tokens * 2 * self.state_bytes / self.hbm_bw
+
+    def intermediate_write_s(self, n_tokens: int) -> float:
+        """Extra time for writing the state after each of `n_tokens` verified positions."""
+        return n_tokens * self.state_bytes / self.hbm_bw
+
+
+
+PROFILES: dict[str, CostProfile] = {
+    p.name: p
+    for p in (
+        CostProfile(
+            name="qwen3.5-27b-h200",
+            # 27e9 bf16 weights; H200 HBM3e 4.8 TB/s at ~80% achieved; ~600 TFLOP/s bf16
+            # achieved; 16 full-attention layers x 4 KV heads x 256 x (K+V) x bf16; 48 GDN
+            # layers x 32 x 128 x 128 fp32 recurrent state + conv windows.
+            weight_bytes=54e9,
+            hbm_bw=3.84e12,
+            flops_per_token=54e9,
+            peak_flops=6.0e14,
+            kv_bytes_per_token=16 * 4 * 256 * 2 * 2,
+            state_bytes=48 * 32 * 128 * 128 * 4 + 48 * 10240 * 4 * 2,
+            copy_bw=1.6e12,
+            launch_s=2.0e-4,
+            description="Qwen3.5-27B (bf16) on one H200",
+        ),
+        CostProfile(
+            name="qwen3-next-80b-h200",
+            # 3B active parameters per token, but a verify batch touches more experts;
+            # 36 GDN layers of 32 x 128 x 128 fp32 = 72 MiB of state per sequence.
+            weight_bytes=12e9,
+            hbm_bw=3.84e12,
+            flops_per_token=6e9,
+            peak_flops=6.0e14,
+            kv_bytes_per_token=12 * 2 * 256 * 2 * 2,
+            state_bytes=72 * 1024**2,
+            copy_bw=1.6e12,
+            launch_s=3.0e-4,
+            description="Qwen3-Next-80B-A3B (bf16) on one H200",
+        ),
+        CostProfile(
+            name="tiny-cpu",
+            # The order of the project's shipped ~3M-parameter model on two CPU cores;
+            # `specledger bench` calibrates a measured profile of its own.
+            weight_bytes=12e6,
+            hbm_bw=8e9,
+            flops_per_token=6e6,
+            peak_flops=2e10,
+            kv_bytes_per_token=2 * 2 * 64 * 2 * 4,
+            state_bytes=6 * 4 * 32 * 32 * 4,
+            copy_bw=4e9,
+            launch_s=1.5e-3,
+            description="the project's tiny hybrid model on a 2-core CPU",
+        ),
+    )
+}
+
+
+def get_profile(name: str) -> CostProfile:
+    """The named profile; a clear error lists the known ones."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise ConfigError(f"profile: unknown '{name}' (known: {known})") from None
+
+
+__all__ = ["PROFILES", "CostProfile", "get_profile"]

@@ -1,0 +1,122 @@
+"""One turn of a conversation in a slot: reuse the prefix, prefill, run rounds to EOG,
+check the slot against the transcript."""
+
+from collections.abc import Callable, Sequence
+
+from engine.metrics import TurnMetrics
+from engine.round import run_round
+from engine.slot import CtxCheckpoint, Slot, plan_reuse
+from engine.speculative import visible_answer
+from fsm.errors import InvariantViolationError
+from fsm.invariants import check_turn_end
+from fsm.states import Trigger
+
+
+def run_turn(
+    s: Slot,
+    question: Sequence[int],
+    end_unit: Callable[[], None],
+    on_tokens: Callable[[int], None] | None = None,
+) -> TurnMetrics:
+    """Run one request/answer turn on slot `s`. `end_unit` is called after every whole
+    unit of events (a prefill, a round), where the journal may write."""
+    m, b, cfg = s.machine, s.backend, s.config
+    prompt = start_turn(s, question)
+    end_unit()
+    answer_start = len(prompt)
+    while s.tokens[-1] not in b.template.eog_ids:
+        if len(s.tokens) - answer_start >= cfg.answer_cap:
+            break
+        before = len(s.tokens)
+        t = b.now()
+        block = run_round(s)
+        s.stats.decode_s += b.now() - t
+        if on_tokens is not None:
+            on_tokens(len(s.tokens) - before)
+        if block.eog is not None:
+            break
+        m.fire(Trigger.NEXT)
+        end_unit()
+    return _end_turn(s, prompt, answer_start, end_unit)
+
+
+def start_turn(s: Slot, question: Sequence[int]) -> list[int]:
+    """Open a turn: reuse what the slot can, repair the recurrent state if it must,
+    prefill the rest and commit the first answer token. Returns the prompt."""
+    m, b = s.machine, s.backend
+    m.turn += 1
+    m.round = 0
+    s.stats = TurnMetrics(slot=s.id, turn=m.turn)
+    prompt = b.template.next_prompt(s.transcript, question)
+    slot_len = len(s.tokens)
+    plan = plan_reuse(s.tokens, s.state.position, s.ring, prompt)
+    s.stats.prompt_tokens = len(prompt)
+    s.stats.kept_tokens = plan.kept
+    s.stats.f_keep = plan.kept / slot_len if slot_len else 1.0
+    s.tokens = list(prompt)
+    m.fire(Trigger.START_TURN, trim=plan.kept, append=prompt[plan.kept:],
+           prompt_tokens=len(prompt), kept=plan.kept, f_keep=s.stats.f_keep)
+    s.drop_ctx_beyond(min(plan.kept, len(prompt) - 1))
+    if plan.restore is not None or plan.reset:
+        _repair(s, plan.restore, plan.reprefill)
+    _prefill(s, prompt, plan.start)
+    return prompt
+
+
+def _repair(s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
+    """Bring the recurrent state back to a context checkpoint (or to nothing)."""
+    m, b = s.machine, s.backend
+    old = s.state.position
+    t = b.now()
+    if ckpt is None:
+        b.reset(s.state)
+    else:
+        b.restore(s.state, ckpt.snap)
+    s.stats.ctx_restores += 1
+    s.stats.reprefill_tokens = reprefill
+    m.fire(Trigger.CTX_RESTORE, b.now() - t, position=s.state.position,
+           digest=b.digest(s.state), reprefill=reprefill, from_position=old,
+           reset=ckpt is None)
+
+
+def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
+    """Process prompt[start:], saving context checkpoints every `ctx_checkpoint_every`
+    tokens and before the generation header, then commit the first answer token."""
+    m, b, cfg = s.machine, s.backend, s.config
+    end = len(prompt)
+    header_at = end - len(b.template.header)
+    stops = {p for p in range(cfg.ctx_checkpoint_every, end, cfg.ctx_checkpoint_every)}
+    stops.add(header_at)
+    cuts = [*sorted(p for p in stops if start < p < end), end]
+    pos = start
+    for cut in cuts:
+        t = b.now()
+        first = b.prefill(s.state, prompt[pos:cut])
+        s.stats.prefill_tokens += cut - pos
+        s.stats.prefill_s += b.now() - t
+        extra = {"append": [first]} if cut == end else {}
+        m.fire(Trigger.PREFILL, b.now() - t, tokens=cut - pos, position=cut,
+               digest=b.digest(s.state), **extra)
+        if cut < end and cfg.ctx_checkpoints:
+            t = b.now()
+            s.save_ctx(b.snapshot(s.state))
+            m.fire(Trigger.CTX_SAVE, b.now() - t, at=cut, bytes=b.state_bytes())
+        pos = cut
+    s.tokens.append(first)
+
+
+def _end_turn(s: Slot, prompt: Sequence[int], answer_start: int,
+              end_unit: Callable[[], None]) -> TurnMetrics:
+    m, b, cfg = s.machine, s.backend, s.config
+    answer = visible_answer(s.tokens[answer_start:], b.template.eog_ids)
+    s.transcript = [*prompt, *answer]
+    s.stats.generated_tokens = len(answer)
+    s.stats.stray_tokens = len(s.tokens) - len(s.transcript)
+    for v in check_turn_end(s.tokens, s.transcript):
+        s.stats.violations += 1
+        m.fire(Trigger.INVARIANT_VIOLATION, **v.to_payload())
+        if cfg.strict:
+            raise InvariantViolationError(f"{v.invariant}: {v.message}")
+    m.fire(Trigger.END_TURN, metrics=s.stats.to_dict())
+    end_unit()
+    return s.stats

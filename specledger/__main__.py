@@ -1,0 +1,7 @@
+"""`python -m specledger` is the CLI."""
+
+import sys
+
+from specledger.cli import main
+
+sys.exit(main())

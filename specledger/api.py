@@ -1,0 +1,74 @@
+"""The small public facade: run a configured session into a log, read turn tables back."""
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from engine.config import RunConfig
+from engine.metrics import TurnMetrics
+from engine.session import Session
+from eventlog import Recorder, create_session, iter_events, open_db
+from fsm.states import Trigger
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its session id in the log and its per-turn metrics."""
+
+    session_id: int
+    turns: list[TurnMetrics]
+    events: int
+
+
+@cache
+def code_version() -> str:
+    """The package version, plus the git commit when running from a checkout."""
+    try:
+        base = version("specledger")
+    except PackageNotFoundError:
+        base = "0+unknown"
+    root = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        ).stdout.strip()
+    except OSError:
+        rev = ""
+    return f"{base}+g{rev}" if rev else base
+
+
+def run_session(
+    config: RunConfig,
+    db: str,
+    *,
+    on_tokens: Callable[[int], None] | None = None,
+    parent_id: int | None = None,
+) -> RunResult:
+    """Run `config` and record every transition into the log at `db` (path or URL)."""
+    engine = open_db(db, create=True)
+    sid = create_session(
+        engine,
+        config=config.to_dict(),
+        backend=config.backend.value,
+        seeds={"seed": config.seed},
+        code_version=code_version(),
+        parent_id=parent_id,
+    )
+    with Recorder(engine, sid) as rec:
+        turns = Session(config, rec, on_tokens=on_tokens).run()
+    return RunResult(sid, turns, rec.written)
+
+
+def turn_table(engine: Engine, session_id: int) -> list[TurnMetrics]:
+    """The per-turn metrics a session recorded at each turn end."""
+    return [
+        TurnMetrics.from_dict(ev.payload["metrics"])
+        for ev in iter_events(engine, session_id)
+        if ev.trigger is Trigger.END_TURN
+    ]

@@ -1,0 +1,104 @@
+"""`specledger ...`: argument parsing, dispatch, and one-line errors."""
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
+from eventlog import DEFAULT_DB
+from fsm.errors import SpecledgerError
+from specledger import commands
+from viz import GraphFormat
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--db", default=DEFAULT_DB, help=f"path or SQLAlchemy URL ({DEFAULT_DB})")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return p
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    d = RunConfig()
+    p.add_argument("--backend", choices=[b.value for b in BackendKind], default=d.backend.value)
+    p.add_argument("--strategy", choices=[s.value for s in Strategy], default=d.strategy.value)
+    p.add_argument("--eog-policy", choices=[e.value for e in EogPolicy],
+                   default=d.eog_policy.value)
+    p.add_argument("--replay-policy", choices=[r.value for r in ReplayPolicy],
+                   default=d.replay_policy.value)
+    p.add_argument("--drafter", default=d.drafter, help="none | synthetic (sim)")
+    p.add_argument("--draft-max", type=int, default=d.draft_max)
+    p.add_argument("--acceptance", type=float, default=d.acceptance,
+                   help="synthetic drafter: chance that each draft is the target's token")
+    p.add_argument("--turns", type=int, default=d.turns)
+    p.add_argument("--slots", type=int, default=d.slots, help="concurrent conversations")
+    p.add_argument("--prompt-tokens", type=int, default=d.prompt_tokens,
+                   help="first user message (sim)")
+    p.add_argument("--question-tokens", type=int, default=d.question_tokens,
+                   help="later user messages (sim)")
+    p.add_argument("--answer-tokens", type=int, default=d.answer_tokens,
+                   help="answer length before EOG (sim)")
+    p.add_argument("--eog-prob", type=float, default=d.eog_prob,
+                   help="chance of an early EOG per token (sim)")
+    p.add_argument("--tie-flip-rate", type=float, default=d.tie_flip_rate,
+                   help="share of near-tie positions whose argmax depends on batch shape (sim)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--profile", default=d.profile, help="sim cost profile")
+    p.add_argument("--ctx-checkpoints", type=int, default=d.ctx_checkpoints)
+    p.add_argument("--ctx-checkpoint-every", type=int, default=d.ctx_checkpoint_every)
+    p.add_argument("--livelock-guard", type=int, default=d.livelock_guard,
+                   help="restores at one position that count as a livelock (0: off)")
+    p.add_argument("--no-audit", action="store_true", help="skip the state-truth audit")
+    p.add_argument("--strict", action="store_true", help="stop at the first violation")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    common = _common()
+    p = _Parser(prog="specledger", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", parents=[common], help="run and record a session")
+    _run_options(run)
+    sub.add_parser("sessions", parents=[common], help="list recorded sessions")
+    show = sub.add_parser("show", parents=[common], help="a session's summary and turns")
+    show.add_argument("session", type=int)
+    replay = sub.add_parser("replay", parents=[common], help="project a session's state")
+    replay.add_argument("session", type=int)
+    replay.add_argument("--at", type=int, default=None, help="fold events through this seq")
+    graph = sub.add_parser("graph", parents=[common], help="draw a session's state graph")
+    graph.add_argument("session", type=int)
+    graph.add_argument("--kind", choices=["fsm"], default="fsm")
+    graph.add_argument("--format", choices=[f.value for f in GraphFormat], default="svg")
+    graph.add_argument("--out", default=None, help="file to write (default: session-N-fsm.EXT)")
+    demo = sub.add_parser("demo", parents=[common], help="the #28049 amplification, shown")
+    demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
+    demo.add_argument("--seed", type=int, default=1)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return commands.dispatch(args)
+    except SpecledgerError as exc:
+        sys.stderr.write(f"specledger: error: {exc}\n")
+    except SQLAlchemyError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        sys.stderr.write(f"specledger: database error: {first}\n")
+    except OSError as exc:
+        sys.stderr.write(f"specledger: error: {exc}\n")
+    except KeyboardInterrupt:
+        sys.stderr.write("specledger: interrupted\n")
+        return 130
+    return 1

@@ -1,0 +1,156 @@
+"""The CLI's commands: each reads its arguments, does its work, prints, returns a status."""
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from engine.config import RunConfig
+from eventlog import Projector, get_session, iter_events, list_sessions, open_db
+from specledger import output
+from specledger.api import RunResult, run_session, turn_table
+from viz import GraphFormat, fsm_graph, render
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command named in `args`."""
+    handler: Callable[[argparse.Namespace], int] = {
+        "run": cmd_run,
+        "sessions": cmd_sessions,
+        "show": cmd_show,
+        "replay": cmd_replay,
+        "graph": cmd_graph,
+        "demo": cmd_demo,
+    }[args.command]
+    return handler(args)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The validated run configuration the flags describe."""
+    return RunConfig(
+        backend=args.backend, strategy=args.strategy, eog_policy=args.eog_policy,
+        replay_policy=args.replay_policy, drafter=args.drafter, draft_max=args.draft_max,
+        acceptance=args.acceptance, turns=args.turns, slots=args.slots,
+        prompt_tokens=args.prompt_tokens, question_tokens=args.question_tokens,
+        answer_tokens=args.answer_tokens, eog_prob=args.eog_prob,
+        tie_flip_rate=args.tie_flip_rate, seed=args.seed, profile=args.profile,
+        ctx_checkpoints=args.ctx_checkpoints, ctx_checkpoint_every=args.ctx_checkpoint_every,
+        livelock_guard=args.livelock_guard, audit=not args.no_audit, strict=args.strict,
+    )
+
+
+@contextmanager
+def progress_bar(total: int, label: str, show: bool) -> Iterator[Callable[[int], None] | None]:
+    """A token progress bar on stderr when it is a terminal; None otherwise."""
+    if not (show and sys.stderr.isatty()):
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} tokens"), TimeElapsedColumn(),
+                  console=output.Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _run(config: RunConfig, db: str, show_progress: bool, label: str) -> RunResult:
+    total = config.slots * config.turns * config.answer_tokens
+    with progress_bar(total, label, show_progress) as tick:
+        return run_session(config, db, on_tokens=tick)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`specledger run`."""
+    config = config_from_args(args)
+    result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
+    if args.json:
+        output.emit_json({"session": result.session_id, "events": result.events,
+                          "turns": output.turn_rows(result.turns)})
+        return 0
+    output.console.print(output.turn_table(
+        result.turns, f"session {result.session_id}: {config.backend} {config.strategy} "
+                      f"eog={config.eog_policy} drafter={config.drafter}"))
+    output.console.print(f"{result.events} events recorded in {args.db}")
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """`specledger sessions`."""
+    infos = list_sessions(open_db(args.db, create=False))
+    if args.json:
+        output.emit_json([{"id": s.id, "status": s.status.value, "events": s.events,
+                           "backend": s.backend, "created": s.created.isoformat(),
+                           "parent": s.parent_id} for s in infos])
+    else:
+        output.console.print(output.sessions_table(infos))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """`specledger show SESSION`."""
+    engine = open_db(args.db, create=False)
+    info = get_session(engine, args.session)
+    turns = turn_table(engine, args.session)
+    if args.json:
+        output.emit_json({"session": output.session_json(info),
+                          "turns": output.turn_rows(turns)})
+        return 0
+    cfg = info.config
+    output.console.print(
+        f"session {info.id}: [bold]{info.status}[/], {info.events} events, backend "
+        f"{info.backend}, strategy {cfg.get('strategy')}, eog {cfg.get('eog_policy')}, "
+        f"replay {cfg.get('replay_policy')}, drafter {cfg.get('drafter')} "
+        f"(k={cfg.get('draft_max')}), seed {cfg.get('seed')}, code {info.code_version}")
+    output.console.print(output.turn_table(turns, "turns"))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """`specledger replay SESSION [--at SEQ]`: the projection of the log."""
+    engine = open_db(args.db, create=False)
+    projector = Projector()
+    last = 0
+    for ev in iter_events(engine, args.session, upto_seq=args.at):
+        projector.apply(ev)
+        last = ev.seq
+    views = projector.slots
+    slots = [{"slot": v.slot, "tokens": v.tokens, "position": v.position,
+              "state": v.state.value, "digest": v.digest, "turn": v.turn, "round": v.round,
+              "restores": v.restores, "ctx_restores": v.ctx_restores,
+              "reprefill_tokens": v.reprefill_tokens, "violations": len(v.violations)}
+             for v in views.values()]
+    if args.json:
+        output.emit_json({"session": args.session, "seq": last, "slots": slots})
+        return 0
+    output.console.print(f"session {args.session} at seq {last}")
+    for s in slots:
+        tail = " ".join(str(t) for t in s["tokens"][-8:])
+        output.console.print(
+            f"  slot {s['slot']}: {s['state']}, turn {s['turn']} round {s['round']}, "
+            f"{len(s['tokens'])} tokens, position {s['position']}, digest {s['digest']}, "
+            f"{s['violations']} violations; last tokens: {tail}")
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """`specledger graph SESSION`."""
+    engine = open_db(args.db, create=False)
+    get_session(engine, args.session)
+    fmt = GraphFormat(args.format)
+    out = Path(args.out or f"session-{args.session}-{args.kind}.{fmt.value}")
+    g = fsm_graph(iter_events(engine, args.session))
+    render(g, out, fmt, f"session {args.session}: round state machine")
+    if args.json:
+        output.emit_json({"session": args.session, "kind": args.kind, "path": str(out)})
+    else:
+        output.console.print(f"wrote {out}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """`specledger demo`: legacy vs truncate on a 27B-like profile, three turns."""
+    from specledger.demo import run_demo
+
+    return run_demo(args.db, Path(args.out_dir), args.seed, args.json)

@@ -1,0 +1,91 @@
+"""Printing: rich tables for people, one JSON document for scripts."""
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from engine.metrics import TurnMetrics
+from eventlog import SessionInfo
+
+TURN_FIELDS = (
+    "turn", "prompt_tokens", "generated_tokens", "drafted", "accepted", "kept_tokens",
+    "f_keep", "reprefill_tokens", "restores",
+)
+
+# A pipe gets a wide table rather than rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 132)
+
+
+def emit_json(doc: Any) -> None:
+    """Print one JSON document on stdout."""
+    json.dump(doc, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def turn_rows(turns: Sequence[TurnMetrics]) -> list[dict[str, Any]]:
+    """The `turns` list of the JSON contract (required fields first, extras after)."""
+    rows = []
+    for m in turns:
+        d = m.to_dict()
+        rows.append({**{k: d[k] for k in TURN_FIELDS}, **d})
+    return rows
+
+
+def turn_table(turns: Sequence[TurnMetrics], title: str) -> Table:
+    """Per-turn table: the numbers that show re-prefill amplification at a glance."""
+    multi = len({m.slot for m in turns}) > 1
+    t = Table(title=title, title_justify="left")
+    cols = (["slot"] if multi else []) + [
+        "turn", "prompt", "gen", "drafted", "accepted", "kept", "f_keep", "reprefill",
+        "restores", "stray", "tok/s",
+    ]
+    for c in cols:
+        t.add_column(c, justify="right")
+    for m in turns:
+        row = ([str(m.slot)] if multi else []) + [
+            str(m.turn), str(m.prompt_tokens), str(m.generated_tokens), str(m.drafted),
+            str(m.accepted), str(m.kept_tokens), f"{m.f_keep:.4f}",
+            _flag(m.reprefill_tokens), str(m.restores + m.ctx_restores), _flag(m.stray_tokens),
+            f"{m.decode_tps:.1f}",
+        ]
+        t.add_row(*row)
+    return t
+
+
+def _flag(n: int) -> str:
+    return f"[bold red]{n}[/]" if n else "0"
+
+
+def sessions_table(infos: Sequence[SessionInfo]) -> Table:
+    """One row per session."""
+    t = Table(title="sessions", title_justify="left")
+    for c in ("id", "status", "events", "backend", "strategy", "eog", "drafter", "created",
+              "parent"):
+        t.add_column(c, justify="right" if c in ("id", "events") else "left")
+    for s in infos:
+        cfg = s.config
+        t.add_row(
+            str(s.id), _status(s.status.value), str(s.events), s.backend,
+            str(cfg.get("strategy", "")), str(cfg.get("eog_policy", "")),
+            str(cfg.get("drafter", "")), s.created.strftime("%Y-%m-%d %H:%M:%S"),
+            "" if s.parent_id is None else str(s.parent_id),
+        )
+    return t
+
+
+def _status(status: str) -> str:
+    colour = {"finished": "green", "failed": "red", "incomplete": "yellow"}.get(status)
+    return f"[{colour}]{status}[/]" if colour else status
+
+
+def session_json(s: SessionInfo) -> dict[str, Any]:
+    """A session's stored facts as JSON."""
+    return {
+        "id": s.id, "status": s.status.value, "events": s.events, "backend": s.backend,
+        "created": s.created.isoformat(), "config": s.config, "seeds": s.seeds,
+        "code_version": s.code_version, "model_digest": s.model_digest, "parent": s.parent_id,
+    }

@@ -1,0 +1,73 @@
+"""Render networkx graphs with graphviz to svg, png or dot source."""
+
+from enum import StrEnum
+from pathlib import Path
+
+import graphviz
+import networkx as nx
+
+from fsm.errors import SpecledgerError
+
+
+class GraphFormat(StrEnum):
+    """Output formats."""
+
+    SVG = "svg"
+    PNG = "png"
+    DOT = "dot"
+
+
+class RenderError(SpecledgerError):
+    """graphviz could not render (usually: the `dot` binary is missing)."""
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def to_dot(g: nx.MultiDiGraph, title: str) -> graphviz.Digraph:
+    """A graphviz description of an FSM graph: edge labels carry trigger, count, mean and
+    max duration; states with violations are drawn red."""
+    d = graphviz.Digraph(name="fsm", graph_attr={"label": title, "labelloc": "t",
+                                                 "rankdir": "LR", "fontname": "Helvetica"})
+    d.attr("node", shape="box", style="rounded,filled", fillcolor="#eef3fb",
+           fontname="Helvetica")
+    d.attr("edge", fontname="Helvetica", fontsize="10")
+    for node, data in g.nodes(data=True):
+        label = f"{node}\\n{data['visits']} visits"
+        attrs = {}
+        if data["violations"] or data["livelocks"]:
+            notes = []
+            if data["violations"]:
+                notes.append(f"{data['violations']} violations")
+            if data["livelocks"]:
+                notes.append(f"{data['livelocks']} livelocks")
+            label += "\\n" + ", ".join(notes)
+            attrs = {"fillcolor": "#fbe3e3", "color": "#c0392b", "penwidth": "2"}
+        d.node(node, label=label, **attrs)
+    for src, dst, key, data in g.edges(keys=True, data=True):
+        mean = data["total_s"] / data["count"]
+        label = f"{key} x{data['count']}"
+        if data["max_s"] > 0:
+            label += f"\\nmean {_ms(mean)}, max {_ms(data['max_s'])}"
+        d.edge(src, dst, label=label)
+    return d
+
+
+def render(g: nx.MultiDiGraph, out: Path, fmt: GraphFormat, title: str) -> Path:
+    """Write `g` to `out` in `fmt`; returns the path written."""
+    dot = to_dot(g, title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt is GraphFormat.DOT:
+        out.write_text(dot.source)
+        return out
+    try:
+        data = dot.pipe(format=fmt.value)
+    except graphviz.ExecutableNotFound:
+        raise RenderError("graphviz's 'dot' binary is missing: install graphviz "
+                          "(apt-get install graphviz) or use --format dot") from None
+    except graphviz.CalledProcessError as exc:
+        raise RenderError(f"graphviz failed: {exc.stderr.decode(errors='replace')[:200]}"
+                          ) from None
+    out.write_bytes(data)
+    return out
