@@ -64,9 +64,10 @@ def run_round(s: Slot) -> Block:
                 b.replay_inputs(s.state, out.kept, k + 1)
             break
         m.fire(Trigger.REJECT, matched=block.accepted, eog=block.eog, cut=block.cut)
-        t = b.now()
+        t0 = b.now()
         done = _roll_back(s, block, batch, snap, out.kept, pos0)
-        s.stats.rollback_s += b.now() - t
+        t = b.now()
+        s.stats.rollback_s += t - t0
         if done:
             break
         trigger = Trigger.RETRY

@@ -21,6 +21,11 @@ class RenderError(SpecledgerError):
     """graphviz could not render (usually: the `dot` binary is missing)."""
 
 
+# Edges that exist only when something is wrong or degraded: committing straight from
+# reject skips rollback (the `none` strategy), and retry re-verifies a replay (#28060).
+_SUSPECT = {("reject", "commit"): "no rollback", ("restore", "verify"): "re-verification"}
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
 
@@ -50,7 +55,11 @@ def to_dot(g: nx.MultiDiGraph, title: str) -> graphviz.Digraph:
         label = f"{key} x{data['count']}"
         if data["max_s"] > 0:
             label += f"\\nmean {_ms(mean)}, max {_ms(data['max_s'])}"
-        d.edge(src, dst, label=label)
+        attrs = {}
+        if (src, dst) in _SUSPECT:
+            label += f"\\n({_SUSPECT[src, dst]})"
+            attrs = {"color": "#c0392b", "fontcolor": "#c0392b", "style": "dashed"}
+        d.edge(src, dst, label=label, **attrs)
     return d
 
 

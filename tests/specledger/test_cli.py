@@ -1,0 +1,90 @@
+"""The CLI contract: JSON shapes scripts depend on, and one-line errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specledger.cli import main
+
+SMALL = ["--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
+         "--answer-tokens", "40"]
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "log.db")
+
+
+def test_run_sessions_show_replay_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _json(capsys, "run", "--db", db, "--json", "--eog-policy", "legacy", *SMALL)
+    assert set(run) >= {"session", "turns"}
+    assert [t["turn"] for t in run["turns"]] == [1, 2]
+    required = {"turn", "prompt_tokens", "generated_tokens", "drafted", "accepted",
+                "kept_tokens", "f_keep", "reprefill_tokens", "restores"}
+    assert all(required <= set(t) for t in run["turns"])
+    sid = run["session"]
+
+    sessions = _json(capsys, "sessions", "--db", db, "--json")
+    assert sessions[0]["id"] == sid and sessions[0]["status"] == "finished"
+    assert sessions[0]["events"] > 0
+
+    show = _json(capsys, "show", str(sid), "--db", db, "--json")
+    assert show["turns"] == run["turns"]
+
+    replay = _json(capsys, "replay", str(sid), "--db", db, "--json")
+    (slot,) = replay["slots"]
+    assert set(slot) >= {"slot", "tokens", "position", "state", "digest"}
+    assert slot["state"] == "done" and replay["seq"] == sessions[0]["events"]
+    early = _json(capsys, "replay", str(sid), "--db", db, "--json", "--at", "5")
+    assert early["seq"] == 5 and len(early["slots"][0]["tokens"]) <= len(slot["tokens"])
+
+
+@pytest.mark.parametrize("fmt", ["svg", "png", "dot"])
+def test_graph_formats(db: str, tmp_path: Path, fmt: str,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _json(capsys, "run", "--db", db, "--json", *SMALL)["session"]
+    out = tmp_path / f"g.{fmt}"
+    doc = _json(capsys, "graph", str(sid), "--db", db, "--format", fmt, "--out", str(out),
+                "--json")
+    assert doc["path"] == str(out)
+    data = out.read_bytes()
+    assert {"svg": b"<svg", "png": b"\x89PNG", "dot": b"digraph"}[fmt] in data[:400]
+    if fmt == "dot":
+        assert b"commit" in data and b"verify x" in data
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "specledger", *argv], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_bad_input_is_one_line_and_nonzero(db: str, tmp_path: Path) -> None:
+    assert _cli("run", "--db", db, *SMALL, "--json").returncode == 0
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all " * 100)
+    cases = [
+        (("show", "99", "--db", db), "no session 99"),
+        (("replay", "99", "--db", db), "no session 99"),
+        (("sessions", "--db", str(tmp_path / "missing.db")), "no database"),
+        (("sessions", "--db", str(junk)), "not a specledger database"),
+        (("sessions", "--db", "nosuchdialect://x"), ""),
+        (("run", "--db", db, "--acceptance", "1.5"), "acceptance"),
+        (("run", "--db", db, "--draft-max", "0"), "draft_max"),
+        (("run", "--db", db, "--profile", "nope"), "unknown 'nope'"),
+        (("run", "--db", db, "--strategy", "bogus"), "invalid choice"),
+        (("graph", "1", "--db", db, "--format", "gif"), "invalid choice"),
+    ]
+    for argv, needle in cases:
+        r = _cli(*argv)
+        assert r.returncode != 0, argv
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, (argv, r.stderr)
+        assert "Traceback" not in r.stderr and needle in lines[0], (argv, lines)
