@@ -1,0 +1,179 @@
+"""Opening a specledger database from a path or a SQLAlchemy URL, with errors a user can act on."""
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+
+from eventlog.errors import DatabaseUnavailableError, NotASpecledgerDatabaseError
+from eventlog.schema import SCHEMA_VERSION, meta, metadata
+
+DEFAULT_DB = "specledger.db"
+"""The CLI's default `--db`: a SQLite file in the working directory."""
+
+# json.dumps with non-default arguments builds a new encoder per call; one shared encoder
+# keeps payload serialisation (once per event) cheap.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+def open_db(db: str, create: bool) -> Engine:
+    """Open the database `db` (a filesystem path, or any SQLAlchemy URL: it contains '://').
+
+    Writers pass `create=True`: a missing SQLite file (and its directory) is created with the
+    schema. Readers pass `create=False`: nothing is created and SQLite connections are
+    query-only. Either way the database must be a specledger database of this schema version.
+    """
+    url = _parse(db)
+    shown = url.render_as_string(hide_password=True) if "://" in db else db
+    sqlite_file = _sqlite_file(url)
+    if sqlite_file is not None and not sqlite_file.exists():
+        if not create:
+            raise DatabaseUnavailableError(
+                f"no database at {shown}; record one with `specledger run --db {shown}` "
+                "or pass another --db"
+            )
+        _make_parent(sqlite_file, shown)
+    elif sqlite_file is not None and create:
+        # Look with a read-only engine first: the writer's WAL pragma must never touch a
+        # file that is not ours.
+        reader = _engine(url, shown, writer=False)
+        try:
+            _stored_version(reader, shown)
+        finally:
+            reader.dispose()
+    engine = _engine(url, shown, writer=create)
+    try:
+        version = _stored_version(engine, shown)
+        if version is None and create:
+            _create_schema(engine, shown)
+        elif version is None:
+            raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
+        elif version != str(SCHEMA_VERSION):
+            raise NotASpecledgerDatabaseError(
+                f"{shown} has specledger schema version {version}; this specledger "
+                f"reads version {SCHEMA_VERSION}: use a matching specledger or another --db"
+            )
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
+def _parse(db: str) -> URL:
+    if "://" not in db:
+        return URL.create("sqlite+pysqlite", database=str(Path(db).expanduser()))
+    try:
+        return make_url(db)
+    except ArgumentError as exc:
+        masked = re.sub(r"://[^/@]*@", "://***@", db)
+        raise DatabaseUnavailableError(
+            f"cannot parse database URL '{masked}': expected a path or a URL like "
+            "sqlite:///run.db or postgresql://user@host/db"
+        ) from exc
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    """The file behind a SQLite URL; None for in-memory and non-SQLite databases."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    if url.query.get("uri") or str(url.database).startswith("file:"):
+        return None
+    return Path(str(url.database))
+
+
+def _make_parent(path: Path, shown: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseUnavailableError(
+            f"cannot create {shown}: {exc.strerror} ({path.parent})"
+        ) from exc
+
+
+def _engine(url: URL, shown: str, writer: bool) -> Engine:
+    try:
+        engine = create_engine(url, json_serializer=_ENCODE)
+    except NoSuchModuleError as exc:
+        raise DatabaseUnavailableError(
+            f"unknown database dialect '{url.drivername}' in {shown}; use a path, "
+            "sqlite:///FILE or postgresql://USER@HOST/DB"
+        ) from exc
+    except ImportError as exc:
+        raise DatabaseUnavailableError(
+            f"cannot open {shown}: the Python driver '{exc.name}' of {url.drivername} is "
+            "not installed; install it or name an installed driver (e.g. postgresql+psycopg2://)"
+        ) from exc
+    except ArgumentError as exc:
+        raise DatabaseUnavailableError(f"bad database URL {shown}: {exc}") from exc
+    if engine.dialect.name == "sqlite":
+        pragmas = _WRITER_PRAGMAS if writer else _READER_PRAGMAS
+
+        @event.listens_for(engine, "connect")
+        def _set_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cursor = dbapi_conn.cursor()
+            for pragma in pragmas:
+                cursor.execute(pragma)
+            cursor.close()
+
+    return engine
+
+
+# WAL lets readers follow a live session while one writer appends, and synchronous=NORMAL
+# is durable at every checkpoint without an fsync per commit. Readers only ever read.
+_WRITER_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+)
+_READER_PRAGMAS = ("PRAGMA synchronous=NORMAL", "PRAGMA query_only=ON")
+
+
+def _stored_version(engine: Engine, shown: str) -> str | None:
+    """The stored schema version; None for a database with no tables at all."""
+    try:
+        with engine.connect() as conn:
+            return _schema_version(conn, shown)
+    except OperationalError as exc:
+        raise DatabaseUnavailableError(f"cannot use {shown}: {_first_line(exc)}") from exc
+    except DBAPIError as exc:
+        raise NotASpecledgerDatabaseError(
+            f"{shown} is not a specledger database: {_first_line(exc)}"
+        ) from exc
+
+
+def _schema_version(conn: Connection, shown: str) -> str | None:
+    inspector = inspect(conn)
+    tables = inspector.get_table_names()
+    if not tables:
+        return None
+    columns = {c["name"] for c in inspector.get_columns("meta")} if "meta" in tables else set()
+    if not {"key", "value"} <= columns:
+        raise NotASpecledgerDatabaseError(
+            f"{shown} is not a specledger database (it has tables but no specledger meta "
+            "table); pass another --db"
+        )
+    version = conn.scalar(select(meta.c.value).where(meta.c.key == "schema_version"))
+    if version is None:
+        raise NotASpecledgerDatabaseError(f"{shown} has no schema_version: not a specledger db")
+    return str(version)
+
+
+def _create_schema(engine: Engine, shown: str) -> None:
+    try:
+        with engine.begin() as conn:
+            metadata.create_all(conn)
+            conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+    except DBAPIError as exc:
+        # A concurrent writer may have created the schema between our look and now.
+        if _stored_version(engine, shown) != str(SCHEMA_VERSION):
+            raise DatabaseUnavailableError(
+                f"cannot create the schema in {shown}: {_first_line(exc)}"
+            ) from exc
+
+
+def _first_line(exc: DBAPIError) -> str:
+    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]

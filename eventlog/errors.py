@@ -1,0 +1,21 @@
+"""Errors of the event log. Each message is one actionable line the CLI prints as is."""
+
+from fsm.errors import SpecledgerError
+
+
+class DatabaseUnavailableError(SpecledgerError):
+    """The database cannot be reached: no file there, an unwritable path, a bad or
+    unknown URL, a missing driver, or a server that refuses the connection."""
+
+
+class NotASpecledgerDatabaseError(SpecledgerError):
+    """The database exists but is not a specledger database, or has another schema version."""
+
+
+class UnknownSessionError(SpecledgerError):
+    """No session with that id in this database."""
+
+
+class StaleWriterError(SpecledgerError):
+    """An append collided with a sequence number already stored for the session: another
+    writer owns it, so this one's sequence is stale (an expected-version append failure)."""

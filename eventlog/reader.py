@@ -1,0 +1,147 @@
+"""Reading sessions and events back. Readers never write."""
+
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, Row, Select, func, select
+
+from eventlog.errors import UnknownSessionError
+from eventlog.schema import SessionStatus, events, sessions
+from fsm.event import Event
+from fsm.states import RoundState, Trigger
+
+STALE_HEARTBEAT = timedelta(minutes=10)
+"""A `running` session on another host whose heartbeat is older than this is `incomplete`."""
+
+_TRIGGERS = {t.value: t for t in Trigger}
+_STATES = {s.value: s for s in RoundState}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session as stored, with `status` as the reader sees it (`incomplete` when the
+    row says `running` but its writer is gone) and `events` the number of stored events."""
+
+    id: int
+    created: datetime
+    status: SessionStatus
+    events: int
+    backend: str
+    config: dict[str, Any]
+    seeds: dict[str, Any]
+    code_version: str
+    model_digest: str | None
+    parent_id: int | None
+    writer_pid: int
+    writer_host: str
+    heartbeat: datetime
+
+
+def list_sessions(engine: Engine) -> list[SessionInfo]:
+    """Every session, oldest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(sessions).order_by(sessions.c.id)).all()
+    return [_info(row) for row in rows]
+
+
+def get_session(engine: Engine, session_id: int) -> SessionInfo:
+    """The session `session_id`; `UnknownSessionError` names the ids that do exist."""
+    with engine.connect() as conn:
+        row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            low, high = conn.execute(select(func.min(sessions.c.id), func.max(sessions.c.id))).one()
+    if row is not None:
+        return _info(row)
+    known = "the database has no sessions" if low is None else f"known ids are {low}..{high}"
+    raise UnknownSessionError(f"no session {session_id}: {known} (see `specledger sessions`)")
+
+
+def count_events(engine: Engine, session_id: int) -> int:
+    """The number of events stored for the session (counted, not the cached `n_events`)."""
+    with engine.connect() as conn:
+        n = conn.scalar(select(func.count()).where(events.c.session_id == session_id))
+    return int(n or 0)
+
+
+def iter_events(
+    engine: Engine, session_id: int, *, upto_seq: int | None = None, batch: int = 5000
+) -> Iterator[Event]:
+    """The session's events in seq order, through `upto_seq` inclusive when given.
+
+    Keyset pagination on the (session_id, seq) index: each page is one indexed range
+    query, so memory stays bounded by `batch` on every backend, and since the log is
+    append-only in seq order the pages of a live session still form a gap-free prefix.
+    """
+    get_session(engine, session_id)  # here, so an unknown id fails now, not at first next()
+    c = events.c
+    query = select(
+        c.seq, c.slot, c.turn, c.round, c.trigger, c.source, c.dest, c.t, c.duration, c.payload
+    ).where(c.session_id == session_id)
+    if upto_seq is not None:
+        query = query.where(c.seq <= upto_seq)
+    return _pages(engine, query.order_by(c.seq).limit(batch), batch)
+
+
+def _pages(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
+    seq_col = events.c.seq
+    triggers, states = _TRIGGERS, _STATES
+    last = -1  # below every seq: they count from 0 or 1
+    with engine.connect() as conn:
+        while True:
+            rows = conn.execute(query.where(seq_col > last)).all()
+            for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
+                yield Event(
+                    seq=seq,
+                    slot=slot,
+                    turn=turn,
+                    round=rnd,
+                    trigger=triggers[trigger],
+                    source=states[source],
+                    dest=states[dest],
+                    t=t,
+                    duration=duration,
+                    payload=payload,
+                )
+            if len(rows) < batch:
+                return
+            last = rows[-1][0]
+
+
+def _info(row: Row[Any]) -> SessionInfo:
+    status = SessionStatus(row.status)
+    if status is SessionStatus.RUNNING and _writer_gone(
+        row.writer_host, row.writer_pid, row.heartbeat
+    ):
+        status = SessionStatus.INCOMPLETE
+    return SessionInfo(
+        id=row.id,
+        created=row.created,
+        status=status,
+        events=row.n_events,
+        backend=row.backend,
+        config=row.config,
+        seeds=row.seeds,
+        code_version=row.code_version,
+        model_digest=row.model_digest,
+        parent_id=row.parent_id,
+        writer_pid=row.writer_pid,
+        writer_host=row.writer_host,
+        heartbeat=row.heartbeat,
+    )
+
+
+def _writer_gone(host: str, pid: int, heartbeat: datetime) -> bool:
+    """Whether the process that writes a `running` session has died without closing it."""
+    if host != socket.gethostname():
+        return datetime.now(UTC) - heartbeat > STALE_HEARTBEAT
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, owned by another user
+    return False

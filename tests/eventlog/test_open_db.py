@@ -1,0 +1,105 @@
+"""open_db: creation, validation, and the errors for everything that is not our database."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text, update
+from sqlalchemy.exc import OperationalError
+
+from eventlog import (
+    DatabaseUnavailableError,
+    NotASpecledgerDatabaseError,
+    create_session,
+    list_sessions,
+    open_db,
+)
+from eventlog.schema import meta
+from fsm.errors import SpecledgerError
+
+
+def test_writer_creates_a_wal_database_that_readers_open(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "dir" / "log.db"
+    writer = open_db(str(path), True)
+    with writer.connect() as conn:
+        assert conn.scalar(text("PRAGMA journal_mode")) == "wal"
+        assert conn.scalar(text("PRAGMA synchronous")) == 1  # NORMAL
+    create_session(writer, config={}, backend="sim", seeds={}, code_version="t")
+    reader = open_db(f"sqlite:///{path}", False)
+    assert [s.id for s in list_sessions(reader)] == [1]
+    assert open_db(str(path), True).url == writer.url  # reopening is fine
+
+
+def test_readers_never_write(db_path: str) -> None:
+    open_db(db_path, True)
+    reader = open_db(db_path, False)
+    with pytest.raises(OperationalError, match="readonly"):
+        create_session(reader, config={}, backend="sim", seeds={}, code_version="t")
+
+
+def test_missing_file_is_not_created_by_a_reader(tmp_path: Path) -> None:
+    path = tmp_path / "absent.db"
+    with pytest.raises(DatabaseUnavailableError, match=r"no database at .*absent\.db"):
+        open_db(str(path), False)
+    assert not path.exists()
+
+
+def test_unwritable_path(tmp_path: Path) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a file, not a directory")
+    with pytest.raises(DatabaseUnavailableError, match="cannot create"):
+        open_db(str(blocker / "sub" / "log.db"), True)
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_a_text_file_is_not_a_specledger_database(tmp_path: Path, create: bool) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("hello, this is not sqlite\n" * 100)
+    before = path.read_bytes()
+    with pytest.raises(NotASpecledgerDatabaseError, match="not a specledger database"):
+        open_db(str(path), create)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_a_foreign_sqlite_database_is_refused_untouched(tmp_path: Path, create: bool) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE meta (name TEXT)")
+    with pytest.raises(NotASpecledgerDatabaseError, match="no specledger meta table"):
+        open_db(str(path), create)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("meta",)]
+
+
+def test_another_schema_version_is_refused(db_path: str) -> None:
+    with open_db(db_path, True).begin() as conn:
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="99"))
+    with pytest.raises(NotASpecledgerDatabaseError, match="schema version 99"):
+        open_db(db_path, False)
+
+
+def test_an_empty_file_is_refused_to_readers_and_initialised_by_writers(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    with pytest.raises(NotASpecledgerDatabaseError, match="is empty"):
+        open_db(str(path), False)
+    open_db(str(path), True)
+    assert list_sessions(open_db(str(path), False)) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://nobody:secret@127.0.0.1:1/x", "cannot (open|use) postgresql"),
+        ("nosuchdialect://x", "unknown database dialect 'nosuchdialect'"),
+        ("://nothing", "cannot parse database URL"),
+    ],
+)
+def test_bad_urls(url: str, message: str) -> None:
+    with pytest.raises(DatabaseUnavailableError, match=message) as caught:
+        open_db(url, False)
+    assert "secret" not in str(caught.value)
+    assert isinstance(caught.value, SpecledgerError)
+    assert "\n" not in str(caught.value)

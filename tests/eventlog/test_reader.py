@@ -1,0 +1,82 @@
+"""Reader: session listing, unknown ids, and how a dead writer's session is reported."""
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine, update
+
+from eventlog import (
+    Recorder,
+    SessionStatus,
+    UnknownSessionError,
+    create_session,
+    get_session,
+    iter_events,
+    list_sessions,
+    open_db,
+)
+from eventlog.schema import sessions
+
+
+def _set(engine: Engine, session_id: int, **values: object) -> None:
+    with engine.begin() as conn:
+        conn.execute(update(sessions).where(sessions.c.id == session_id).values(**values))
+
+
+def test_sessions_are_listed_oldest_first_with_their_lineage(
+    engine: Engine, session_id: int
+) -> None:
+    child = create_session(
+        engine,
+        config={"strategy": "per_token"},
+        backend="torch",
+        seeds={"run": 8},
+        code_version="abc123",
+        model_digest="sha256:feed",
+        parent_id=session_id,
+    )
+    Recorder(engine, child).close(SessionStatus.FAILED)
+    listed = list_sessions(open_db(str(engine.url.database), False))
+    assert [(s.id, s.status, s.parent_id) for s in listed] == [
+        (session_id, SessionStatus.RUNNING, None),
+        (child, SessionStatus.FAILED, session_id),
+    ]
+    assert listed[1].model_digest == "sha256:feed"
+    assert listed[1].backend == "torch"
+    assert listed[1].created.tzinfo is not None
+
+
+def test_unknown_session_names_the_known_range(engine: Engine) -> None:
+    with pytest.raises(UnknownSessionError, match="the database has no sessions"):
+        get_session(engine, 1)
+    for _ in range(2):
+        create_session(engine, config={}, backend="sim", seeds={}, code_version="t")
+    with pytest.raises(UnknownSessionError, match=r"no session 99: known ids are 1\.\.2"):
+        iter_events(engine, 99)  # eager: fails before the first next()
+
+
+def test_dead_writer_on_this_host_is_incomplete(engine: Engine, session_id: int) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    _set(engine, session_id, writer_pid=int(done.stdout))
+    assert get_session(engine, session_id).status is SessionStatus.INCOMPLETE
+    _set(engine, session_id, status=SessionStatus.FINISHED.value)
+    assert get_session(engine, session_id).status is SessionStatus.FINISHED
+
+
+def test_writer_on_another_host_is_judged_by_its_heartbeat(engine: Engine, session_id: int) -> None:
+    now = datetime.now(UTC)
+    _set(engine, session_id, writer_host="elsewhere", heartbeat=now - timedelta(minutes=2))
+    assert get_session(engine, session_id).status is SessionStatus.RUNNING
+    _set(engine, session_id, heartbeat=now - timedelta(minutes=11))
+    assert get_session(engine, session_id).status is SessionStatus.INCOMPLETE
+
+
+def test_live_writer_is_running(engine: Engine, session_id: int) -> None:
+    assert get_session(engine, session_id).status is SessionStatus.RUNNING
