@@ -37,7 +37,8 @@ class ReplayPolicy(StrEnum):
     REVERIFY = "reverify"
 
 
-SIM_DRAFTERS = ("none", "synthetic")
+DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
+SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class RunConfig:
     replay_policy: ReplayPolicy = ReplayPolicy.RECONSTRUCT
     drafter: str = "synthetic"
     draft_max: int = 8
+    draft_min: int = 0
+    ngram_n: int = 4
+    ngram_min_hits: int = 1
     acceptance: float = 0.7
     turns: int = 3
     slots: int = 1
@@ -81,6 +85,9 @@ class RunConfig:
 
     def _check(self) -> None:
         _positive("draft_max", self.draft_max, lo=1, hi=64)
+        _positive("draft_min", self.draft_min, lo=0, hi=self.draft_max)
+        _positive("ngram_n", self.ngram_n, lo=1, hi=64)
+        _positive("ngram_min_hits", self.ngram_min_hits, lo=1)
         _positive("turns", self.turns, lo=1)
         _positive("slots", self.slots, lo=1)
         _positive("prompt_tokens", self.prompt_tokens, lo=1)
@@ -94,16 +101,21 @@ class RunConfig:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{name}: {value} is not a probability in [0, 1]")
-        if self.backend is BackendKind.SIM and self.drafter not in SIM_DRAFTERS:
+        names = self.drafter_names
+        unknown = [n for n in names if n not in DRAFTERS]
+        if unknown or ("none" in names and len(names) > 1):
+            raise ConfigError(f"drafter: '{self.drafter}' is not 'none' or a comma-separated "
+                              f"chain of {', '.join(DRAFTERS[1:])}")
+        if self.backend is BackendKind.SIM and any(n not in SIM_DRAFTERS for n in names):
             raise ConfigError(
-                f"drafter: '{self.drafter}' is not available on the sim backend "
-                f"(choose {', '.join(SIM_DRAFTERS)})"
+                f"drafter: '{self.drafter}' needs a model; on the sim backend choose from "
+                f"{', '.join(SIM_DRAFTERS)}"
             )
 
     @property
-    def speculative(self) -> bool:
-        """False for plain decoding (`--drafter none`)."""
-        return self.drafter != "none"
+    def drafter_names(self) -> tuple[str, ...]:
+        """The drafter chain, in order of precedence."""
+        return tuple(n.strip() for n in self.drafter.split(","))
 
     @property
     def answer_cap(self) -> int:

@@ -73,7 +73,9 @@ def run_round(s: Slot) -> Block:
         trigger = Trigger.RETRY
     s.stats.drafted += k
     s.stats.accepted += block.accepted
-    return commit(s, block, t)
+    commit(s, block, t)
+    s.drafter.on_commit(k, block.accepted)
+    return block
 
 
 def _plain_round(s: Slot) -> Block:

@@ -84,6 +84,7 @@ class Session:
         self.on_tokens = on_tokens
         seq = itertools.count(1)
         next_seq = seq.__next__
+        shared: dict[str, object] = {}
         self.slots = [
             Slot(
                 id=i,
@@ -91,7 +92,7 @@ class Session:
                 backend=self.backend,
                 state=self.backend.new_state(),
                 machine=RoundMachine(i, journal, next_seq, self.backend.now),
-                drafter=make_drafter(config, i),
+                drafter=make_drafter(config, i, shared),
                 guard=ProgressGuard(config.livelock_guard),
             )
             for i in range(config.slots)

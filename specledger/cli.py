@@ -36,8 +36,15 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    default=d.eog_policy.value)
     p.add_argument("--replay-policy", choices=[r.value for r in ReplayPolicy],
                    default=d.replay_policy.value)
-    p.add_argument("--drafter", default=d.drafter, help="none | synthetic (sim)")
+    p.add_argument("--drafter", default=d.drafter,
+                   help="none | synthetic | ngram-simple | ngram-map-k | ngram-mod | draft-model"
+                        " | mtp, or a chain in order of precedence such as mtp,ngram-mod")
     p.add_argument("--draft-max", type=int, default=d.draft_max)
+    p.add_argument("--draft-min", type=int, default=d.draft_min,
+                   help="drop shorter drafts (n-gram drafters)")
+    p.add_argument("--ngram-n", type=int, default=d.ngram_n, help="n-gram key length")
+    p.add_argument("--ngram-min-hits", type=int, default=d.ngram_min_hits,
+                   help="ngram-map-k: repetitions a key needs before it drafts")
     p.add_argument("--acceptance", type=float, default=d.acceptance,
                    help="synthetic drafter: chance that each draft is the target's token")
     p.add_argument("--turns", type=int, default=d.turns)

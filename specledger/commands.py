@@ -33,6 +33,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         backend=args.backend, strategy=args.strategy, eog_policy=args.eog_policy,
         replay_policy=args.replay_policy, drafter=args.drafter, draft_max=args.draft_max,
+        draft_min=args.draft_min, ngram_n=args.ngram_n, ngram_min_hits=args.ngram_min_hits,
         acceptance=args.acceptance, turns=args.turns, slots=args.slots,
         prompt_tokens=args.prompt_tokens, question_tokens=args.question_tokens,
         answer_tokens=args.answer_tokens, eog_prob=args.eog_prob,

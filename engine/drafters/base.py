@@ -1,7 +1,7 @@
 """The drafter interface and the registry that builds one from a run configuration."""
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.backend import Backend, SeqState
 from engine.config import RunConfig
@@ -17,18 +17,63 @@ class Drafter(Protocol):
         self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
     ) -> list[int]:
         """Draft tokens to follow `tokens` (the slot's committed tokens); `state` is the
-        target's live state at position len(tokens) - 1."""
+        target's live state at position len(tokens) - 1. An empty list means no draft."""
 
-    def on_commit(self, tokens: Sequence[int]) -> None:
-        """The slot committed up to `tokens`: drafters with state follow it."""
+    def on_commit(self, drafted: int, accepted: int) -> None:
+        """Feedback after the round that verified this drafter's proposal."""
 
 
-def make_drafter(config: RunConfig, slot: int) -> Drafter | None:
-    """The configured drafter for `slot`, or None for plain decoding."""
-    if config.drafter == "none":
+class ChainDrafter:
+    """Several drafters in order of precedence (`mtp,ngram-mod`): the first that has a
+    draft drafts; feedback goes to the one that drafted."""
+
+    def __init__(self, drafters: Sequence[Drafter]) -> None:
+        self.drafters = list(drafters)
+        self.name = ",".join(d.name for d in drafters)
+        self._used: Drafter | None = None
+
+    def propose(
+        self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
+    ) -> list[int]:
+        """The first non-empty draft."""
+        for d in self.drafters:
+            draft = d.propose(backend, state, tokens, k)
+            if draft:
+                self._used = d
+                return draft
+        self._used = None
+        return []
+
+    def on_commit(self, drafted: int, accepted: int) -> None:
+        """Forward feedback to the drafter that drafted."""
+        if self._used is not None:
+            self._used.on_commit(drafted, accepted)
+
+
+def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Drafter:
+    from engine.drafters.ngram import HashPool, NgramMapK, NgramMod, NgramParams, NgramSimple
+    from engine.drafters.synthetic import SyntheticDrafter
+
+    params = NgramParams(n=config.ngram_n, m=config.draft_max, draft_min=config.draft_min,
+                         min_hits=config.ngram_min_hits)
+    match name:
+        case "synthetic":
+            return SyntheticDrafter(config.acceptance, config.seed, slot)
+        case "ngram-simple":
+            return NgramSimple(params)
+        case "ngram-map-k":
+            return NgramMapK(params)
+        case "ngram-mod":
+            pool = shared.setdefault("ngram-mod", HashPool(params.pool_size))
+            return NgramMod(params, pool)
+    raise ConfigError(f"drafter: '{name}' is not available on the {config.backend} backend")
+
+
+def make_drafter(config: RunConfig, slot: int, shared: dict[str, Any]) -> Drafter | None:
+    """The configured drafter for `slot`, or None for plain decoding. `shared` holds what
+    all slots of a session share (ngram-mod's pool)."""
+    names = config.drafter_names
+    if names == ("none",):
         return None
-    if config.drafter == "synthetic":
-        from engine.drafters.synthetic import SyntheticDrafter
-
-        return SyntheticDrafter(config.acceptance, config.seed, slot)
-    raise ConfigError(f"drafter: '{config.drafter}' is not implemented yet")
+    drafters = [_one(n, config, slot, shared) for n in names]
+    return drafters[0] if len(drafters) == 1 else ChainDrafter(drafters)

@@ -37,5 +37,5 @@ class SyntheticDrafter:
             batch.append(tok)
         return drafts
 
-    def on_commit(self, tokens: Sequence[int]) -> None:
-        """Stateless: nothing to follow."""
+    def on_commit(self, drafted: int, accepted: int) -> None:
+        """Stateless: nothing to learn."""
