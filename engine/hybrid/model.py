@@ -1,0 +1,125 @@
+"""`HybridModel`: the Qwen3.5 text decoder (Gated DeltaNet and gated attention layers,
+each followed by a SwiGLU MLP) with three forward modes, one per rollback need:
+`forward` (advance the state), `verify_per_token` (advance and keep every intermediate
+GDN state) and `verify_deferred` (leave the GDN state alone and record its inputs)."""
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from engine.hybrid.attention import GatedAttention
+from engine.hybrid.config import LINEAR, HybridConfig
+from engine.hybrid.errors import HybridError, StateError
+from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates, Mode
+from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_tables
+from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm residual block: token mixer (GDN or attention), then MLP."""
+
+    def __init__(self, config: HybridConfig, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.input_layernorm = ZeroCentredRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = ZeroCentredRMSNorm(config.hidden_size,
+                                                           config.rms_norm_eps)
+        self.mlp = SwiGLU(config.hidden_size, config.intermediate_size)
+        if kind == LINEAR:
+            self.linear_attn = GatedDeltaNet(config)
+        else:
+            self.self_attn = GatedAttention(config)
+
+
+class HybridModel(nn.Module):
+    """Qwen3.5-style hybrid causal LM; parameter names match HF's `Qwen3_5ForCausalLM`
+    without its `model.` prefix."""
+
+    def __init__(self, config: HybridConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(config, kind) for kind in config.layer_types)
+        self.norm = ZeroCentredRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = (None if config.tie_word_embeddings
+                        else nn.Linear(config.hidden_size, config.vocab_size, bias=False))
+        # Index of each layer's entry in the state's GDN lists or KV lists.
+        kinds = config.layer_types
+        self._slots = [sum(k == kind for k in kinds[:i]) for i, kind in enumerate(kinds)]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Parameter dtype (also the dtype of KV and conv state)."""
+        return self.embed_tokens.weight.dtype
+
+    def new_state(self, batch_size: int = 1) -> HybridState:
+        """An empty state (position 0) on the model's device and dtype."""
+        return HybridState(self.config, batch_size, self.dtype, self.embed_tokens.weight.device)
+
+    @torch.inference_mode()
+    def forward(
+        self, input_ids: Tensor, state: HybridState | None = None, *, last_only: bool = False,
+    ) -> Tensor:
+        """Logits (B, T, V) for input_ids (B, T) continuing from `state`, which advances by
+        T (a fresh state when None). Chunked GDN form for T > 1, recurrent for T = 1.
+        `last_only` computes logits for the last position only (B, 1, V)."""
+        logits, _ = self._run(input_ids, state, Mode.COMMIT, last_only)
+        return logits
+
+    @torch.inference_mode()
+    def verify_per_token(
+        self, input_ids: Tensor, state: HybridState,
+    ) -> tuple[Tensor, TokenStates]:
+        """Like `forward`, and also keep every GDN layer's state after each position, so a
+        partial accept is `state.select(kept, j)` with no recompute."""
+        logits, traces = self._run(input_ids, state, Mode.PER_TOKEN, False)
+        length = input_ids.shape[1]
+        layers = tuple(t for t in traces if isinstance(t, LayerStates))
+        return logits, TokenStates(start=state.position - length, length=length, layers=layers)
+
+    @torch.inference_mode()
+    def verify_deferred(
+        self, input_ids: Tensor, state: HybridState,
+    ) -> tuple[Tensor, RecordedInputs]:
+        """Logits for the batch without advancing the state (position, conv and recurrent
+        state unchanged; KV entries past `position` written). Commit with
+        `state.replay_inputs(recorded, n)`; dropping the record leaves the state as it was."""
+        logits, traces = self._run(input_ids, state, Mode.RECORD, False)
+        layers = tuple(t for t in traces if isinstance(t, LayerInputs))
+        return logits, RecordedInputs(start=state.position, length=input_ids.shape[1],
+                                      layers=layers)
+
+    def _run(
+        self, input_ids: Tensor, state: HybridState | None, mode: Mode, last_only: bool,
+    ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
+        if input_ids.ndim != 2 or input_ids.shape[1] == 0:
+            raise HybridError(f"input_ids must be (batch, length >= 1), got {input_ids.shape}")
+        batch, length = input_ids.shape
+        state = self.new_state(batch) if state is None else state
+        if state.config != self.config or state.batch_size != batch:
+            raise StateError(
+                f"state was built for another model or batch size ({state.batch_size}); "
+                f"input batch is {batch}"
+            )
+        start = state.claim(length)
+        rope = None
+        if state.keys:
+            rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
+                                 self.dtype, input_ids.device)
+        hidden = self.embed_tokens(input_ids)  # (B, T, hidden)
+        traces: list[LayerStates | LayerInputs | None] = []
+        for layer, slot in zip(self.layers, self._slots, strict=True):
+            mixed = layer.input_layernorm(hidden)
+            if layer.kind == LINEAR:
+                mixed, trace = layer.linear_attn(mixed, state.conv[slot], state.recurrent[slot],
+                                                 mode)
+                traces.append(trace)
+            else:
+                mixed = layer.self_attn(mixed, state.keys[slot], state.values[slot], start, rope)
+            hidden = hidden + mixed
+            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+        if mode is not Mode.RECORD:
+            state.advance(length)
+        hidden = self.norm(hidden[:, -1:] if last_only else hidden)
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(hidden, weight), traces  # (B, T, V)
