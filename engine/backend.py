@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from engine.template import ChatTemplate
+from fsm.invariants import Audit
 
 
 class VerifyMode(StrEnum):
@@ -82,8 +83,9 @@ class Backend(Protocol):
     def digest(self, state: SeqState) -> str:
         """Digest of the recurrent + conv state."""
 
-    def audit_digest(self, tokens: Sequence[int]) -> str:
-        """Digest of the state that processing `tokens` one by one would produce."""
+    def audit(self, state: SeqState, tokens: Sequence[int]) -> Audit:
+        """Compare `state` with the state that processing `tokens` (the consumed prefix of
+        the slot) one by one produces."""
 
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state (what a checkpoint copies)."""

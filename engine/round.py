@@ -160,7 +160,7 @@ def commit(s: Slot, block: Block, t: float) -> Block:
     s.tokens.extend(block.tokens)
     position = s.state.position
     digest = b.digest(s.state)
-    expected = b.audit_digest(s.tokens[:position]) if cfg.audit else None
+    audit = b.audit(s.state, s.tokens[:position]) if cfg.audit else None
     m.fire(Trigger.COMMIT, b.now() - t, append=block.tokens, position=position, digest=digest,
            accepted=block.accepted, cut=block.cut)
     s.guard.note_progress()
@@ -170,7 +170,7 @@ def commit(s: Slot, block: Block, t: float) -> Block:
         position=position,
         kv_len=b.kv_length(s.state),
         digest=digest,
-        expected_digest=expected,
+        audit=audit,
         ctx_positions=[c.position for c in s.ring],
     )
     for v in check_commit(facts):

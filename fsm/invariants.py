@@ -37,19 +37,27 @@ class Violation:
 
 
 @dataclass(frozen=True, slots=True)
-class CommitFacts:
-    """What the engine knows right after a commit.
+class Audit:
+    """The backend's comparison of the live state with the state that processing the
+    committed tokens one by one produces: `ok` within the backend's tolerance (exact for
+    the sim, a relative error bound for floating point), `error` the measured difference."""
 
-    `expected_digest` is the digest of processing the committed tokens one by one (the
-    audit); None when the backend was not asked to audit.
-    """
+    ok: bool
+    expected_digest: str
+    error: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CommitFacts:
+    """What the engine knows right after a commit; `audit` is None when the run does not
+    audit the state."""
 
     committed: int
     n_tokens: int
     position: int
     kv_len: int
     digest: str
-    expected_digest: str | None
+    audit: Audit | None
     ctx_positions: Sequence[int] = ()
     draft_position: int | None = None
     draft_expected_position: int | None = None
@@ -60,13 +68,15 @@ def check_commit(f: CommitFacts) -> list[Violation]:
     out: list[Violation] = []
     if f.committed < 1:
         out.append(Violation(Invariant.FORWARD_PROGRESS, "round committed no token"))
-    if f.expected_digest is not None and f.digest != f.expected_digest:
+    if f.audit is not None and not f.audit.ok:
         out.append(
             Violation(
                 Invariant.STATE_TRUTH,
-                f"state digest {f.digest} != sequential digest {f.expected_digest} "
-                f"at position {f.position}: rejected tokens left in the recurrent state",
-                {"position": f.position, "digest": f.digest, "expected": f.expected_digest},
+                f"state digest {f.digest} != sequential digest {f.audit.expected_digest} "
+                f"at position {f.position} (error {f.audit.error:.3g}): the recurrent state "
+                "holds tokens the slot did not commit",
+                {"position": f.position, "digest": f.digest,
+                 "expected": f.audit.expected_digest, "error": f.audit.error},
             )
         )
     if not (f.kv_len == f.position and f.position in (f.n_tokens, f.n_tokens - 1)):

@@ -17,6 +17,7 @@ from engine.config import RunConfig
 from engine.sim.costs import CostProfile, get_profile
 from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
 from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCAB
+from fsm.invariants import Audit
 
 UBATCH = 512  # prefill chunk, as llama.cpp's default n_ubatch
 
@@ -204,9 +205,9 @@ class SimBackend:
         """The recurrent state's digest."""
         return hexdigest(state.h)
 
-    def audit_digest(self, tokens: Sequence[int]) -> str:
-        """The sequential digest of `tokens`, kept incrementally across calls because the
-        engine audits a growing prefix after every commit."""
+    def audit(self, state: SimState, tokens: Sequence[int]) -> Audit:
+        """Exact comparison with the sequential digest of `tokens`, kept incrementally
+        across calls because the engine audits a growing prefix after every commit."""
         known = self._audit_tokens
         n = min(len(known), len(tokens))
         if known[:n] != list(tokens[:n]):
@@ -225,7 +226,9 @@ class SimBackend:
             h = chain(h, tok)
             known.append(tok)
             self._audit_h.append(h)
-        return hexdigest(self._audit_h[len(tokens)])
+        expected = self._audit_h[len(tokens)]
+        return Audit(ok=expected == state.h, expected_digest=hexdigest(expected),
+                     error=0.0 if expected == state.h else 1.0)
 
     def peek(self, state: SimState, tokens: Sequence[int]) -> list[int]:
         """Targets after each of `tokens` from `state`, free and without side effects."""

@@ -3,12 +3,19 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fsm.invariants import CommitFacts, Invariant, ProgressGuard, check_commit, check_turn_end
+from fsm.invariants import (
+    Audit,
+    CommitFacts,
+    Invariant,
+    ProgressGuard,
+    check_commit,
+    check_turn_end,
+)
 
 
 def _facts(**kw: object) -> CommitFacts:
     base = dict(committed=2, n_tokens=10, position=9, kv_len=9, digest="a",
-                expected_digest="a", ctx_positions=(4,))
+                audit=Audit(True, "a"), ctx_positions=(4,))
     base.update(kw)
     return CommitFacts(**base)  # type: ignore[arg-type]
 
@@ -20,7 +27,7 @@ def test_clean_commit_has_no_violation() -> None:
 def test_each_broken_fact_names_its_invariant() -> None:
     cases = {
         Invariant.FORWARD_PROGRESS: _facts(committed=0),
-        Invariant.STATE_TRUTH: _facts(digest="b"),
+        Invariant.STATE_TRUTH: _facts(audit=Audit(False, "b", 1.0)),
         Invariant.BOOKKEEPING: _facts(kv_len=8),
         Invariant.DRAFT_STATE: _facts(draft_position=3, draft_expected_position=4),
     }
