@@ -45,6 +45,10 @@ class Backend(Protocol):
     def now(self) -> float:
         """Seconds since the backend was built, on its clock."""
 
+    def question(self, slot: int, turn: int, first: bool) -> list[int]:
+        """The user's message for a turn (deterministic from the run's seed); the first
+        turn's is the long one."""
+
     def new_state(self) -> SeqState:
         """An empty state (position 0)."""
 

@@ -66,6 +66,11 @@ class RunConfig:
     tie_flip_rate: float = 0.0
     seed: int = 0
     profile: str = "qwen3.5-27b-h200"
+    model: str = "models/target"
+    draft_model: str = "models/draft"
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
     ctx_checkpoints: int = 8
     ctx_checkpoint_every: int = 4096
     livelock_guard: int = 3
@@ -97,6 +102,11 @@ class RunConfig:
         _positive("ctx_checkpoints", self.ctx_checkpoints, lo=0)
         _positive("ctx_checkpoint_every", self.ctx_checkpoint_every, lo=1)
         _positive("livelock_guard", self.livelock_guard, lo=0)
+        _positive("top_k", self.top_k, lo=0)
+        if not isinstance(self.temperature, int | float) or self.temperature < 0:
+            raise ConfigError(f"temperature: {self.temperature!r} must be >= 0")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"top_p: {self.top_p} must be in (0, 1]")
         for name in ("acceptance", "eog_prob", "tie_flip_rate"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

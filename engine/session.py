@@ -8,9 +8,7 @@ from typing import Protocol
 from engine.backend import Backend
 from engine.config import BackendKind, RunConfig
 from engine.drafters import make_drafter
-from engine.errors import ConfigError
 from engine.metrics import TurnMetrics
-from engine.sim.hashing import keyed
 from engine.slot import Slot
 from engine.turn import run_turn
 from fsm.event import Event
@@ -57,15 +55,9 @@ def make_backend(config: RunConfig) -> Backend:
         from engine.sim.backend import SimBackend
 
         return SimBackend(config)
-    raise ConfigError("backend: 'torch' is not available yet; use --backend sim")
+    from engine.hybrid.backend import TorchBackend
 
-
-def question_tokens(config: RunConfig, slot: int, turn: int, n: int) -> list[int]:
-    """The user's message for a turn: deterministic from the seed, ordinary tokens only."""
-    from engine.sim.vocab import VOCAB
-
-    key = keyed(config.seed, slot, turn, 0x0E57)
-    return [keyed(key, i) % VOCAB for i in range(n)]
+    return TorchBackend(config)
 
 
 class Session:
@@ -101,8 +93,7 @@ class Session:
     def run_turn(self, slot: Slot) -> TurnMetrics:
         """The next turn of one slot."""
         turn = slot.machine.turn + 1
-        n = self.config.prompt_tokens if turn == 1 else self.config.question_tokens
-        question = question_tokens(self.config, slot.id, turn, n)
+        question = self.backend.question(slot.id, turn, first=turn == 1)
         try:
             return run_turn(slot, question, self.journal.end_unit, self.on_tokens)
         except Exception as exc:

@@ -106,20 +106,57 @@ class HybridModel(nn.Module):
         if state.keys:
             rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
                                  self.dtype, input_ids.device)
-        hidden = self.embed_tokens(input_ids)  # (B, T, hidden)
+        hidden, traces = self._stack(self.embed_tokens(input_ids), state.conv, state.recurrent,
+                                     state.keys, state.values, start, rope, mode)
+        if mode is not Mode.RECORD:
+            state.advance(length)
+        hidden = self.norm(hidden[:, -1:] if last_only else hidden)
+        return F.linear(hidden, self.output_weight), traces  # (B, T, V)
+
+    @property
+    def output_weight(self) -> Tensor:
+        """The LM head's weight (V, hidden): the embedding when tied."""
+        return self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+
+    def train_logits(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
+        """Logits (B, T, V) and final-normed hidden states (B, T, hidden) of input_ids from
+        an empty state, differentiable (for training; serving goes through `forward`).
+        Runs the chunked GDN form from zero state in RECORD mode (nothing written back, so
+        autograd's saved tensors stay valid) and attention over scratch KV buffers, never a
+        `HybridState`, whose inference tensors autograd cannot use."""
+        if input_ids.ndim != 2 or input_ids.shape[1] < 2:
+            raise HybridError(f"input_ids must be (batch, length >= 2), got {input_ids.shape}")
+        batch, length = input_ids.shape
+        c, device = self.config, input_ids.device
+        n_full = sum(kind != LINEAR for kind in c.layer_types)
+        n_linear = c.num_hidden_layers - n_full
+        # RECORD mode only reads these, so every GDN layer can share one pair.
+        conv = [torch.zeros(batch, c.conv_dim, c.linear_conv_kernel_dim - 1, dtype=self.dtype,
+                            device=device)] * n_linear
+        recurrent = [torch.zeros(batch, c.linear_num_value_heads, c.linear_key_head_dim,
+                                 c.linear_value_head_dim, device=device)] * n_linear
+        kv = [torch.zeros(batch, c.num_key_value_heads, length, c.head_dim, dtype=self.dtype,
+                          device=device) for _ in range(2 * n_full)]
+        rope = rotary_tables(0, length, c.rotary_dim, c.rope_theta, self.dtype, device)
+        hidden, _ = self._stack(self.embed_tokens(input_ids), conv, recurrent, kv[:n_full],
+                                kv[n_full:], 0, rope, Mode.RECORD)
+        hidden = self.norm(hidden)
+        return F.linear(hidden, self.output_weight), hidden
+
+    def _stack(
+        self, hidden: Tensor, conv: list[Tensor], recurrent: list[Tensor], keys: list[Tensor],
+        values: list[Tensor], start: int, rope: tuple[Tensor, Tensor] | None, mode: Mode,
+    ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
+        """Run every decoder layer over hidden (B, T, hidden), reading and writing the
+        given per-layer buffers."""
         traces: list[LayerStates | LayerInputs | None] = []
         for layer, slot in zip(self.layers, self._slots, strict=True):
             mixed = layer.input_layernorm(hidden)
             if layer.kind == LINEAR:
-                mixed, trace = layer.linear_attn(mixed, state.conv[slot], state.recurrent[slot],
-                                                 mode)
+                mixed, trace = layer.linear_attn(mixed, conv[slot], recurrent[slot], mode)
                 traces.append(trace)
             else:
-                mixed = layer.self_attn(mixed, state.keys[slot], state.values[slot], start, rope)
+                mixed = layer.self_attn(mixed, keys[slot], values[slot], start, rope)
             hidden = hidden + mixed
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
-        if mode is not Mode.RECORD:
-            state.advance(length)
-        hidden = self.norm(hidden[:, -1:] if last_only else hidden)
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(hidden, weight), traces  # (B, T, V)
+        return hidden, traces

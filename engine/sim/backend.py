@@ -78,6 +78,12 @@ class SimBackend:
         """Bytes of one recurrent + conv state under the cost profile."""
         return int(self.costs.state_bytes)
 
+    def question(self, slot: int, turn: int, first: bool) -> list[int]:
+        """Ordinary tokens keyed by (seed, slot, turn)."""
+        n = self.cfg.prompt_tokens if first else self.cfg.question_tokens
+        key = keyed(self.cfg.seed, slot, turn, 0x0E57)
+        return [keyed(key, i) % VOCAB for i in range(n)]
+
     # the target --------------------------------------------------------------------
     def _predict(self, h: int, index: int, answer_start: int | None, batch: int) -> int:
         """The target's token at sequence index `index`, from the state `h` before it."""

@@ -1,7 +1,7 @@
 """Helpers for driving a sim session by hand."""
 
 from engine.config import RunConfig
-from engine.session import Journal, MemoryJournal, Session, question_tokens
+from engine.session import Journal, MemoryJournal, Session
 from engine.slot import Slot
 from engine.turn import start_turn
 
@@ -12,5 +12,5 @@ def open_slot(config: RunConfig, journal: Journal | None = None
     journal = journal if journal is not None else MemoryJournal()
     session = Session(config, journal)
     slot = session.slots[0]
-    start_turn(slot, question_tokens(config, 0, 1, config.prompt_tokens))
+    start_turn(slot, session.backend.question(0, 1, first=True))
     return session, slot, journal

@@ -1,0 +1,173 @@
+"""The `torch` backend: the hybrid model behind `engine.backend.Backend`, on the wall
+clock. Rollback strategies map onto the state's own operations (snapshot/restore,
+per-position states, recorded GDN inputs)."""
+
+import hashlib
+import time
+from collections.abc import Sequence
+
+import torch
+from tokenizers import Tokenizer
+
+from engine.backend import VerifyMode, VerifyOut
+from engine.config import RunConfig
+from engine.errors import BackendError
+from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
+from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
+from engine.sampling import SamplingParams, greedy_targets, verify_targets
+from engine.speculative import common_prefix
+from engine.template import ChatTemplate
+from fsm.invariants import Audit
+
+UBATCH = 512
+AUDIT_TOLERANCE = 1e-3  # relative; batch-shape rounding is ~1e-5, a stray token ~1
+
+
+def template_for(tok: Tokenizer) -> ChatTemplate:
+    """The ChatML template in this tokenizer's ids."""
+    ids = {name: tok.token_to_id(name) for name in ("<|im_start|>", "<|im_end|>",
+                                                    "<|endoftext|>")}
+    missing = [name for name, i in ids.items() if i is None]
+    if missing:
+        raise BackendError(f"the tokenizer lacks the chat specials {', '.join(missing)}")
+
+    def enc(text: str) -> tuple[int, ...]:
+        return tuple(tok.encode(text, add_special_tokens=False).ids)
+
+    return ChatTemplate(im_start=ids["<|im_start|>"], im_end=ids["<|im_end|>"],
+                        end_of_text=ids["<|endoftext|>"], nl=enc("\n"), user=enc("user"),
+                        assistant=enc("assistant"))
+
+
+def state_digest(state: HybridState) -> str:
+    """sha256 of the position and the recurrent + conv state (the part that cannot be
+    trimmed; the KV cache is positional and checked by length)."""
+    h = hashlib.sha256(f"position={state.position}".encode())
+    for t in (*state.recurrent, *state.conv):
+        h.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+class TorchBackend:
+    """Real forwards over a loaded checkpoint (`config.model`)."""
+
+    name = "torch"
+    clock = "wall"
+
+    def __init__(self, config: RunConfig, checkpoint: LoadedCheckpoint | None = None) -> None:
+        ckpt = checkpoint or load_checkpoint(config.model)
+        if ckpt.tokenizer is None:
+            raise BackendError(f"{ckpt.path} has no tokenizer.json; the torch backend needs one")
+        self.checkpoint = ckpt
+        self.model = ckpt.model.eval()
+        self.template = template_for(ckpt.tokenizer)
+        self.params = SamplingParams(config.temperature, config.top_k, config.top_p)
+        self.gen = torch.Generator().manual_seed(config.seed)
+        self._bytes = self.model.new_state().state_bytes
+        self._audits: dict[int, tuple[HybridState, list[int]]] = {}
+        self._t0 = time.perf_counter()
+
+    def now(self) -> float:
+        """Wall seconds since the backend was built."""
+        return time.perf_counter() - self._t0
+
+    def state_bytes(self) -> int:
+        """Bytes of one recurrent + conv state."""
+        return self._bytes
+
+    def new_state(self) -> HybridState:
+        """An empty state."""
+        return self.model.new_state()
+
+    def reset(self, state: HybridState) -> None:
+        """Back to position 0."""
+        state.reset()
+
+    @staticmethod
+    def _ids(tokens: Sequence[int]) -> torch.Tensor:
+        return torch.tensor([list(tokens)], dtype=torch.long)  # (1, T)
+
+    def _pick(self, logits: torch.Tensor) -> int:
+        """The target's token from one row of logits (V,)."""
+        return verify_targets(logits[None], [], None, self.params, self.gen)[0]
+
+    def _consume(self, state: HybridState, tokens: Sequence[int]) -> torch.Tensor:
+        """Run `tokens` in chunks; the last position's logits (V,)."""
+        logits = None
+        for i in range(0, len(tokens), UBATCH):
+            logits = self.model.forward(self._ids(tokens[i:i + UBATCH]), state, last_only=True)
+        if logits is None:
+            raise BackendError("prefill of an empty prompt")
+        return logits[0, -1]
+
+    def prefill(self, state: HybridState, tokens: Sequence[int]) -> int:
+        """Consume the prompt in chunks; return the next token."""
+        return self._pick(self._consume(state, tokens))
+
+    def verify(self, state: HybridState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
+        """One forward over [last committed, drafts...]; the mode decides what is kept."""
+        ids = self._ids(batch)
+        kept: TokenStates | RecordedInputs | None = None
+        if mode is VerifyMode.PER_TOKEN:
+            logits, kept = self.model.verify_per_token(ids, state)
+        elif mode is VerifyMode.DEFERRED:
+            logits, kept = self.model.verify_deferred(ids, state)
+        else:
+            logits = self.model.forward(ids, state)
+        targets = verify_targets(logits[0], list(batch[1:]), None, self.params, self.gen)
+        return VerifyOut(targets, kept)
+
+    def forward(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
+        """A replay forward; the greedy token after each position."""
+        return greedy_targets(self.model.forward(self._ids(tokens), state)[0])
+
+    def snapshot(self, state: HybridState) -> StateSnapshot:
+        """Copy the recurrent + conv state."""
+        return state.snapshot()
+
+    def restore(self, state: HybridState, snap: StateSnapshot) -> None:
+        """Copy a snapshot back; the KV cache trims to its position."""
+        state.restore(snap)
+
+    def select(self, state: HybridState, kept: TokenStates, index: int) -> None:
+        """`per_token` commit."""
+        state.select(kept, index)
+
+    def replay_inputs(self, state: HybridState, kept: RecordedInputs, n: int) -> None:
+        """`input_replay` commit."""
+        state.replay_inputs(kept, n)
+
+    def trim(self, state: HybridState, position: int) -> None:
+        """KV only; the recurrence keeps what it absorbed."""
+        state.trim(position)
+
+    def kv_length(self, state: HybridState) -> int:
+        """Valid KV entries (the state keeps them equal to its position)."""
+        return state.position
+
+    def digest(self, state: HybridState) -> str:
+        """Digest of the recurrent + conv state."""
+        return state_digest(state)
+
+    def audit(self, state: HybridState, tokens: Sequence[int]) -> Audit:
+        """Compare with a twin state fed the committed tokens one at a time. The twin is
+        kept per slot state and only ever extended, unless the history was rewritten."""
+        twin, seen = self._audits.get(id(state), (None, []))
+        keep = common_prefix(seen, tokens)
+        if twin is None or keep < len(seen):
+            twin, seen, keep = self.model.new_state(), [], 0
+            if len(tokens) > 1:  # rebuild the prompt part in chunks, then go one by one
+                self._consume(twin, tokens[:-1])
+                seen, keep = list(tokens[:-1]), len(tokens) - 1
+        for tok in tokens[keep:]:
+            self.model.forward(self._ids([tok]), twin)
+            seen.append(tok)
+        self._audits[id(state)] = (twin, seen)
+        error = state.diff(twin) if state.position == twin.position else float("inf")
+        return Audit(ok=error <= AUDIT_TOLERANCE, expected_digest=state_digest(twin),
+                     error=error)
+
+    def peek(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
+        """Greedy targets after `tokens` without advancing the state."""
+        logits, _ = self.model.verify_deferred(self._ids(tokens), state)
+        return greedy_targets(logits[0])
