@@ -68,6 +68,7 @@ class RunConfig:
     profile: str = "qwen3.5-27b-h200"
     model: str = "models/target"
     draft_model: str = "models/draft"
+    draft_checkpoints: str = "keep"
     temperature: float = 0.0
     top_k: int = 0
     top_p: float = 1.0
@@ -103,6 +104,9 @@ class RunConfig:
         _positive("ctx_checkpoint_every", self.ctx_checkpoint_every, lo=1)
         _positive("livelock_guard", self.livelock_guard, lo=0)
         _positive("top_k", self.top_k, lo=0)
+        if self.draft_checkpoints not in ("keep", "discard"):
+            raise ConfigError(f"draft_checkpoints: '{self.draft_checkpoints}' is not keep or "
+                              "discard")
         if not isinstance(self.temperature, int | float) or self.temperature < 0:
             raise ConfigError(f"temperature: {self.temperature!r} must be >= 0")
         if not 0.0 < self.top_p <= 1.0:

@@ -45,7 +45,8 @@ def run_round(s: Slot) -> Block:
     )
     t = b.now()
     drafts = s.drafter.propose(b, s.state, s.tokens, cfg.draft_max)
-    m.fire(Trigger.DRAFT, b.now() - t, drafts=drafts, drafter=s.drafter.name)
+    m.fire(Trigger.DRAFT, b.now() - t, drafts=drafts, drafter=s.drafter.name,
+           **s.drafter.stats())
     if not drafts:
         return _plain_round(s)
     batch = [s.tokens[-1], *drafts]

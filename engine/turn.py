@@ -57,6 +57,8 @@ def start_turn(s: Slot, question: Sequence[int]) -> list[int]:
     m.fire(Trigger.START_TURN, trim=plan.kept, append=prompt[plan.kept:],
            prompt_tokens=len(prompt), kept=plan.kept, f_keep=s.stats.f_keep)
     s.drop_ctx_beyond(min(plan.kept, len(prompt) - 1))
+    if s.drafter is not None:
+        s.drafter.new_request()
     if plan.restore is not None or plan.reset:
         _repair(s, plan.restore, plan.reprefill)
     _prefill(s, prompt, plan.start)

@@ -61,6 +61,16 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="share of near-tie positions whose argmax depends on batch shape (sim)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--profile", default=d.profile, help="sim cost profile")
+    p.add_argument("--model", default=d.model, help="torch: target checkpoint directory")
+    p.add_argument("--draft-model", default=d.draft_model,
+                   help="torch: draft checkpoint directory (drafter draft-model)")
+    p.add_argument("--draft-checkpoints", choices=["keep", "discard"],
+                   default=d.draft_checkpoints,
+                   help="draft-model checkpoints across requests (discard: PR 22521's bug)")
+    p.add_argument("--temperature", type=float, default=d.temperature,
+                   help="0: greedy verification; > 0: lossless rejection sampling")
+    p.add_argument("--top-k", type=int, default=d.top_k)
+    p.add_argument("--top-p", type=float, default=d.top_p)
     p.add_argument("--ctx-checkpoints", type=int, default=d.ctx_checkpoints)
     p.add_argument("--ctx-checkpoint-every", type=int, default=d.ctx_checkpoint_every)
     p.add_argument("--livelock-guard", type=int, default=d.livelock_guard,

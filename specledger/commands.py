@@ -38,6 +38,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         prompt_tokens=args.prompt_tokens, question_tokens=args.question_tokens,
         answer_tokens=args.answer_tokens, eog_prob=args.eog_prob,
         tie_flip_rate=args.tie_flip_rate, seed=args.seed, profile=args.profile,
+        model=args.model, draft_model=args.draft_model,
+        draft_checkpoints=args.draft_checkpoints, temperature=args.temperature,
+        top_k=args.top_k, top_p=args.top_p,
         ctx_checkpoints=args.ctx_checkpoints, ctx_checkpoint_every=args.ctx_checkpoint_every,
         livelock_guard=args.livelock_guard, audit=not args.no_audit, strict=args.strict,
     )

@@ -22,8 +22,28 @@ class Drafter(Protocol):
     def on_commit(self, drafted: int, accepted: int) -> None:
         """Feedback after the round that verified this drafter's proposal."""
 
+    def new_request(self) -> None:
+        """A new request (turn) begins in the slot."""
 
-class ChainDrafter:
+    def stats(self) -> dict[str, int]:
+        """Numbers worth recording with each draft (its own state's position...)."""
+
+
+class BaseDrafter:
+    """No-op defaults for drafters without feedback, state or statistics."""
+
+    def on_commit(self, drafted: int, accepted: int) -> None:
+        """Nothing to learn."""
+
+    def new_request(self) -> None:
+        """Nothing to reset."""
+
+    def stats(self) -> dict[str, int]:
+        """Nothing to report."""
+        return {}
+
+
+class ChainDrafter(BaseDrafter):
     """Several drafters in order of precedence (`mtp,ngram-mod`): the first that has a
     draft drafts; feedback goes to the one that drafted."""
 
@@ -49,6 +69,18 @@ class ChainDrafter:
         if self._used is not None:
             self._used.on_commit(drafted, accepted)
 
+    def new_request(self) -> None:
+        """Every drafter hears of it."""
+        for d in self.drafters:
+            d.new_request()
+
+    def stats(self) -> dict[str, int]:
+        """Everyone's numbers."""
+        out: dict[str, int] = {}
+        for d in self.drafters:
+            out.update(d.stats())
+        return out
+
 
 def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Drafter:
     from engine.drafters.ngram import HashPool, NgramMapK, NgramMod, NgramParams, NgramSimple
@@ -66,6 +98,14 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
         case "ngram-mod":
             pool = shared.setdefault("ngram-mod", HashPool(params.pool_size))
             return NgramMod(params, pool)
+        case "draft-model":
+            from engine.drafters.draft_model import DraftModelDrafter
+            from engine.hybrid.loader import load_checkpoint
+
+            if "draft-model" not in shared:
+                shared["draft-model"] = load_checkpoint(config.draft_model).model.eval()
+            return DraftModelDrafter(shared["draft-model"],
+                                     keep_checkpoints=config.draft_checkpoints == "keep")
     raise ConfigError(f"drafter: '{name}' is not available on the {config.backend} backend")
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.backend import Backend, SeqState
+from engine.drafters.base import BaseDrafter
 from engine.speculative import common_prefix
 
 _LCG_MUL = 6364136223846793005
@@ -39,7 +40,7 @@ class NgramParams:
     reset_below: float = 0.1
 
 
-class _Indexed:
+class _Indexed(BaseDrafter):
     """Tracks which prefix of the slot's tokens has been indexed."""
 
     def __init__(self) -> None:
@@ -58,11 +59,8 @@ class _Indexed:
     def _forget(self, keep: int) -> None:
         """Drop index entries built from tokens beyond `keep` (default: nothing kept)."""
 
-    def on_commit(self, drafted: int, accepted: int) -> None:
-        """No feedback needed by default."""
 
-
-class NgramSimple:
+class NgramSimple(BaseDrafter):
     """The last earlier match of the current n-gram, and what followed it."""
 
     name = "ngram-simple"
@@ -70,8 +68,6 @@ class NgramSimple:
     def __init__(self, p: NgramParams) -> None:
         self.p = p
 
-    def on_commit(self, drafted: int, accepted: int) -> None:
-        """Stateless: the history is the index."""
 
     def propose(self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
                 ) -> list[int]:

@@ -9,11 +9,12 @@ tokens at the same positions.
 from collections.abc import Sequence
 
 from engine.backend import Backend, SeqState
+from engine.drafters.base import BaseDrafter
 from engine.sim.hashing import keyed, unit
 from engine.sim.vocab import VOCAB
 
 
-class SyntheticDrafter:
+class SyntheticDrafter(BaseDrafter):
     """Oracle-based drafter: asks the backend's `peek` for the true continuation."""
 
     name = "synthetic"
@@ -36,6 +37,3 @@ class SyntheticDrafter:
             drafts.append(tok)
             batch.append(tok)
         return drafts
-
-    def on_commit(self, drafted: int, accepted: int) -> None:
-        """Stateless: nothing to learn."""

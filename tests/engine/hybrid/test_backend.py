@@ -1,0 +1,117 @@
+"""The torch backend under the round transaction: every strategy but `none` is lossless
+and keeps the state true; `none` is caught; the log reproduces the slot."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+from engine.config import RunConfig
+from engine.hybrid.backend import TorchBackend
+from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
+from engine.hybrid.tokenizer import VOCAB_SIZE, build_tokenizer
+from engine.session import MemoryJournal, Session
+from eventlog import project
+from fsm.states import Trigger
+
+LIN, FULL = "linear_attention", "full_attention"
+
+
+def _save_model(path: Path, hidden: int, layers: list[str], seed: int) -> None:
+    torch.manual_seed(seed)
+    cfg = Qwen3_5TextConfig(
+        vocab_size=VOCAB_SIZE, hidden_size=hidden, intermediate_size=2 * hidden,
+        num_hidden_layers=len(layers), layer_types=layers, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
+        linear_num_key_heads=1, linear_num_value_heads=2, linear_conv_kernel_dim=4,
+        tie_word_embeddings=True,
+    )
+    model = Qwen3_5ForCausalLM(cfg)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.empty_like(p).uniform_(0.05, 2.0).log())
+            elif "norm" not in name:
+                # a peaked, repetitive distribution so that drafts sometimes match
+                p.normal_(0.0, 2.0 / math.sqrt(p.shape[-1]))
+    model.save_pretrained(path)
+    build_tokenizer().save(str(path / "tokenizer.json"))
+
+
+class _Backend(TorchBackend):
+    """Questions from a fixed byte pattern (the corpus is not what is tested here)."""
+
+    def question(self, slot: int, turn: int, first: bool) -> list[int]:
+        n = 48 if first else 12
+        return [(97 + (slot * 7 + turn * 3 + i) % 26) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[LoadedCheckpoint, Path]:
+    target = tmp_path_factory.mktemp("target")
+    draft = tmp_path_factory.mktemp("draft")
+    _save_model(target, 64, [LIN, LIN, FULL, LIN], seed=1)
+    _save_model(draft, 32, [LIN, FULL], seed=2)
+    return load_checkpoint(target), draft
+
+
+def _run(models: tuple[LoadedCheckpoint, Path], **kw: object) -> tuple[list, MemoryJournal]:
+    ckpt, draft = models
+    config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
+                       draft_max=4, draft_model=str(draft), model=str(ckpt.path), **kw)
+    journal = MemoryJournal()
+    session = Session(config, journal, backend=_Backend(config, ckpt))
+    session.run()
+    return session.slots, journal
+
+
+def _answers(journal: MemoryJournal) -> list[int]:
+    return [t for e in journal.events for t in e.payload.get("append", [])
+            if e.trigger in (Trigger.COMMIT, Trigger.PREFILL)]
+
+
+@pytest.fixture(scope="module")
+def plain(models: tuple[LoadedCheckpoint, Path]) -> list[int]:
+    return _answers(_run(models, drafter="none")[1])
+
+
+@pytest.mark.parametrize("strategy", ["checkpoint", "per_token", "input_replay"])
+@pytest.mark.parametrize("drafter", ["ngram-simple", "draft-model"])
+def test_speculative_equals_plain_and_state_stays_true(
+    models: tuple[LoadedCheckpoint, Path], plain: list[int], strategy: str, drafter: str
+) -> None:
+    slots, spec = _run(models, drafter=drafter, strategy=strategy, ngram_n=2)
+    assert _answers(spec) == plain
+    assert [e for e in spec.events if e.trigger is Trigger.REJECT]
+    assert not [e for e in spec.events if e.trigger is Trigger.INVARIANT_VIOLATION]
+    view = project(spec.events)[0]
+    live = slots[0].view()
+    assert (view.tokens, view.position, view.digest) == (
+        live["tokens"], live["position"], live["digest"])
+
+
+def test_none_is_caught_on_real_state(models: tuple[LoadedCheckpoint, Path]) -> None:
+    _, journal = _run(models, drafter="draft-model", strategy="none")
+    violations = [e.payload["invariant"] for e in journal.events
+                  if e.trigger is Trigger.INVARIANT_VIOLATION]
+    assert "state_truth" in violations
+
+
+def test_sampled_runs_repeat_exactly(models: tuple[LoadedCheckpoint, Path]) -> None:
+    runs = [_run(models, drafter="draft-model", temperature=0.9, top_k=20, seed=4)[1]
+            for _ in range(2)]
+    assert _answers(runs[0]) == _answers(runs[1])
+
+
+def test_draft_model_keeps_its_checkpoints_across_requests(
+    models: tuple[LoadedCheckpoint, Path],
+) -> None:
+    def recomputed(policy: str) -> int:
+        _, journal = _run(models, drafter="draft-model", draft_checkpoints=policy)
+        drafts = [e for e in journal.events if e.trigger is Trigger.DRAFT]
+        return drafts[-1].payload["draft_recomputed"]
+
+    assert recomputed("keep") == 0
+    assert recomputed("discard") > 48  # at least the first turn's prompt, again
