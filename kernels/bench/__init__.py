@@ -1,0 +1,1 @@
+"""Measurement code behind ``bench/kernels_gpu.py``: timing, checks, cases, report."""
