@@ -98,6 +98,13 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
         case "ngram-mod":
             pool = shared.setdefault("ngram-mod", HashPool(params.pool_size))
             return NgramMod(params, pool)
+        case "mtp":
+            from engine.drafters.mtp import MtpDrafter
+            from engine.hybrid.mtp import load_mtp
+
+            if "mtp" not in shared:
+                shared["mtp"] = load_mtp(config.model)
+            return MtpDrafter(shared["mtp"])
         case "draft-model":
             from engine.drafters.draft_model import DraftModelDrafter
             from engine.hybrid.loader import load_checkpoint

@@ -65,11 +65,28 @@ class TorchBackend:
         self.gen = torch.Generator().manual_seed(config.seed)
         self._bytes = self.model.new_state().state_bytes
         self._audits: dict[int, tuple[HybridState, list[int]]] = {}
+        self._questions: dict[int, list[list[int]]] = {}
+        # The final norm's output, kept per state and position for drafters that read the
+        # target's hidden states (MTP); written after every forward over a batch.
+        self._last_hidden: torch.Tensor | None = None
+        self._hidden: dict[int, torch.Tensor] = {}
+        self.model.norm.register_forward_hook(self._keep_hidden)
+        self._seed, self._turns = config.seed, config.turns
         self._t0 = time.perf_counter()
 
     def now(self) -> float:
         """Wall seconds since the backend was built."""
         return time.perf_counter() - self._t0
+
+    def question(self, slot: int, turn: int, first: bool) -> list[int]:
+        """Held-out stdlib functions to complete, one conversation per slot (the corpus
+        the shipped models were not trained on), chosen by (seed, slot)."""
+        if slot not in self._questions:
+            from engine.training.conversations import conversation_prompts
+
+            self._questions[slot] = conversation_prompts(self._seed * 1009 + slot,
+                                                         self._turns)
+        return self._questions[slot][turn - 1]
 
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state."""
@@ -83,6 +100,31 @@ class TorchBackend:
         """Back to position 0."""
         state.reset()
 
+    def _keep_hidden(self, _module: object, _args: object, out: torch.Tensor) -> None:
+        self._last_hidden = out
+
+    def _store_hidden(self, state: HybridState, start: int) -> None:
+        """File the last forward's hidden states (1, T, H) at positions start.."""
+        h = self._last_hidden
+        if h is None:
+            return
+        length = h.shape[1]
+        buf = self._hidden.get(id(state))
+        if buf is None or buf.shape[0] < start + length:
+            grown = torch.zeros(max(2 * (start + length), 256), h.shape[-1], dtype=h.dtype)
+            if buf is not None:
+                grown[:buf.shape[0]] = buf
+            buf = self._hidden[id(state)] = grown
+        buf[start:start + length] = h[0]
+
+    def hidden_states(self, state: HybridState, start: int, end: int) -> torch.Tensor:
+        """The target's final hidden states at positions start..end-1 (end <= position):
+        hidden[i] is the output at token i, the one that predicted token i + 1."""
+        if not 0 <= start <= end <= state.position:
+            raise BackendError(f"hidden states {start}..{end} are not all consumed "
+                               f"(position {state.position})")
+        return self._hidden[id(state)][start:end]
+
     @staticmethod
     def _ids(tokens: Sequence[int]) -> torch.Tensor:
         return torch.tensor([list(tokens)], dtype=torch.long)  # (1, T)
@@ -95,7 +137,11 @@ class TorchBackend:
         """Run `tokens` in chunks; the last position's logits (V,)."""
         logits = None
         for i in range(0, len(tokens), UBATCH):
-            logits = self.model.forward(self._ids(tokens[i:i + UBATCH]), state, last_only=True)
+            start = state.position
+            # Full logits, not last_only: the vocabulary is small and drafters may read
+            # every position's hidden state.
+            logits = self.model.forward(self._ids(tokens[i:i + UBATCH]), state)[:, -1:]
+            self._store_hidden(state, start)
         if logits is None:
             raise BackendError("prefill of an empty prompt")
         return logits[0, -1]
@@ -107,6 +153,7 @@ class TorchBackend:
     def verify(self, state: HybridState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
         """One forward over [last committed, drafts...]; the mode decides what is kept."""
         ids = self._ids(batch)
+        start = state.position
         kept: TokenStates | RecordedInputs | None = None
         if mode is VerifyMode.PER_TOKEN:
             logits, kept = self.model.verify_per_token(ids, state)
@@ -114,12 +161,16 @@ class TorchBackend:
             logits, kept = self.model.verify_deferred(ids, state)
         else:
             logits = self.model.forward(ids, state)
+        self._store_hidden(state, start)
         targets = verify_targets(logits[0], list(batch[1:]), None, self.params, self.gen)
         return VerifyOut(targets, kept)
 
     def forward(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """A replay forward; the greedy token after each position."""
-        return greedy_targets(self.model.forward(self._ids(tokens), state)[0])
+        start = state.position
+        logits = self.model.forward(self._ids(tokens), state)[0]
+        self._store_hidden(state, start)
+        return greedy_targets(logits)
 
     def snapshot(self, state: HybridState) -> StateSnapshot:
         """Copy the recurrent + conv state."""

@@ -115,3 +115,24 @@ def test_draft_model_keeps_its_checkpoints_across_requests(
 
     assert recomputed("keep") == 0
     assert recomputed("discard") > 48  # at least the first turn's prompt, again
+
+
+def test_mtp_drafter_is_lossless(models: tuple[LoadedCheckpoint, Path], plain: list[int]
+                                 ) -> None:
+    from engine.drafters.mtp import MtpDrafter
+    from engine.hybrid.mtp import MtpHead
+
+    ckpt = models[0]
+    torch.manual_seed(5)
+    head = MtpHead(ckpt.model).eval().requires_grad_(False)
+    for strategy in ("checkpoint", "input_replay"):
+        config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
+                           draft_max=3, model=str(ckpt.path), drafter="ngram-simple",
+                           strategy=strategy)
+        journal = MemoryJournal()
+        session = Session(config, journal, backend=_Backend(config, ckpt))
+        session.slots[0].drafter = MtpDrafter(head)
+        session.run()
+        assert _answers(journal) == plain
+        assert [e for e in journal.events if e.trigger is Trigger.VERIFY]
+        assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
