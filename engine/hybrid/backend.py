@@ -5,6 +5,7 @@ per-position states, recorded GDN inputs)."""
 import hashlib
 import time
 from collections.abc import Sequence
+from weakref import WeakKeyDictionary
 
 import torch
 from tokenizers import Tokenizer
@@ -64,12 +65,14 @@ class TorchBackend:
         self.params = SamplingParams(config.temperature, config.top_k, config.top_p)
         self.gen = torch.Generator().manual_seed(config.seed)
         self._bytes = self.model.new_state().state_bytes
-        self._audits: dict[int, tuple[HybridState, list[int]]] = {}
+        # Per live state, dropped with it: the audit twin and the hidden-state history.
+        self._audits: WeakKeyDictionary[HybridState, tuple[HybridState, list[int]]] = (
+            WeakKeyDictionary())
         self._questions: dict[int, list[list[int]]] = {}
         # The final norm's output, kept per state and position for drafters that read the
         # target's hidden states (MTP); written after every forward over a batch.
         self._last_hidden: torch.Tensor | None = None
-        self._hidden: dict[int, torch.Tensor] = {}
+        self._hidden: WeakKeyDictionary[HybridState, torch.Tensor] = WeakKeyDictionary()
         self.model.norm.register_forward_hook(self._keep_hidden)
         self._seed, self._turns = config.seed, config.turns
         self._t0 = time.perf_counter()
@@ -109,12 +112,12 @@ class TorchBackend:
         if h is None:
             return
         length = h.shape[1]
-        buf = self._hidden.get(id(state))
+        buf = self._hidden.get(state)
         if buf is None or buf.shape[0] < start + length:
             grown = torch.zeros(max(2 * (start + length), 256), h.shape[-1], dtype=h.dtype)
             if buf is not None:
                 grown[:buf.shape[0]] = buf
-            buf = self._hidden[id(state)] = grown
+            buf = self._hidden[state] = grown
         buf[start:start + length] = h[0]
 
     def hidden_states(self, state: HybridState, start: int, end: int) -> torch.Tensor:
@@ -123,7 +126,7 @@ class TorchBackend:
         if not 0 <= start <= end <= state.position:
             raise BackendError(f"hidden states {start}..{end} are not all consumed "
                                f"(position {state.position})")
-        return self._hidden[id(state)][start:end]
+        return self._hidden[state][start:end]
 
     @staticmethod
     def _ids(tokens: Sequence[int]) -> torch.Tensor:
@@ -203,7 +206,7 @@ class TorchBackend:
     def audit(self, state: HybridState, tokens: Sequence[int]) -> Audit:
         """Compare with a twin state fed the committed tokens one at a time. The twin is
         kept per slot state and only ever extended, unless the history was rewritten."""
-        twin, seen = self._audits.get(id(state), (None, []))
+        twin, seen = self._audits.get(state, (None, []))
         keep = common_prefix(seen, tokens)
         if twin is None or keep < len(seen):
             twin, seen, keep = self.model.new_state(), [], 0
@@ -213,7 +216,7 @@ class TorchBackend:
         for tok in tokens[keep:]:
             self.model.forward(self._ids([tok]), twin)
             seen.append(tok)
-        self._audits[id(state)] = (twin, seen)
+        self._audits[state] = (twin, seen)
         error = state.diff(twin) if state.position == twin.position else float("inf")
         return Audit(ok=error <= AUDIT_TOLERANCE, expected_digest=state_digest(twin),
                      error=error)
