@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from engine.config import RunConfig
 from engine.metrics import TurnMetrics
-from engine.session import Session
+from engine.session import Session, make_backend
 from eventlog import Recorder, create_session, iter_events, open_db
 from fsm.states import Trigger
 
@@ -51,6 +51,10 @@ def run_session(
     parent_id: int | None = None,
 ) -> RunResult:
     """Run `config` and record every transition into the log at `db` (path or URL)."""
+    backend = make_backend(config)
+    resolved = getattr(backend, "kernels", None)
+    if resolved is not None:  # record what ran, not what was asked for ("auto")
+        config = config.replace(kernels=resolved.value)
     engine = open_db(db, create=True)
     sid = create_session(
         engine,
@@ -61,7 +65,7 @@ def run_session(
         parent_id=parent_id,
     )
     with Recorder(engine, sid) as rec:
-        turns = Session(config, rec, on_tokens=on_tokens).run()
+        turns = Session(config, rec, backend=backend, on_tokens=on_tokens).run()
     return RunResult(sid, turns, rec.written)
 
 

@@ -10,6 +10,7 @@ from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strat
 from eventlog import DEFAULT_DB
 from fsm.errors import SpecledgerError
 from specledger import commands
+from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
 
 
@@ -70,6 +71,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, default=d.temperature,
                    help="0: greedy verification; > 0: lossless rejection sampling")
     p.add_argument("--top-k", type=int, default=d.top_k)
+    p.add_argument("--kernels", choices=["auto", "torch", "triton"], default=d.kernels,
+                   help="torch: GDN state kernels (auto: Triton on CUDA, torch references "
+                        "elsewhere); the resolved choice is recorded with the session")
     p.add_argument("--top-p", type=float, default=d.top_p)
     p.add_argument("--ctx-checkpoints", type=int, default=d.ctx_checkpoints)
     p.add_argument("--ctx-checkpoint-every", type=int, default=d.ctx_checkpoint_every)
@@ -77,6 +81,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="restores at one position that count as a livelock (0: off)")
     p.add_argument("--no-audit", action="store_true", help="skip the state-truth audit")
     p.add_argument("--strict", action="store_true", help="stop at the first violation")
+
+
+def _tolerance_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="relative tolerance for float fields (default 0: exact)")
+    p.add_argument("--ignore-digests", action="store_true",
+                   help="skip state digests (runs on different devices)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,14 +100,41 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sessions", parents=[common], help="list recorded sessions")
     show = sub.add_parser("show", parents=[common], help="a session's summary and turns")
     show.add_argument("session", type=int)
-    replay = sub.add_parser("replay", parents=[common], help="project a session's state")
+    replay = sub.add_parser("replay", parents=[common],
+                            help="project a session's state, or re-execute it (--rerun)")
     replay.add_argument("session", type=int)
     replay.add_argument("--at", type=int, default=None, help="fold events through this seq")
+    replay.add_argument("--rerun", action="store_true",
+                        help="run the session again and compare every event with the log")
+    replay.add_argument("--backend", choices=[b.value for b in BackendKind], default=None,
+                        help="--rerun on another backend (a counterfactual)")
+    replay.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="--rerun with a setting changed (a counterfactual), repeatable")
+    _tolerance_options(replay)
+    diff = sub.add_parser("diff", parents=[common],
+                          help="first divergent event and per-turn deltas of two sessions")
+    diff.add_argument("a", type=int)
+    diff.add_argument("b", type=int)
+    _tolerance_options(diff)
+    post = sub.add_parser("postmortem", parents=[common],
+                          help="findings from the log; exit 1 on an error-level finding")
+    post.add_argument("session", type=int)
+    post.add_argument("--reference", type=int, default=None,
+                      help="a plain (drafter none) session of the same conversation")
+    post.add_argument("--fail-on", choices=["error", "warning"], default="error",
+                      help="lowest severity that makes the exit status 1")
     graph = sub.add_parser("graph", parents=[common], help="draw a session's state graph")
     graph.add_argument("session", type=int)
     graph.add_argument("--kind", choices=["fsm"], default="fsm")
     graph.add_argument("--format", choices=[f.value for f in GraphFormat], default="svg")
     graph.add_argument("--out", default=None, help="file to write (default: session-N-fsm.EXT)")
+    scen = sub.add_parser("scenario", parents=[common],
+                          help="record a session that reproduces a known bug, and its fix")
+    scen.add_argument("name", choices=list(SCENARIOS))
+    scen.add_argument("--backend", choices=[b.value for b in BackendKind], default="sim")
+    scen.add_argument("--seed", type=int, default=1)
+    scen.add_argument("--model", default=None, help="torch: target checkpoint directory")
+    scen.add_argument("--draft-model", default=None, help="torch: draft checkpoint directory")
     demo = sub.add_parser("demo", parents=[common], help="the #28049 amplification, shown")
     demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     demo.add_argument("--seed", type=int, default=1)

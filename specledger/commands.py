@@ -1,16 +1,13 @@
 """The CLI's commands: each reads its arguments, does its work, prints, returns a status."""
 
 import argparse
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 from engine.config import RunConfig
+from engine.errors import ConfigError
 from eventlog import Projector, get_session, iter_events, list_sessions, open_db
-from specledger import output
+from specledger import analysis_cmds, output
 from specledger.api import RunResult, run_session, turn_table
 from viz import GraphFormat, fsm_graph, render
 
@@ -24,6 +21,9 @@ def dispatch(args: argparse.Namespace) -> int:
         "replay": cmd_replay,
         "graph": cmd_graph,
         "demo": cmd_demo,
+        "diff": analysis_cmds.cmd_diff,
+        "postmortem": analysis_cmds.cmd_postmortem,
+        "scenario": analysis_cmds.cmd_scenario,
     }[args.command]
     return handler(args)
 
@@ -40,28 +40,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tie_flip_rate=args.tie_flip_rate, seed=args.seed, profile=args.profile,
         model=args.model, draft_model=args.draft_model,
         draft_checkpoints=args.draft_checkpoints, temperature=args.temperature,
-        top_k=args.top_k, top_p=args.top_p,
+        top_k=args.top_k, top_p=args.top_p, kernels=args.kernels,
         ctx_checkpoints=args.ctx_checkpoints, ctx_checkpoint_every=args.ctx_checkpoint_every,
         livelock_guard=args.livelock_guard, audit=not args.no_audit, strict=args.strict,
     )
 
 
-@contextmanager
-def progress_bar(total: int, label: str, show: bool) -> Iterator[Callable[[int], None] | None]:
-    """A token progress bar on stderr when it is a terminal; None otherwise."""
-    if not (show and sys.stderr.isatty()):
-        yield None
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} tokens"), TimeElapsedColumn(),
-                  console=output.Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
-
-
 def _run(config: RunConfig, db: str, show_progress: bool, label: str) -> RunResult:
     total = config.slots * config.turns * config.answer_tokens
-    with progress_bar(total, label, show_progress) as tick:
+    with output.progress_bar(total, label, show_progress) as tick:
         return run_session(config, db, on_tokens=tick)
 
 
@@ -112,7 +99,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """`specledger replay SESSION [--at SEQ]`: the projection of the log."""
+    """`specledger replay SESSION [--at SEQ]`: the projection of the log; with `--rerun`,
+    re-execution."""
+    if args.rerun:
+        if args.at is not None:
+            raise ConfigError("--at projects the log; it does not combine with --rerun")
+        return analysis_cmds.cmd_rerun(args)
+    if args.set or args.backend:
+        raise ConfigError("--set and --backend change a re-execution: add --rerun")
     engine = open_db(args.db, create=False)
     projector = Projector()
     last = 0

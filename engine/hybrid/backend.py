@@ -13,12 +13,14 @@ from tokenizers import Tokenizer
 from engine.backend import VerifyMode, VerifyOut
 from engine.config import RunConfig
 from engine.errors import BackendError
+from engine.hybrid.gdn import GatedDeltaNet
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
 from engine.sampling import SamplingParams, greedy_targets, verify_targets
 from engine.speculative import common_prefix
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
+from kernels.backend import resolve_backend
 
 UBATCH = 512
 AUDIT_TOLERANCE = 1e-3  # relative; batch-shape rounding is ~1e-5, a stray token ~1
@@ -61,6 +63,13 @@ class TorchBackend:
             raise BackendError(f"{ckpt.path} has no tokenizer.json; the torch backend needs one")
         self.checkpoint = ckpt
         self.model = ckpt.model.eval()
+        try:
+            self.kernels = resolve_backend(config.kernels, self.model.embed_tokens.weight.device)
+        except RuntimeError as exc:
+            raise BackendError(f"kernels: {exc}") from None
+        for module in self.model.modules():
+            if isinstance(module, GatedDeltaNet):
+                module.kernels = self.kernels
         self.template = template_for(ckpt.tokenizer)
         self.params = SamplingParams(config.temperature, config.top_k, config.top_p)
         self.gen = torch.Generator().manual_seed(config.seed)
@@ -185,11 +194,11 @@ class TorchBackend:
 
     def select(self, state: HybridState, kept: TokenStates, index: int) -> None:
         """`per_token` commit."""
-        state.select(kept, index)
+        state.select(kept, index, self.kernels)
 
     def replay_inputs(self, state: HybridState, kept: RecordedInputs, n: int) -> None:
         """`input_replay` commit."""
-        state.replay_inputs(kept, n)
+        state.replay_inputs(kept, n, self.kernels)
 
     def trim(self, state: HybridState, position: int) -> None:
         """KV only; the recurrence keeps what it absorbed."""

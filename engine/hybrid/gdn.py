@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.layers import GatedRMSNorm
+from kernels.backend import KernelBackend
 
 
 class Mode(StrEnum):
@@ -133,9 +134,19 @@ def chunk_gated_delta(
     return out, s
 
 
-def replay_inputs_(conv_state: Tensor, recurrent: Tensor, inputs: LayerInputs, n: int) -> None:
+def replay_inputs_(conv_state: Tensor, recurrent: Tensor, inputs: LayerInputs, n: int,
+                   kernels: KernelBackend = KernelBackend.TORCH) -> None:
     """Advance one layer's live conv window and recurrent state over the first `n`
     recorded positions: only the recurrence, no projections."""
+    if kernels is KernelBackend.TRITON:
+        from kernels import ops
+
+        accept = torch.full((recurrent.shape[0],), n - 1, dtype=torch.long,
+                            device=recurrent.device)
+        ops.gdn_replay(inputs.k, inputs.v, inputs.g, inputs.beta, recurrent, accept,
+                       backend=kernels)
+        ops.conv_replay(inputs.conv_in, conv_state, accept, backend=kernels)
+        return
     for t in range(n):
         delta_step_(recurrent, inputs.k[:, t], inputs.v[:, t], inputs.g[:, t], inputs.beta[:, t])
     width = conv_state.shape[-1]
@@ -144,7 +155,11 @@ def replay_inputs_(conv_state: Tensor, recurrent: Tensor, inputs: LayerInputs, n
 
 class GatedDeltaNet(nn.Module):
     """Qwen3.5 linear-attention mixer: qkv projection, causal conv, L2-normalised q/k,
-    gated delta rule with grouped value heads, gated RMSNorm with z, output projection."""
+    gated delta rule with grouped value heads, gated RMSNorm with z, output projection.
+    `kernels` chooses who computes the per-position states of a `per_token` verify: the
+    torch reference (stepped, bit-identical to replay) or the project's Triton kernel."""
+
+    kernels: KernelBackend = KernelBackend.TORCH
 
     def __init__(self, config: HybridConfig) -> None:
         super().__init__()
@@ -188,8 +203,15 @@ class GatedDeltaNet(nn.Module):
             if mode is Mode.PER_TOKEN:
                 # Stepped, not read off the chunked form: replay steps the same way, so
                 # select(j) and replay(j + 1) give bit-identical states.
-                states = (final.unsqueeze(1) if length == 1
-                          else delta_states(recurrent, k, v, g, beta))
+                if length == 1:
+                    states = final.unsqueeze(1)
+                elif self.kernels is KernelBackend.TRITON:
+                    from kernels import ops
+
+                    _, states = ops.gdn_verify(q, k, v, g, beta, recurrent, scale=1.0,
+                                               backend=self.kernels)
+                else:
+                    states = delta_states(recurrent, k, v, g, beta)
                 width = conv_state.shape[-1]
                 windows = full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)  # (B,T,C,K-1)
                 trace = LayerStates(conv=windows, recurrent=states)

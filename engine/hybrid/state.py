@@ -14,6 +14,7 @@ from torch import Tensor
 from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import StateError
 from engine.hybrid.gdn import LayerInputs, LayerStates, replay_inputs_
+from kernels.backend import KernelBackend
 
 _MIN_CAPACITY = 64
 
@@ -158,7 +159,8 @@ class HybridState:
         self._position = length
 
     @torch.inference_mode()
-    def select(self, kept: TokenStates, index: int) -> None:
+    def select(self, kept: TokenStates, index: int,
+               kernels: KernelBackend = KernelBackend.TORCH) -> None:
         """`per_token` commit: the state after verify-batch position `index` becomes live
         (accepting `index` drafts consumes index + 1 tokens)."""
         if self._position != kept.start + kept.length:
@@ -167,13 +169,25 @@ class HybridState:
                 f"{kept.start + kept.length}, but the state is at {self._position}"
             )
         _check_index(index, kept.length)
-        for conv, recurrent, layer in zip(self.conv, self.recurrent, kept.layers, strict=True):
-            conv.copy_(layer.conv[:, index])
-            recurrent.copy_(layer.recurrent[:, index])
+        if kernels is KernelBackend.TRITON:
+            from kernels import ops
+
+            accept = torch.full((self.batch_size,), index, dtype=torch.long,
+                                device=self.recurrent[0].device)
+            for conv, recurrent, layer in zip(self.conv, self.recurrent, kept.layers,
+                                              strict=True):
+                ops.gdn_commit(recurrent, layer.recurrent, accept, conv_state=conv,
+                               conv_intermediate=layer.conv.contiguous(), backend=kernels)
+        else:
+            for conv, recurrent, layer in zip(self.conv, self.recurrent, kept.layers,
+                                              strict=True):
+                conv.copy_(layer.conv[:, index])
+                recurrent.copy_(layer.recurrent[:, index])
         self._position = kept.start + index + 1
 
     @torch.inference_mode()
-    def replay_inputs(self, recorded: RecordedInputs, n: int) -> None:
+    def replay_inputs(self, recorded: RecordedInputs, n: int,
+                      kernels: KernelBackend = KernelBackend.TORCH) -> None:
         """`input_replay` commit: advance the recurrence and conv window over the first `n`
         recorded positions (their KV entries were written by the verify forward)."""
         if self._position != recorded.start:
@@ -184,7 +198,7 @@ class HybridState:
         _check_index(n - 1, recorded.length)
         for conv, recurrent, layer in zip(self.conv, self.recurrent, recorded.layers,
                                           strict=True):
-            replay_inputs_(conv, recurrent, layer, n)
+            replay_inputs_(conv, recurrent, layer, n, kernels)
         self._position = recorded.start + n
 
     @torch.inference_mode()

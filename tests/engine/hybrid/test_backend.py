@@ -136,3 +136,27 @@ def test_mtp_drafter_is_lossless(models: tuple[LoadedCheckpoint, Path], plain: l
         assert _answers(journal) == plain
         assert [e for e in journal.events if e.trigger is Trigger.VERIFY]
         assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
+
+
+@pytest.mark.parametrize("strategy", ["per_token", "input_replay"])
+def test_triton_kernels_drive_the_same_session(
+    models: tuple[LoadedCheckpoint, Path], plain: list[int], strategy: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The project's Triton kernels, under the interpreter on this CPU: the per-position
+    # states, the batched commit and the input replay come from them instead of torch.
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    ckpt, draft = models
+    config = RunConfig(backend="torch", turns=1, answer_tokens=10**6, max_answer_tokens=12,
+                       draft_max=3, model=str(ckpt.path), drafter="draft-model",
+                       draft_model=str(draft), strategy=strategy, kernels="triton")
+    journal = MemoryJournal()
+    backend = _Backend(config, ckpt)
+    assert backend.kernels.value == "triton"
+    try:
+        Session(config, journal, backend=backend).run()
+    finally:
+        _Backend(config.replace(kernels="torch"), ckpt)  # hand the shared model back to torch
+    assert _answers(journal) == plain[:len(_answers(journal))]
+    assert [e for e in journal.events if e.trigger is Trigger.REJECT]
+    assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
