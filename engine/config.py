@@ -38,6 +38,7 @@ class ReplayPolicy(StrEnum):
 
 
 DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
+DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
 
 
@@ -50,7 +51,7 @@ class RunConfig:
     strategy: Strategy = Strategy.CHECKPOINT
     eog_policy: EogPolicy = EogPolicy.TRUNCATE
     replay_policy: ReplayPolicy = ReplayPolicy.RECONSTRUCT
-    drafter: str = "synthetic"
+    drafter: str = ""  # empty: the backend's default drafter (DEFAULT_DRAFTER)
     draft_max: int = 8
     draft_min: int = 0
     ngram_n: int = 4
@@ -88,6 +89,8 @@ class RunConfig:
                 except ValueError:
                     choices = ", ".join(m.value for m in f.type)
                     raise ConfigError(f"{f.name}: '{value}' is not one of {choices}") from None
+        if not self.drafter:
+            object.__setattr__(self, "drafter", DEFAULT_DRAFTER[self.backend.value])
         self._check()
 
     def _check(self) -> None:
@@ -136,8 +139,11 @@ class RunConfig:
 
     @property
     def answer_cap(self) -> int:
-        """Most tokens a turn may generate before it is cut without EOG."""
-        return self.max_answer_tokens or 4 * self.answer_tokens + 64
+        """Most tokens a turn may generate before it is cut without EOG (a real model
+        decides its own answer length; the sim's is `answer_tokens`)."""
+        if self.max_answer_tokens:
+            return self.max_answer_tokens
+        return 4 * self.answer_tokens + 64 if self.backend is BackendKind.SIM else 512
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able mapping (stored with the session)."""
