@@ -22,6 +22,7 @@ demo: install
 
 test: install
 	@sh tools/ensure_graphviz.sh
+	@sh tools/ensure_chromium.sh
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 

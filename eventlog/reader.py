@@ -1,5 +1,6 @@
 """Reading sessions and events back. Readers never write."""
 
+import json
 import os
 import socket
 from collections.abc import Iterator
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, Row, Select, func, select
+from sqlalchemy import Engine, Row, Select, String, func, select, type_coerce
 
 from eventlog.errors import UnknownSessionError
 from eventlog.schema import SessionStatus, events, sessions
@@ -109,6 +110,53 @@ def _pages(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
             if len(rows) < batch:
                 return
             last = rows[-1][0]
+
+
+def scan_events(
+    engine: Engine, session_id: int, *, upto_seq: int | None = None, batch: int = 20000
+) -> Iterator[Event]:
+    """The same events as `iter_events`, for whole-session scans (projection of a long log,
+    postmortem, diff): 1.7x as fast on a million events (bench/postmortem_scale.py).
+
+    One streamed query instead of keyset pages, and the payload read as text and decoded
+    here rather than through SQLAlchemy's per-row JSON processing. The query reads one
+    snapshot, so a live session yields the whole rounds committed when it began.
+    """
+    get_session(engine, session_id)
+    c = events.c
+    query = select(
+        c.seq, c.slot, c.turn, c.round, c.trigger, c.source, c.dest, c.t, c.duration,
+        type_coerce(c.payload, String),
+    ).where(c.session_id == session_id)
+    if upto_seq is not None:
+        query = query.where(c.seq <= upto_seq)
+    return _scan(engine, query.order_by(c.seq), batch)
+
+
+# The C scanner behind json.loads, without its two whitespace regexes per call: the
+# recorder writes compact JSON, and at a million payloads the regexes are a fifth of a scan.
+_SCAN_JSON = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> Any:
+    try:
+        return _SCAN_JSON(text, 0)[0]
+    except StopIteration:  # not compact (another writer): the full parser says why
+        return json.loads(text)
+
+
+def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
+    triggers, states, loads = _TRIGGERS, _STATES, _loads
+    with engine.connect() as conn:
+        result = conn.execution_options(yield_per=batch).execute(query)
+        for rows in result.partitions():
+            for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
+                yield Event(
+                    seq, slot, turn, rnd, triggers[trigger], states[source], states[dest],
+                    t, duration,
+                    # drivers that decode JSON themselves (psycopg) hand over a dict
+                    loads(payload) if isinstance(payload, str) else payload,
+                )
 
 
 def _info(row: Row[Any]) -> SessionInfo:

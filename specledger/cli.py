@@ -10,6 +10,7 @@ from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strat
 from eventlog import DEFAULT_DB
 from fsm.errors import SpecledgerError
 from specledger import commands
+from specledger.graphs import GraphKind
 from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
 
@@ -37,9 +38,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    default=d.eog_policy.value)
     p.add_argument("--replay-policy", choices=[r.value for r in ReplayPolicy],
                    default=d.replay_policy.value)
-    p.add_argument("--drafter", default=d.drafter,
+    p.add_argument("--drafter", default="",
                    help="none | synthetic | ngram-simple | ngram-map-k | ngram-mod | draft-model"
-                        " | mtp, or a chain in order of precedence such as mtp,ngram-mod")
+                        " | mtp, or a chain in order of precedence such as mtp,ngram-mod (default: "
+                        "synthetic on sim, mtp on torch)")
     p.add_argument("--draft-max", type=int, default=d.draft_max)
     p.add_argument("--draft-min", type=int, default=d.draft_min,
                    help="drop shorter drafts (n-gram drafters)")
@@ -56,6 +58,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="later user messages (sim)")
     p.add_argument("--answer-tokens", type=int, default=d.answer_tokens,
                    help="answer length before EOG (sim)")
+    p.add_argument("--max-answer-tokens", type=int, default=d.max_answer_tokens,
+                   help="cut an answer without EOG here (0: 4x answer-tokens on sim, 512 on "
+                        "torch)")
     p.add_argument("--eog-prob", type=float, default=d.eog_prob,
                    help="chance of an early EOG per token (sim)")
     p.add_argument("--tie-flip-rate", type=float, default=d.tie_flip_rate,
@@ -124,10 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
     post.add_argument("--fail-on", choices=["error", "warning"], default="error",
                       help="lowest severity that makes the exit status 1")
     graph = sub.add_parser("graph", parents=[common], help="draw a session's state graph")
-    graph.add_argument("session", type=int)
-    graph.add_argument("--kind", choices=["fsm"], default="fsm")
+    graph.add_argument("sessions", type=int, nargs="*", metavar="SESSION",
+                       help="one session; two or more for --kind divergence; none for machine")
+    graph.add_argument("--kind", choices=[k.value for k in GraphKind], default="fsm")
     graph.add_argument("--format", choices=[f.value for f in GraphFormat], default="svg")
-    graph.add_argument("--out", default=None, help="file to write (default: session-N-fsm.EXT)")
+    graph.add_argument("--out", default=None, help="file to write (default: session-N-KIND.EXT)")
+    report = sub.add_parser("report", parents=[common],
+                            help="one self-contained HTML file: graphs, metrics, findings")
+    report.add_argument("sessions", type=int, nargs="+", metavar="SESSION")
+    report.add_argument("--out", default=None, help="file to write (default: report-N.html)")
     scen = sub.add_parser("scenario", parents=[common],
                           help="record a session that reproduces a known bug, and its fix")
     scen.add_argument("name", choices=list(SCENARIOS))
@@ -135,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     scen.add_argument("--seed", type=int, default=1)
     scen.add_argument("--model", default=None, help="torch: target checkpoint directory")
     scen.add_argument("--draft-model", default=None, help="torch: draft checkpoint directory")
+    scen.add_argument("--set", action="append", metavar="KEY=VALUE",
+                      help="change the scenario's base settings (sizes, drafter), repeatable")
     demo = sub.add_parser("demo", parents=[common], help="the #28049 amplification, shown")
     demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     demo.add_argument("--seed", type=int, default=1)

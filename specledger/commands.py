@@ -6,10 +6,12 @@ from pathlib import Path
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
-from eventlog import Projector, get_session, iter_events, list_sessions, open_db
+from eventlog import Projector, get_session, list_sessions, open_db
+from eventlog.reader import scan_events
 from specledger import analysis_cmds, output
 from specledger.api import RunResult, run_session, turn_table
-from viz import GraphFormat, fsm_graph, render
+from specledger.graphs import GraphKind, default_name, graph_dot
+from viz import GraphFormat, write
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -24,6 +26,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "diff": analysis_cmds.cmd_diff,
         "postmortem": analysis_cmds.cmd_postmortem,
         "scenario": analysis_cmds.cmd_scenario,
+        "report": analysis_cmds.cmd_report,
     }[args.command]
     return handler(args)
 
@@ -36,7 +39,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         draft_min=args.draft_min, ngram_n=args.ngram_n, ngram_min_hits=args.ngram_min_hits,
         acceptance=args.acceptance, turns=args.turns, slots=args.slots,
         prompt_tokens=args.prompt_tokens, question_tokens=args.question_tokens,
-        answer_tokens=args.answer_tokens, eog_prob=args.eog_prob,
+        answer_tokens=args.answer_tokens, max_answer_tokens=args.max_answer_tokens,
+        eog_prob=args.eog_prob,
         tie_flip_rate=args.tie_flip_rate, seed=args.seed, profile=args.profile,
         model=args.model, draft_model=args.draft_model,
         draft_checkpoints=args.draft_checkpoints, temperature=args.temperature,
@@ -110,7 +114,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     engine = open_db(args.db, create=False)
     projector = Projector()
     last = 0
-    for ev in iter_events(engine, args.session, upto_seq=args.at):
+    for ev in scan_events(engine, args.session, upto_seq=args.at):
         projector.apply(ev)
         last = ev.seq
     views = projector.slots
@@ -133,15 +137,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    """`specledger graph SESSION`."""
-    engine = open_db(args.db, create=False)
-    get_session(engine, args.session)
-    fmt = GraphFormat(args.format)
-    out = Path(args.out or f"session-{args.session}-{args.kind}.{fmt.value}")
-    g = fsm_graph(iter_events(engine, args.session))
-    render(g, out, fmt, f"session {args.session}: round state machine")
+    """`specledger graph S [S ...] --kind fsm|timeline|divergence|machine`."""
+    kind, fmt = GraphKind(args.kind), GraphFormat(args.format)
+    dot = graph_dot(open_db(args.db, create=False), kind, args.sessions)
+    out = write(dot, Path(args.out or f"{default_name(kind, args.sessions)}.{fmt.value}"), fmt)
     if args.json:
-        output.emit_json({"session": args.session, "kind": args.kind, "path": str(out)})
+        output.emit_json({"session": args.sessions[0] if args.sessions else None,
+                          "sessions": args.sessions, "kind": kind.value, "path": str(out)})
     else:
         output.console.print(f"wrote {out}")
     return 0

@@ -1,13 +1,17 @@
-"""`make demo`: the #28049 amplification on a Qwen3.5-27B-like profile.
+"""`make demo`: the #28049 amplification, on the real engine and at 27B scale.
 
-Two 3-turn conversations that differ only in the EOG policy. `legacy` commits the whole
-accepted block and leaves stray tokens behind EOG, so the next prompt no longer extends
-the slot, the recurrent state falls back to the checkpoint before the generation header
-and the whole previous answer plus the template tokens are prefilled again. `truncate`
-cuts the block at EOG first: f_keep = 1.0 and no history is prefilled twice.
+Each part runs one conversation twice, differing only in the EOG policy. `legacy` commits
+the whole accepted block and leaves stray tokens behind EOG, so the next prompt no longer
+extends the slot, the recurrent state falls back to the checkpoint before the generation
+header and the whole previous answer plus the template tokens are prefilled again.
+`truncate` cuts the block at EOG first: f_keep = 1.0 and no history is prefilled twice.
+
+Part 1 runs the shipped hybrid model (torch backend, MTP drafter) on this machine; part 2
+simulates Qwen3.5-27B on an H200 with 1,500-token answers.
 """
 
 from pathlib import Path
+from typing import Any
 
 from engine.config import EogPolicy, RunConfig
 from eventlog import iter_events, open_db
@@ -15,42 +19,58 @@ from specledger import output
 from specledger.api import run_session
 from viz import GraphFormat, fsm_graph, render
 
-DEMO_CONFIG = RunConfig(
-    profile="qwen3.5-27b-h200",
-    drafter="synthetic",
-    acceptance=0.9,
-    draft_max=8,
-    turns=3,
-    prompt_tokens=2048,
-    question_tokens=48,
-    answer_tokens=1500,
+REAL_CONFIG = RunConfig(
+    backend="torch", drafter="mtp", draft_max=4, turns=3, max_answer_tokens=384,
+)
+SIM_CONFIG = RunConfig(
+    profile="qwen3.5-27b-h200", drafter="synthetic", acceptance=0.9, draft_max=8, turns=3,
+    prompt_tokens=2048, question_tokens=48, answer_tokens=1500,
+)
+PARTS = (
+    ("real engine: the shipped hybrid model on this CPU, MTP drafter", REAL_CONFIG),
+    ("Qwen3.5-27B on one H200, simulated", SIM_CONFIG),
 )
 
 
-def run_demo(db: str, out_dir: Path, seed: int, as_json: bool) -> int:
-    """Run both policies, print their turn tables and graphs; returns the exit status."""
-    docs = []
+def _part(label: str, base: RunConfig, db: str, out_dir: Path, seed: int,
+          as_json: bool) -> dict[str, Any]:
+    runs = []
     for policy in (EogPolicy.LEGACY, EogPolicy.TRUNCATE):
-        config = DEMO_CONFIG.replace(eog_policy=policy.value, seed=seed)
+        config = base.replace(eog_policy=policy.value, seed=seed)
         result = run_session(config, db)
         engine = open_db(db, create=False)
         graph = render(fsm_graph(iter_events(engine, result.session_id)),
                        out_dir / f"session-{result.session_id}-{policy.value}-fsm.svg",
                        GraphFormat.SVG, f"session {result.session_id}: eog={policy.value}")
         total = sum(m.reprefill_tokens for m in result.turns)
-        docs.append({"session": result.session_id, "eog_policy": policy.value,
+        runs.append({"session": result.session_id, "eog_policy": policy.value,
                      "reprefill_tokens": total, "graph": str(graph),
                      "turns": output.turn_rows(result.turns)})
         if not as_json:
             output.console.print(output.turn_table(
-                result.turns, f"eog={policy.value} (session {result.session_id}): "
+                result.turns, f"{label}: eog={policy.value} (session {result.session_id}), "
                               f"{total} history tokens re-prefilled"))
+    return {"label": label, "backend": base.backend.value, "runs": runs}
+
+
+def run_demo(db: str, out_dir: Path, seed: int, as_json: bool) -> int:
+    """Run both parts (the real one when the shipped model is present), print their turn
+    tables and graph paths; returns the exit status."""
+    parts = []
+    for label, base in PARTS:
+        if base.backend.value == "torch" and not Path(base.model).is_dir():
+            if not as_json:
+                output.console.print(f"[yellow]skipping '{label}': no model at {base.model}[/]")
+            continue
+        parts.append(_part(label, base, db, out_dir, seed, as_json))
     if as_json:
-        output.emit_json({"db": db, "runs": docs})
+        output.emit_json({"db": db, "parts": parts})
         return 0
-    legacy, truncate = docs
-    output.console.print(
-        f"legacy re-prefilled {legacy['reprefill_tokens']} tokens of history; truncate "
-        f"{truncate['reprefill_tokens']}. Graphs: {legacy['graph']}, {truncate['graph']}")
-    output.console.print(f"Inspect: specledger show {legacy['session']} --db {db}")
+    for part in parts:
+        legacy, truncate = part["runs"]
+        output.console.print(
+            f"{part['label']}: legacy re-prefilled {legacy['reprefill_tokens']} tokens of "
+            f"history, truncate {truncate['reprefill_tokens']}. Graphs: {legacy['graph']}, "
+            f"{truncate['graph']}")
+    output.console.print(f"Inspect: specledger sessions --db {db}; specledger show N --db {db}")
     return 0

@@ -2,10 +2,12 @@
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.metrics import TurnMetrics
@@ -89,3 +91,16 @@ def session_json(s: SessionInfo) -> dict[str, Any]:
         "created": s.created.isoformat(), "config": s.config, "seeds": s.seeds,
         "code_version": s.code_version, "model_digest": s.model_digest, "parent": s.parent_id,
     }
+
+
+@contextmanager
+def progress_bar(total: int, label: str, show: bool) -> Iterator[Callable[[int], None] | None]:
+    """A token progress bar on stderr when it is a terminal; None otherwise."""
+    if not (show and sys.stderr.isatty()):
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} tokens"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)

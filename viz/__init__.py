@@ -1,6 +1,22 @@
 """Graphs built from events (networkx) and their rendering (graphviz)."""
 
+from viz.divergence import divergence_dot, divergence_tree
 from viz.fsm_graph import fsm_graph
-from viz.render import GraphFormat, render
+from viz.machine import machine_dot
+from viz.render import GraphFormat, RenderError, inline_svg, render, to_dot, write
+from viz.timeline import timeline_dot, timeline_graph
 
-__all__ = ["GraphFormat", "fsm_graph", "render"]
+__all__ = [
+    "GraphFormat",
+    "RenderError",
+    "divergence_dot",
+    "divergence_tree",
+    "fsm_graph",
+    "inline_svg",
+    "machine_dot",
+    "render",
+    "timeline_dot",
+    "timeline_graph",
+    "to_dot",
+    "write",
+]

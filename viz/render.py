@@ -65,18 +65,34 @@ def to_dot(g: nx.MultiDiGraph, title: str) -> graphviz.Digraph:
 
 def render(g: nx.MultiDiGraph, out: Path, fmt: GraphFormat, title: str) -> Path:
     """Write `g` to `out` in `fmt`; returns the path written."""
-    dot = to_dot(g, title)
+    return write(to_dot(g, title), out, fmt)
+
+
+def write(dot: graphviz.Digraph, out: Path, fmt: GraphFormat) -> Path:
+    """Write any graphviz description to `out` as dot source, svg or png."""
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt is GraphFormat.DOT:
         out.write_text(dot.source)
-        return out
+    else:
+        out.write_bytes(pipe(dot, fmt))
+    return out
+
+
+def pipe(dot: graphviz.Digraph, fmt: GraphFormat) -> bytes:
+    """Run graphviz's `dot` over the description; svg or png bytes."""
     try:
-        data = dot.pipe(format=fmt.value)
+        return dot.pipe(format=fmt.value)
     except graphviz.ExecutableNotFound:
         raise RenderError("graphviz's 'dot' binary is missing: install graphviz "
                           "(apt-get install graphviz) or use --format dot") from None
     except graphviz.CalledProcessError as exc:
         raise RenderError(f"graphviz failed: {exc.stderr.decode(errors='replace')[:200]}"
                           ) from None
-    out.write_bytes(data)
-    return out
+
+
+def inline_svg(dot: graphviz.Digraph, prefix: str) -> str:
+    """The SVG of `dot` for embedding in HTML: no XML prolog or doctype, and element ids
+    prefixed so that several graphs on one page never share an id."""
+    text = pipe(dot, GraphFormat.SVG).decode()
+    text = text[text.index("<svg"):]
+    return text.replace(' id="', f' id="{prefix}').replace('href="#', f'href="#{prefix}')

@@ -1,0 +1,159 @@
+"""Where two event streams part, and what each turn did differently.
+
+Re-execution follows the recorded stream with a `Follower` while the engine runs, so it can
+stop at the first divergence; `diff_streams` compares two stored sessions the same way
+(Temporal's NondeterminismError, for speculative rounds) and also lines their turns up.
+"""
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from eventlog.compare import EXACT, Tolerance, compare_events
+from eventlog.turns import TurnFolder, TurnRecord
+from fsm.event import Event
+
+END_OF_LOG = "<end of log>"
+"""`expected`/`actual` value when one stream ended before the other."""
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first event where two streams differ: its place (seq, slot, turn, round, taken
+    from whichever event exists, the expected one first), the first differing `field`,
+    both values, both events, and the agreed events just before it."""
+
+    seq: int
+    slot: int
+    turn: int
+    round: int
+    field: str
+    expected: Any
+    actual: Any
+    expected_event: Event | None
+    actual_event: Event | None
+    before: tuple[Event, ...]
+
+
+class Follower:
+    """Compares actual events, handed over one at a time, with an expected stream. After
+    the first divergence it stops comparing: everything later follows from it."""
+
+    def __init__(self, expected: Iterable[Event], tol: Tolerance = EXACT,
+                 context: int = 5) -> None:
+        self._expected = iter(expected)
+        self._tol = tol
+        self._before: deque[Event] = deque(maxlen=context)
+        self.compared = 0
+        self.divergence: Divergence | None = None
+
+    def check(self, actual: Event) -> Divergence | None:
+        """Compare the next actual event; the divergence if this is where it happens."""
+        if self.divergence is not None:
+            return None
+        expected = next(self._expected, None)
+        if expected is None:
+            return self._diverge("event", END_OF_LOG, actual.trigger.value, None, actual)
+        self.compared += 1
+        found = compare_events(expected, actual, self._tol)
+        if found is None:
+            self._before.append(expected)
+            return None
+        return self._diverge(found.field, found.expected, found.actual, expected, actual)
+
+    def finish(self) -> Divergence | None:
+        """The actual stream ended: a divergence if the expected one goes on."""
+        if self.divergence is not None:
+            return self.divergence
+        expected = next(self._expected, None)
+        if expected is not None:
+            self._diverge("event", expected.trigger.value, END_OF_LOG, expected, None)
+        return self.divergence
+
+    def close(self) -> None:
+        """Release the expected stream (a database cursor) before it is exhausted."""
+        close = getattr(self._expected, "close", None)
+        if close is not None:
+            close()
+
+    def remaining(self) -> Iterator[Event]:
+        """The expected events not compared (all that follow a divergence)."""
+        return self._expected
+
+    def _diverge(self, field: str, exp: Any, act: Any, e: Event | None,
+                 a: Event | None) -> Divergence:
+        where = e if e is not None else a
+        assert where is not None
+        self.divergence = Divergence(where.seq, where.slot, where.turn, where.round, field,
+                                     exp, act, e, a, tuple(self._before))
+        return self.divergence
+
+
+@dataclass(frozen=True)
+class TurnDelta:
+    """One (slot, turn) of two sessions: whether the visible answers agree (None when only
+    one session has the turn), where they first differ, and each numeric metric as (a, b)."""
+
+    slot: int
+    turn: int
+    same_output: bool | None
+    first_token_diff: int | None
+    metrics: dict[str, tuple[float | None, float | None]]
+
+
+@dataclass(frozen=True)
+class StreamDiff:
+    """Two streams compared: the first divergence (None: identical, timings aside), the
+    events compared before it, and the per-turn comparison."""
+
+    divergence: Divergence | None
+    compared: int
+    turns: list[TurnDelta]
+
+
+def diff_streams(a: Iterable[Event], b: Iterable[Event], tol: Tolerance = EXACT,
+                 context: int = 5) -> StreamDiff:
+    """Compare `b` against `a` event by event, reading each stream once."""
+    fa, fb = TurnFolder(), TurnFolder()
+    follower = Follower(_tap(a, fa.apply), tol, context)
+    for ev in b:
+        fb.apply(ev)
+        follower.check(ev)
+    if follower.divergence is None:
+        follower.finish()
+    for _ in follower.remaining():  # drained through the tap, for the rest of `a`'s turns
+        pass
+    return StreamDiff(follower.divergence, follower.compared,
+                      compare_turns(fa.records, fb.records))
+
+
+def _tap(events: Iterable[Event], fn: Callable[[Event], None]) -> Iterator[Event]:
+    for ev in events:
+        fn(ev)
+        yield ev
+
+
+def compare_turns(a: dict[tuple[int, int], TurnRecord],
+                  b: dict[tuple[int, int], TurnRecord]) -> list[TurnDelta]:
+    """Line the turns of two sessions up by (slot, turn)."""
+    out = []
+    for key in sorted(a.keys() | b.keys()):
+        ra, rb = a.get(key), b.get(key)
+        ma = ra.metrics if ra is not None and ra.metrics else {}
+        mb = rb.metrics if rb is not None and rb.metrics else {}
+        names = [k for k in (*ma, *(k for k in mb if k not in ma))
+                 if _numeric(ma.get(k)) or _numeric(mb.get(k))]
+        metrics = {k: (ma.get(k), mb.get(k)) for k in names if k not in ("slot", "turn")}
+        if ra is None or rb is None:
+            out.append(TurnDelta(key[0], key[1], None, None, metrics))
+            continue
+        xa, xb = ra.answer, rb.answer
+        first = next((i for i, (x, y) in enumerate(zip(xa, xb, strict=False)) if x != y),
+                     None if len(xa) == len(xb) else min(len(xa), len(xb)))
+        out.append(TurnDelta(key[0], key[1], first is None, first, metrics))
+    return out
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)

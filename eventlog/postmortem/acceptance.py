@@ -1,0 +1,105 @@
+"""Acceptance-collapse streaks: runs of speculative rounds in which no draft survived.
+
+Each such round pays a (k+1)-token verification and, under `checkpoint`, a restore and
+replay, to commit the one token a plain step would have given. llama.cpp resets its
+n-gram drafter on a low-acceptance streak (PR 22168) for this reason.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.finding import Finding, Kind, Severity
+from fsm.event import Event
+from fsm.states import Trigger
+
+T = Trigger
+MIN_STREAK = 8
+"""Consecutive zero-acceptance rounds that make a streak worth reporting."""
+
+
+@dataclass
+class _Streak:
+    slot: int
+    turn: int
+    round: int
+    first_seq: int
+    last_seq: int = 0
+    rounds: int = 0
+    drafted: int = 0
+    verify_s: float = 0.0
+
+
+class AcceptanceCollapse:
+    """Per slot, the current run of zero-acceptance rounds; rounds without a draft neither
+    extend nor break it."""
+
+    triggers = (T.VERIFY, T.COMMIT, T.END_TURN)
+
+    def __init__(self, config: dict[str, Any], min_streak: int = MIN_STREAK) -> None:
+        self.drafter = config_value(config, "drafter", "?")
+        self.min_streak = min_streak
+        self._verify: dict[int, tuple[int, float, int]] = {}
+        self._streak: dict[int, _Streak] = {}
+        self.streaks: list[_Streak] = []
+        self.drafted = 0
+        self.accepted = 0
+
+    def feed(self, ev: Event) -> None:
+        """Fold one event."""
+        slot = ev.slot
+        if ev.trigger is T.VERIFY:
+            self._verify[slot] = (ev.payload.get("drafted", 0), ev.duration, ev.seq)
+        elif ev.trigger is T.END_TURN:
+            self._close(slot)
+        else:
+            k, verify_s, seq = self._verify.pop(slot, (0, 0.0, ev.seq))
+            if not k:
+                return
+            accepted = ev.payload.get("accepted", 0)
+            self.drafted += k
+            self.accepted += accepted
+            if accepted:
+                self._close(slot)
+                return
+            s = self._streak.get(slot)
+            if s is None:
+                s = self._streak[slot] = _Streak(slot, ev.turn, ev.round, seq)
+            s.rounds += 1
+            s.drafted += k
+            s.verify_s += verify_s
+            s.last_seq = ev.seq
+
+    def _close(self, slot: int) -> None:
+        s = self._streak.pop(slot, None)
+        if s is not None and s.rounds >= self.min_streak:
+            self.streaks.append(s)
+
+    def finish(self) -> list[Finding]:
+        """A warning when any streak reached `min_streak` rounds."""
+        for slot in list(self._streak):
+            self._close(slot)
+        if not self.streaks:
+            return []
+        s = self.streaks
+        longest = max(s, key=lambda x: x.rounds)
+        wasted = sum(x.drafted for x in s)
+        rate = self.accepted / self.drafted if self.drafted else 0.0
+        return [Finding(
+            Kind.ACCEPTANCE_COLLAPSE, Severity.WARNING, s[0].first_seq, s[-1].last_seq,
+            f"{len(s)} streak(s) of at least {self.min_streak} consecutive rounds accepted no "
+            f"draft (longest: {longest.rounds} rounds in turn {longest.turn}, slot "
+            f"{longest.slot}); {wasted} drafted tokens were verified for nothing, "
+            f"{sum(x.verify_s for x in s):.3f} s of verification. Session acceptance "
+            f"{rate:.1%} (drafter {self.drafter}).",
+            "Stop or shorten drafting after a low-acceptance streak (llama.cpp PR 22168 "
+            "resets the n-gram drafter; ngram-mod clears its pool), lower --draft-max, or "
+            "choose a drafter that matches this text.",
+            {"streaks": len(s), "longest": longest.rounds,
+             "rounds": sum(x.rounds for x in s), "drafted_wasted": wasted,
+             "verify_s": round(sum(x.verify_s for x in s), 6), "acceptance": round(rate, 4),
+             "min_streak": self.min_streak, "drafter": self.drafter,
+             "per_streak": examples([{"slot": x.slot, "turn": x.turn, "round": x.round,
+                                      "seq": [x.first_seq, x.last_seq], "rounds": x.rounds}
+                                     for x in s])},
+            s[0].slot, s[0].turn, s[0].round)]

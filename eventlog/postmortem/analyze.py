@@ -1,0 +1,124 @@
+"""The postmortem of one session from its log alone: every detector in one pass."""
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from eventlog.postmortem.acceptance import AcceptanceCollapse
+from eventlog.postmortem.contamination import Contamination
+from eventlog.postmortem.detector import Detector
+from eventlog.postmortem.draft_ckpt import DraftCheckpoints
+from eventlog.postmortem.eog import EogTail
+from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
+from eventlog.postmortem.reference import compare_outputs, reference_problem
+from eventlog.postmortem.storms import RestoreStorms
+from eventlog.postmortem.violations import Violations
+from eventlog.reader import SessionInfo, get_session, scan_events
+from eventlog.schema import SessionStatus
+from eventlog.turns import TurnFolder, TurnRecord, fold_turns
+from fsm.errors import SpecledgerError
+from fsm.event import Event
+from fsm.states import Trigger
+
+
+class BadReferenceError(SpecledgerError):
+    """The session named as the non-speculative reference cannot be one."""
+
+
+@dataclass(frozen=True)
+class Postmortem:
+    """A session's findings, worst first, and what they were judged against."""
+
+    session: int
+    status: str
+    events: int
+    config: dict[str, Any]
+    reference: int | None
+    findings: list[Finding] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Findings per severity."""
+        out = {s.value: 0 for s in Severity}
+        for f in self.findings:
+            out[f.severity.value] += 1
+        return out
+
+    def has(self, severity: Severity) -> bool:
+        """Whether any finding has this severity."""
+        return any(f.severity is severity for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the `postmortem --json` contract)."""
+        keys = ("backend", "strategy", "eog_policy", "replay_policy", "drafter", "draft_max",
+                "draft_checkpoints", "temperature", "seed")
+        return {"session": self.session, "status": self.status, "events": self.events,
+                "config": {k: self.config.get(k) for k in keys}, "reference": self.reference,
+                "counts": self.counts(), "findings": [f.to_dict() for f in self.findings]}
+
+
+def detectors(config: dict[str, Any]) -> list[Detector]:
+    """One of each detector for a session recorded with `config`."""
+    return [EogTail(config), RestoreStorms(config), Contamination(config),
+            DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config)]
+
+
+def analyze(events: Iterable[Event], config: dict[str, Any],
+            reference: dict[tuple[int, int], TurnRecord] | None = None,
+            reference_id: int | None = None) -> tuple[list[Finding], int]:
+    """Run every detector over `events` in one pass; (findings worst first, events read)."""
+    found = detectors(config)
+    routes: dict[Trigger, list[Callable[[Event], None]]] = defaultdict(list)
+    for d in found:
+        for trigger in d.triggers:
+            routes[trigger].append(d.feed)
+    folder = TurnFolder()
+    if reference is not None:
+        for trigger in (Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT, Trigger.END_TURN):
+            routes[trigger].append(folder.apply)
+    get = routes.get
+    n = 0
+    for ev in events:
+        n += 1
+        for feed in get(ev.trigger, ()):
+            feed(ev)
+    findings = [f for d in found for f in d.finish()]
+    if reference is not None and reference_id is not None:
+        mismatch = compare_outputs(folder.records, reference, reference_id, config)
+        if mismatch is not None:
+            findings.append(mismatch)
+    return sort_findings(findings), n
+
+
+def postmortem_session(engine: Engine, session_id: int,
+                       reference_id: int | None = None) -> Postmortem:
+    """The postmortem of a stored session. The reference is `reference_id` (it must be a
+    plain run of the same conversation), else the session's parent when it is one."""
+    info = get_session(engine, session_id)
+    ref = _reference(engine, info, reference_id)
+    ref_turns = fold_turns(scan_events(engine, ref)) if ref is not None else None
+    findings, n = analyze(scan_events(engine, session_id), info.config, ref_turns, ref)
+    if info.status is SessionStatus.INCOMPLETE:
+        findings.append(Finding(
+            Kind.INCOMPLETE_LOG, Severity.WARNING, n, n,
+            f"The writer of this session died without closing it; the log holds {n} events "
+            "of whole rounds, and the findings cover only those.",
+            "Re-run the session (`specledger replay S --rerun`) to see how it ends.",
+            {"events": n}))
+    return Postmortem(session_id, info.status.value, n, info.config, ref,
+                      sort_findings(findings))
+
+
+def _reference(engine: Engine, info: SessionInfo, named: int | None) -> int | None:
+    if named is not None:
+        problem = reference_problem(info.config, get_session(engine, named).config)
+        if problem:
+            raise BadReferenceError(f"session {named} cannot be the non-speculative reference "
+                                    f"of session {info.id}: {problem}")
+        return named
+    if info.parent_id is None or info.config.get("drafter") == "none":
+        return None
+    parent = get_session(engine, info.parent_id)
+    return info.parent_id if reference_problem(info.config, parent.config) is None else None

@@ -1,0 +1,96 @@
+"""Recurrent-state contamination (seed 004: DotLLM's missing GDN rollback).
+
+Attention KV is addressed by position, so a rejected draft's entry is simply unreachable;
+a recurrent state has absorbed the rejected tokens and keeps them unless the round rolls
+it back. The log shows this twice: a round that goes from reject straight to commit with
+rejected tokens in its verify batch, and a state-truth violation (the digest after commit
+is not the digest of the committed tokens). The finding names the round where it began.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.finding import Finding, Kind, Severity
+from fsm.event import APPEND, Event
+from fsm.invariants import Invariant
+from fsm.states import RoundState, Trigger
+
+T = Trigger
+
+
+@dataclass(frozen=True)
+class _Mark:
+    seq: int
+    slot: int
+    turn: int
+    round: int
+    detail: dict[str, Any]
+
+
+class Contamination:
+    """Counts no-rollback commits and state-truth violations; keeps the first of each."""
+
+    triggers = (T.VERIFY, T.COMMIT, T.INVARIANT_VIOLATION)
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.strategy = config_value(config, "strategy", "?")
+        self.audit = bool(config_value(config, "audit", True))
+        self._batch: dict[int, int] = {}
+        self.unrolled: list[_Mark] = []
+        self.absorbed = 0
+        self.violations: list[_Mark] = []
+        self.last_seq = 0
+
+    def feed(self, ev: Event) -> None:
+        """Fold one event."""
+        p = ev.payload
+        if ev.trigger is T.VERIFY:
+            self._batch[ev.slot] = p.get("batch", len(p.get("drafts", ())) + 1)
+        elif ev.trigger is T.COMMIT:
+            batch = self._batch.pop(ev.slot, 0)
+            rejected = batch - len(p.get(APPEND, ()))
+            if ev.source is RoundState.REJECT and rejected > 0:
+                self.absorbed += rejected
+                self.last_seq = ev.seq
+                self.unrolled.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
+                                           {"rejected": rejected,
+                                            "position": p.get("position")}))
+        elif p.get("invariant") == Invariant.STATE_TRUTH.value:
+            self.last_seq = ev.seq
+            self.violations.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
+                                         dict(p.get("details") or {})))
+
+    def finish(self) -> list[Finding]:
+        """One error finding when either sign is present."""
+        if not self.unrolled and not self.violations:
+            return []
+        began = min((m for m in (*self.unrolled[:1], *self.violations[:1])),
+                    key=lambda m: m.seq)
+        first_bad = self.violations[0] if self.violations else None
+        text = (f"The recurrent state absorbed rejected drafts: it began in turn {began.turn} "
+                f"round {began.round} (seq {began.seq}, slot {began.slot}).")
+        if self.unrolled:
+            text += (f" {len(self.unrolled)} round(s) went from reject straight to commit "
+                     f"(strategy {self.strategy}) with {self.absorbed} rejected token(s) left "
+                     "in the state, which cannot be trimmed like the KV cache.")
+        if first_bad is not None:
+            text += (f" {len(self.violations)} commit(s) failed the state-truth audit: the "
+                     "digest after commit is not the digest of the committed tokens "
+                     f"(first at position {first_bad.detail.get('position')}, "
+                     f"error {first_bad.detail.get('error')}).")
+        elif not self.audit:
+            text += " The run did not audit the state, so this is inferred from the rounds."
+        return [Finding(
+            Kind.STATE_CONTAMINATION, Severity.ERROR, began.seq, self.last_seq, text,
+            "Roll the recurrent state back to the accepted boundary on partial accept: "
+            "--strategy checkpoint, per_token or input_replay (seed 004; llama.cpp PR 19493, "
+            "SGLang intermediate states, ReplaySSM).",
+            {"began": {"seq": began.seq, "slot": began.slot, "turn": began.turn,
+                       "round": began.round},
+             "no_rollback_rounds": len(self.unrolled), "rejected_tokens_absorbed": self.absorbed,
+             "state_truth_violations": len(self.violations), "strategy": self.strategy,
+             "audited": self.audit,
+             "first_violations": examples([{"seq": m.seq, "turn": m.turn, "round": m.round,
+                                             **m.detail} for m in self.violations], 5)},
+            began.slot, began.turn, began.round)]

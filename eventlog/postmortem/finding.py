@@ -1,0 +1,70 @@
+"""A postmortem finding: what went wrong, where in the log, the numbers, and the fix."""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    """`error`: an invariant failed or the engine could not make progress (gates CI);
+    `warning`: the output is right but work was wasted; `info`: worth knowing."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+class Kind(StrEnum):
+    """The kinds of finding, one per failure pattern the log can show."""
+
+    EOG_STRAY_TOKENS = "eog_stray_tokens"                  # llama.cpp #28049
+    HISTORY_REPREFILL = "history_reprefill"
+    REPLAY_LIVELOCK = "replay_livelock"                    # llama.cpp #28060
+    RESTORE_STORM = "restore_storm"
+    STATE_CONTAMINATION = "state_contamination"            # DotLLM, seed 004
+    OUTPUT_MISMATCH = "output_mismatch"                    # invariant 4
+    DRAFT_CHECKPOINT_DISCARD = "draft_checkpoint_discard"  # llama.cpp PR 22521
+    ACCEPTANCE_COLLAPSE = "acceptance_collapse"            # cf. llama.cpp PR 22168
+    INVARIANT_VIOLATION = "invariant_violation"
+    RUN_FAILED = "run_failed"
+    INCOMPLETE_LOG = "incomplete_log"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding. `first_seq..last_seq` is the stretch of the log that shows it;
+    `slot`, `turn` and `round` place its first occurrence; `numbers` are the measurements
+    the explanation quotes."""
+
+    kind: Kind
+    severity: Severity
+    first_seq: int
+    last_seq: int
+    explanation: str
+    fix: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    slot: int | None = None
+    turn: int | None = None
+    round: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the `postmortem --json` contract)."""
+        return {
+            "kind": self.kind.value,
+            "severity": self.severity.value,
+            "seq": [self.first_seq, self.last_seq],
+            "slot": self.slot,
+            "turn": self.turn,
+            "round": self.round,
+            "numbers": self.numbers,
+            "explanation": self.explanation,
+            "fix": self.fix,
+        }
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then notes; each in log order."""
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.first_seq, f.kind))

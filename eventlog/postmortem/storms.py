@@ -1,0 +1,150 @@
+"""Restore storms and replay livelocks (llama.cpp #28060).
+
+A round that restores its checkpoint more than once at the same position has gone round a
+cycle without progress. Under the `reverify` replay policy the replay verifies again, and
+when numerics depend on the batch shape it disagrees with the verification every time:
+5,362 restores for 322 tokens in the report. The forward-progress guard ends such a round
+and logs a LIVELOCK; a round that never commits (a killed run) is one too.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.finding import Finding, Kind, Severity
+from fsm.event import APPEND, Event
+from fsm.states import Trigger
+
+T = Trigger
+_REDO = (T.RESTORE, T.REPLAY, T.RETRY)
+
+
+@dataclass
+class _Round:
+    slot: int
+    turn: int
+    round: int
+    first_seq: int
+    last_seq: int = 0
+    path: list[Trigger] = field(default_factory=list)
+    restores: dict[int, int] = field(default_factory=dict)  # position -> restores
+    repeats: int = 0  # most restores at one position
+    redo_s: float = 0.0  # time in restores, replays and retries after the first restore
+    guard: dict[str, Any] | None = None
+
+    @property
+    def worst(self) -> tuple[int, int]:
+        """(position, restores) of the most restored position."""
+        return max(self.restores.items(), key=lambda kv: kv[1], default=(-1, 0))
+
+
+def name_cycle(path: list[str]) -> str:
+    """The repeating part of a round's trigger path, as the states it walks: the shortest
+    period of the path from the first verification to the guard or commit."""
+    start = path.index("verify") if "verify" in path else 0
+    tail = [p for p in path[start:] if p not in ("livelock", "commit")]
+    for period in range(1, len(tail) // 2 + 1):
+        if all(tail[i] == tail[i + period] for i in range(len(tail) - period)):
+            unit = tail[:period]
+            break
+    else:
+        unit = tail
+    states = ["verify" if t == "retry" else t for t in unit]
+    return " -> ".join([*states, states[0]]) if states else ""
+
+
+class RestoreStorms:
+    """Tracks each round's restores by position; rounds with repeats become findings."""
+
+    triggers = (T.BEGIN, T.DECODE, T.VERIFY, T.RETRY, T.ACCEPT, T.REJECT, T.RESTORE,
+                T.REPLAY, T.COMMIT, T.LIVELOCK)
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.replay_policy = config_value(config, "replay_policy", "?")
+        self.guard_limit = config_value(config, "livelock_guard", None)
+        self._open: dict[int, _Round] = {}
+        self.storms: list[_Round] = []
+        self.restores = 0
+        self.committed = 0
+
+    def feed(self, ev: Event) -> None:
+        """Fold one event."""
+        trig = ev.trigger
+        if trig is T.BEGIN or (trig is T.DECODE and ev.slot not in self._open):
+            self._open[ev.slot] = _Round(ev.slot, ev.turn, ev.round, ev.seq)
+        r = self._open.get(ev.slot)
+        if r is None:
+            return
+        r.path.append(trig)
+        r.last_seq = ev.seq
+        if trig is T.RESTORE:
+            self.restores += 1
+            pos = ev.payload.get("position", -1)
+            n = r.restores[pos] = r.restores.get(pos, 0) + 1
+            if n > 1:
+                r.repeats = max(r.repeats, n)
+                r.redo_s += ev.duration
+        elif r.repeats > 1 and trig in _REDO:
+            r.redo_s += ev.duration
+        elif trig is T.LIVELOCK:
+            r.guard = dict(ev.payload)
+        elif trig is T.COMMIT:
+            self.committed += len(ev.payload.get(APPEND, ()))
+            self._close(ev.slot)
+
+    def _close(self, slot: int) -> None:
+        r = self._open.pop(slot)
+        if r.repeats > 1 or r.guard is not None:
+            self.storms.append(r)
+
+    def finish(self) -> list[Finding]:
+        """A livelock finding (error) and a storm finding (warning), as the rounds show."""
+        for slot in list(self._open):  # a round the log ends inside never made progress
+            r = self._open[slot]
+            if r.repeats > 1:
+                r.guard = r.guard or {"unfinished": True}
+            self._close(slot)
+        locked = [r for r in self.storms if r.guard is not None]
+        stormy = [r for r in self.storms if r.guard is None]
+        out = []
+        if locked:
+            out.append(self._finding(locked, Kind.REPLAY_LIVELOCK, Severity.ERROR))
+        if stormy:
+            out.append(self._finding(stormy, Kind.RESTORE_STORM, Severity.WARNING))
+        return out
+
+    def _finding(self, rounds: list[_Round], kind: Kind, severity: Severity) -> Finding:
+        first = rounds[0]
+        cycle = (first.guard or {}).get("cycle")
+        named = " -> ".join([*cycle, cycle[0]]) if cycle else name_cycle(
+            [t.value for t in first.path])
+        storm_restores = sum(sum(r.restores.values()) for r in rounds)
+        pos, worst = max((r.worst for r in rounds), key=lambda w: w[1])
+        per_token = self.restores / self.committed if self.committed else float("inf")
+        numbers = {
+            "rounds": len(rounds), "restores": self.restores,
+            "restores_in_these_rounds": storm_restores, "committed_tokens": self.committed,
+            "restores_per_committed_token": round(per_token, 3),
+            "worst_position": pos, "worst_restores": worst, "cycle": named,
+            "redo_s": round(sum(r.redo_s for r in rounds), 6),
+            "replay_policy": self.replay_policy, "livelock_guard": self.guard_limit,
+            "per_round": examples([{"slot": r.slot, "turn": r.turn, "round": r.round,
+                                    "seq": [r.first_seq, r.last_seq],
+                                    "restores": sum(r.restores.values()),
+                                    "guard": r.guard is not None} for r in rounds]),
+        }
+        what = ("the forward-progress guard had to end" if kind is Kind.REPLAY_LIVELOCK
+                else "went round without the guard firing in")
+        text = (f"{len(rounds)} round(s) restored the same checkpoint repeatedly without "
+                f"progress (worst: {worst} restores at position {pos}); {what} them. The "
+                f"cycle: {named}. {self.restores} restores for {self.committed} committed "
+                f"tokens in the session ({per_token:.2f} per token).")
+        if self.replay_policy == "reverify":
+            text += (" The replay verified again (replay_policy reverify) and, with "
+                     "batch-shape-dependent numerics, disagreed with the verification.")
+        return Finding(
+            kind, severity, first.first_seq, rounds[-1].last_seq, text,
+            "Make replay a reconstruction of the accepted prefix, never a new verification "
+            "(--replay-policy reconstruct; llama.cpp #28060), and keep the forward-progress "
+            "guard on (--livelock-guard).",
+            numbers, first.slot, first.turn, first.round)

@@ -1,0 +1,67 @@
+"""Everything else the engine itself flagged: the invariant violations no other detector
+explains (bookkeeping, forward progress, draft state, lossless), failed runs and logs that
+end mid-session."""
+
+from collections import defaultdict
+from typing import Any
+
+from eventlog.postmortem.detector import examples
+from eventlog.postmortem.finding import Finding, Kind, Severity
+from fsm.event import Event
+from fsm.invariants import Invariant
+from fsm.states import Trigger
+
+# Explained with their cause by the EOG and contamination detectors.
+_EXPLAINED = {Invariant.SLOT_PREFIX.value, Invariant.STATE_TRUTH.value}
+
+_FIX = {
+    Invariant.BOOKKEEPING.value: "Keep KV length, state position and slot length in step at "
+                                 "commit; drop context checkpoints beyond a trimmed slot.",
+    Invariant.FORWARD_PROGRESS.value: "Every round must commit at least one token (the "
+                                      "target's own).",
+    Invariant.DRAFT_STATE.value: "Checkpoint and restore the draft model's own state with the "
+                                 "target's (a recurrent draft has the same problem).",
+    Invariant.LOSSLESS.value: "Verification must accept exactly the target's tokens.",
+}
+
+
+class Violations:
+    """Groups the remaining violations by invariant; notes FAIL events."""
+
+    triggers = (Trigger.INVARIANT_VIOLATION, Trigger.FAIL)
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.by_invariant: dict[str, list[Event]] = defaultdict(list)
+        self.failures: list[Event] = []
+
+    def feed(self, ev: Event) -> None:
+        """Fold one event."""
+        if ev.trigger is Trigger.FAIL:
+            self.failures.append(ev)
+            return
+        name = ev.payload.get("invariant", "?")
+        if name not in _EXPLAINED:
+            self.by_invariant[name].append(ev)
+
+    def finish(self) -> list[Finding]:
+        """One finding per invariant, one per failure."""
+        out = []
+        for name, evs in self.by_invariant.items():
+            first = evs[0]
+            out.append(Finding(
+                Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, evs[-1].seq,
+                f"Invariant {name} failed {len(evs)} time(s); first: "
+                f"{first.payload.get('message', '')}",
+                _FIX.get(name, "See the invariant's definition in DESIGN.md."),
+                {"invariant": name, "count": len(evs),
+                 "first": examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
+                                     **(e.payload.get("details") or {})} for e in evs], 5)},
+                first.slot, first.turn, first.round))
+        for ev in self.failures:
+            out.append(Finding(
+                Kind.RUN_FAILED, Severity.ERROR, ev.seq, ev.seq,
+                f"The run failed in turn {ev.turn} round {ev.round} (slot {ev.slot}): "
+                f"{ev.payload.get('error', 'no error recorded')}",
+                "Fix the error above; the log holds every whole round before it.",
+                {"error": ev.payload.get("error")}, ev.slot, ev.turn, ev.round))
+        return out

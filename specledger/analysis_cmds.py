@@ -1,0 +1,143 @@
+"""The analysis commands: `replay --rerun`, `diff` and `postmortem`."""
+
+import argparse
+from pathlib import Path
+
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from eventlog import get_session, open_db
+from eventlog.compare import Tolerance
+from eventlog.diff import diff_streams
+from eventlog.postmortem import Severity, postmortem_session
+from eventlog.reader import scan_events
+from specledger import output
+from specledger.analysis_output import (
+    divergence_json,
+    print_divergence,
+    print_postmortem,
+    print_turn_deltas,
+    turn_deltas_json,
+)
+from specledger.report import build_report
+from specledger.rerun import rerun
+from specledger.scenarios import run_scenario
+from specledger.settings import parse_settings
+
+
+def tolerance_from_args(args: argparse.Namespace) -> Tolerance:
+    """`--tolerance REL` and `--ignore-digests`."""
+    if args.tolerance < 0:
+        raise ConfigError(f"--tolerance {args.tolerance}: must be >= 0")
+    return Tolerance(rel=args.tolerance, digests=not args.ignore_digests)
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """`specledger replay S --rerun [--backend B] [--set k=v ...]`: 0 when a re-execution
+    reproduced every event (or a counterfactual ran), 1 at a divergence."""
+    changes = parse_settings(args.set or [])
+    if args.backend is not None:
+        changes["backend"] = args.backend
+    engine = open_db(args.db, create=False)
+    info = get_session(engine, args.session)
+    cfg = RunConfig.from_dict({**info.config, **changes})
+    total = cfg.slots * cfg.turns * cfg.answer_tokens
+    with output.progress_bar(total, f"re-running session {args.session}", not args.json) as tick:
+        result = rerun(args.db, args.session, changes, tolerance_from_args(args), tick)
+    mode = "counterfactual" if result.counterfactual else "reexecution"
+    if args.json:
+        output.emit_json({
+            "original": result.original, "session": result.session, "mode": mode,
+            "set": result.changes, "tolerance": result.tolerance.to_dict(),
+            "compared": result.compared, "reproduced": result.reproduced,
+            "divergence": divergence_json(result.divergence),
+            "turns": turn_deltas_json(result.turns), "error": result.error})
+    else:
+        what = (f"session {result.session} re-ran session {result.original}"
+                + (f" with {result.changes}" if result.changes else "")
+                + f"; {result.compared} events compared")
+        print_divergence(result.divergence, what)
+        if result.counterfactual:
+            print_turn_deltas(result.turns, f"session {result.original}",
+                              f"session {result.session}")
+        if result.error:
+            output.console.print(f"the re-run ended with {result.error}")
+    return 0 if result.reproduced or result.counterfactual else 1
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """`specledger diff A B`: 0 when identical (timings aside), 1 when they diverge."""
+    engine = open_db(args.db, create=False)
+    for sid in (args.a, args.b):
+        get_session(engine, sid)
+    tol = tolerance_from_args(args)
+    result = diff_streams(scan_events(engine, args.a), scan_events(engine, args.b), tol)
+    if args.json:
+        output.emit_json({
+            "a": args.a, "b": args.b, "identical": result.divergence is None,
+            "tolerance": tol.to_dict(), "compared": result.compared,
+            "divergence": divergence_json(result.divergence),
+            "turns": turn_deltas_json(result.turns)})
+    else:
+        print_divergence(result.divergence, f"sessions {args.a} and {args.b} agree on all "
+                                            f"{result.compared} events")
+        print_turn_deltas(result.turns, f"session {args.a}", f"session {args.b}")
+    return 0 if result.divergence is None else 1
+
+
+def cmd_postmortem(args: argparse.Namespace) -> int:
+    """`specledger postmortem S`: 1 when a finding at the `--fail-on` level exists."""
+    pm = postmortem_session(open_db(args.db, create=False), args.session, args.reference)
+    if args.json:
+        output.emit_json(pm.to_dict())
+    else:
+        print_postmortem(pm)
+    levels = [Severity.ERROR] + ([Severity.WARNING] if args.fail_on == "warning" else [])
+    return 1 if any(pm.has(s) for s in levels) else 0
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    """`specledger scenario NAME`: 0 when the postmortem names the planted bug and the
+    fixed counterfactual has no error-level finding."""
+    run = run_scenario(args.name, args.db, args.backend, args.seed, args.model,
+                       args.draft_model, parse_settings(args.set or []))
+    s, fixed = run.scenario, run.fixed
+    doc = {
+        "scenario": s.name, "backend": run.config.backend.value, "bug": s.bug,
+        "expected_finding": s.kind.value, "planted": s.planted, "reference": run.reference,
+        "session": run.bug.session, "reproduced": run.reproduced,
+        "postmortem": run.bug.to_dict(),
+        "counterfactual": {"session": fixed.session, "set": fixed.changes,
+                           "branch": divergence_json(fixed.divergence),
+                           "postmortem": run.fixed_postmortem.to_dict()},
+        "fixed": run.fixed_clean,
+    }
+    if args.json:
+        output.emit_json(doc)
+    else:
+        output.console.print(f"[bold]scenario {s.name}[/] ({doc['backend']}): {s.bug}")
+        output.console.print(f"planted {s.planted} in session {run.bug.session}"
+                             + (f" (reference: plain session {run.reference})"
+                                if run.reference is not None else ""))
+        print_postmortem(run.bug)
+        output.console.print(f"\n[bold]counterfactual[/] session {fixed.session} with "
+                             f"{fixed.changes}:")
+        print_divergence(fixed.divergence, "it behaves exactly like the planted session")
+        print_postmortem(run.fixed_postmortem)
+        verdict = ("[green]reproduced and fixed[/]" if run.reproduced and run.fixed_clean
+                   else "[red]NOT reproduced or not fixed[/]")
+        output.console.print(f"\n{verdict}: postmortem names {s.kind.value}: "
+                             f"{run.reproduced}; the fix is clean: {run.fixed_clean}")
+    return 0 if run.reproduced and run.fixed_clean else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """`specledger report S [S ...] --out FILE`: one self-contained HTML file."""
+    html = build_report(open_db(args.db, create=False), args.sessions)
+    out = Path(args.out or f"report-{'-'.join(map(str, args.sessions))}.html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    if args.json:
+        output.emit_json({"sessions": args.sessions, "path": str(out), "bytes": len(html)})
+    else:
+        output.console.print(f"wrote {out}")
+    return 0

@@ -1,0 +1,73 @@
+"""The user messages of a recorded session, read back from its prompts.
+
+A re-execution must send the same requests as the recorded run even if the backend's own
+question generator (a corpus, a seed scheme) has changed since, so the questions come from
+the log: each turn's prompt, as START_TURN recorded it, ends with the new user message
+and the generation header of the chat template.
+"""
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from engine.template import ChatTemplate
+from fsm.errors import SpecledgerError
+from fsm.event import APPEND, TRIM, Event
+from fsm.states import Trigger
+
+Questions = dict[tuple[int, int], list[int]]
+QuestionFn = Callable[[int, int, bool], list[int]]
+
+
+class PromptError(SpecledgerError):
+    """A recorded prompt does not have the chat template's shape, or a turn has none."""
+
+
+def user_message(prompt: Sequence[int], template: ChatTemplate) -> list[int]:
+    """The last user message of a prompt built by `template.next_prompt`."""
+    opening = [template.im_start, *template.user, *template.nl]
+    closing = [template.im_end, *template.nl, *template.header]
+    end = len(prompt) - len(closing)
+    if end < len(opening) or list(prompt[end:]) != closing:
+        raise PromptError("a recorded prompt does not end with a user message and the "
+                          "generation header of this backend's chat template")
+    for start in range(end - len(opening), -1, -1):
+        if list(prompt[start:start + len(opening)]) == opening:
+            return list(prompt[start + len(opening):end])
+    raise PromptError("a recorded prompt has no user message in this backend's chat template")
+
+
+def recorded_questions(events: Iterable[Event], template: ChatTemplate) -> Questions:
+    """Each (slot, turn)'s user message, from the prompts the log recorded."""
+    tokens: dict[int, list[int]] = defaultdict(list)
+    out: Questions = {}
+    for ev in events:
+        p = ev.payload
+        if not p:
+            continue
+        slot = tokens[ev.slot]
+        if TRIM in p:
+            del slot[p[TRIM]:]
+        if APPEND in p:
+            slot.extend(p[APPEND])
+        if ev.trigger is Trigger.START_TURN:
+            out[(ev.slot, ev.turn)] = user_message(slot, template)
+    return out
+
+
+class RecordedQuestions:
+    """A backend's `question`, answered from the log; turns the log lacks (a counterfactual
+    with more turns) come from the backend's own generator when it has one."""
+
+    def __init__(self, questions: Questions, fallback: QuestionFn | None) -> None:
+        self.questions = questions
+        self.fallback = fallback
+
+    def __call__(self, slot: int, turn: int, first: bool) -> list[int]:
+        """The question of `slot`'s `turn`."""
+        q = self.questions.get((slot, turn))
+        if q is not None:
+            return list(q)
+        if self.fallback is None:
+            raise PromptError(f"the recorded session has no question for slot {slot} turn "
+                              f"{turn} and this backend generates none")
+        return self.fallback(slot, turn, first)

@@ -1,0 +1,137 @@
+"""Re-execution and counterfactuals: run a recorded session again from its recorded
+configuration, prompts and seeds, as a new session whose parent is the original.
+
+A plain re-execution compares every new event with the recorded one while the engine runs
+and stops at the first divergence, like Temporal's NondeterminismError. A counterfactual
+(`--set key=value`) runs to the end and is compared turn by turn: its branch point is the
+first divergence.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from engine.backend import Backend
+from engine.config import RunConfig
+from engine.session import Session, make_backend
+from eventlog import Recorder, create_session, get_session, open_db
+from eventlog.compare import EXACT, Tolerance
+from eventlog.diff import Divergence, Follower, TurnDelta, diff_streams
+from eventlog.reader import scan_events
+from fsm.errors import SpecledgerError
+from fsm.event import Event
+from specledger.api import code_version
+from specledger.prompts import RecordedQuestions, recorded_questions
+
+# Changing one of these changes the requests themselves: the recorded prompts no longer
+# apply, and the backend generates its own.
+NEW_PROMPTS = frozenset({"backend", "model", "prompt_tokens", "question_tokens", "seed"})
+
+
+class _Diverged(Exception):
+    """Raised from the journal to stop the engine at the first divergence."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(f"re-execution diverged from the recorded log at seq "
+                         f"{divergence.seq} ({divergence.field})")
+
+
+class FollowingJournal:
+    """Records every event of the re-run and checks it against the recorded one."""
+
+    def __init__(self, recorder: Recorder, follower: Follower) -> None:
+        self.recorder = recorder
+        self.follower = follower
+
+    def append(self, event: Event) -> None:
+        """Record, then compare; the first divergence stops the run."""
+        self.recorder.append(event)
+        found = self.follower.check(event)
+        if found is not None:
+            raise _Diverged(found)
+
+    def end_unit(self) -> None:
+        """Whole units may be written."""
+        self.recorder.end_unit()
+
+    def flush(self) -> None:
+        """Write every whole unit now."""
+        self.recorder.flush()
+
+
+@dataclass(frozen=True)
+class RerunResult:
+    """A re-run: the new session, what was changed, and how it compares with the original.
+    `error` is the failure the re-run ended with, if any (compared like any other event)."""
+
+    original: int
+    session: int
+    changes: dict[str, Any]
+    tolerance: Tolerance
+    compared: int
+    divergence: Divergence | None
+    turns: list[TurnDelta] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def counterfactual(self) -> bool:
+        """Whether a setting was changed."""
+        return bool(self.changes)
+
+    @property
+    def reproduced(self) -> bool:
+        """Every event reproduced (timings aside, within the tolerance)."""
+        return self.divergence is None
+
+
+def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
+          tol: Tolerance = EXACT, on_tokens: Callable[[int], None] | None = None
+          ) -> RerunResult:
+    """Re-execute session `session_id` of the log at `db`, with `changes` applied."""
+    engine = open_db(db, create=True)
+    info = get_session(engine, session_id)
+    recorded = RunConfig.from_dict(info.config)
+    config = recorded.replace(**changes) if changes else recorded
+    before, after = recorded.to_dict(), config.to_dict()
+    changed = {k: after[k] for k in after if after[k] != before[k]}
+    backend = make_backend(config)
+    if not NEW_PROMPTS & changed.keys():
+        questions = recorded_questions(scan_events(engine, session_id), backend.template)
+        # Instance attribute on purpose: the engine calls backend.question, and only this
+        # run's requests must come from the log.
+        backend.question = RecordedQuestions(  # type: ignore[method-assign]
+            questions, getattr(backend, "question", None))
+    same_model = config.backend == recorded.backend and config.model == recorded.model
+    new_id = create_session(
+        engine, config=after, backend=config.backend.value, seeds={"seed": config.seed},
+        code_version=code_version(), model_digest=info.model_digest if same_model else None,
+        parent_id=session_id)
+    if changed:
+        error = _run(engine, new_id, config, backend, None, on_tokens)
+        result = diff_streams(scan_events(engine, session_id), scan_events(engine, new_id), tol)
+        return RerunResult(session_id, new_id, changed, tol, result.compared,
+                           result.divergence, result.turns, error)
+    follower = Follower(scan_events(engine, session_id), tol)
+    try:
+        error = _run(engine, new_id, config, backend, follower, on_tokens)
+        return RerunResult(session_id, new_id, changed, tol, follower.compared,
+                           follower.finish(), [], error)
+    finally:
+        follower.close()
+
+
+def _run(engine: Engine, session_id: int, config: RunConfig, backend: Backend,
+         follower: Follower | None, on_tokens: Callable[[int], None] | None) -> str | None:
+    """Run `config` into `session_id`, following the recorded log if `follower` is given;
+    the failure it ended with, if any."""
+    try:
+        with Recorder(engine, session_id) as rec:
+            journal = rec if follower is None else FollowingJournal(rec, follower)
+            Session(config, journal, backend=backend, on_tokens=on_tokens).run()
+    except _Diverged:
+        return None
+    except SpecledgerError as exc:  # a recorded failure (strict mode) may reproduce too
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,22 @@
+"""The fast whole-session read path returns exactly what `iter_events` returns."""
+
+import pytest
+from sqlalchemy import Engine
+
+from eventlog import Recorder, UnknownSessionError, iter_events
+from eventlog.reader import scan_events
+from tests.eventlog.conftest import MakeRounds
+
+
+def test_scan_equals_iter_events(engine: Engine, session_id: int,
+                                 make_rounds: MakeRounds) -> None:
+    with Recorder(engine, session_id) as rec:
+        for ev in make_rounds(50):
+            rec.append(ev)
+        rec.end_unit()
+    assert list(scan_events(engine, session_id, batch=7)) == list(iter_events(engine,
+                                                                              session_id))
+    assert list(scan_events(engine, session_id, upto_seq=40)) == list(
+        iter_events(engine, session_id, upto_seq=40))
+    with pytest.raises(UnknownSessionError):
+        scan_events(engine, 99)
