@@ -62,6 +62,7 @@ def run_session(
         backend=config.backend.value,
         seeds={"seed": config.seed},
         code_version=code_version(),
+        model_digest=getattr(backend, "model_digest", None),
         parent_id=parent_id,
     )
     with Recorder(engine, sid) as rec:

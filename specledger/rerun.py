@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from engine.backend import Backend
 from engine.config import RunConfig
+from engine.errors import BackendError
 from engine.session import Session, make_backend
 from eventlog import Recorder, create_session, get_session, open_db
 from eventlog.compare import EXACT, Tolerance
@@ -103,11 +104,15 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
         # run's requests must come from the log.
         backend.question = RecordedQuestions(  # type: ignore[method-assign]
             questions, getattr(backend, "question", None))
-    same_model = config.backend == recorded.backend and config.model == recorded.model
+    digest = getattr(backend, "model_digest", None)
+    if not changed and info.model_digest and digest and digest != info.model_digest:
+        raise BackendError(
+            f"session {session_id} was recorded with model {info.model_digest}, but "
+            f"{config.model} is now {digest}: a re-execution would not be comparable "
+            "(use --set model=... for a counterfactual)")
     new_id = create_session(
         engine, config=after, backend=config.backend.value, seeds={"seed": config.seed},
-        code_version=code_version(), model_digest=info.model_digest if same_model else None,
-        parent_id=session_id)
+        code_version=code_version(), model_digest=digest, parent_id=session_id)
     if changed:
         error = _run(engine, new_id, config, backend, None, on_tokens)
         result = diff_streams(scan_events(engine, session_id), scan_events(engine, new_id), tol)

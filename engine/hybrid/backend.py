@@ -86,6 +86,17 @@ class TorchBackend:
         self._seed, self._turns = config.seed, config.turns
         self._t0 = time.perf_counter()
 
+    @property
+    def model_digest(self) -> str:
+        """sha256 over the checkpoint's config and weight files: a re-execution can refuse
+        a different model."""
+        h = hashlib.sha256()
+        root = self.checkpoint.path
+        for file in [root / "config.json", *sorted(root.glob("*.safetensors"))]:
+            h.update(file.name.encode())
+            h.update(file.read_bytes())
+        return h.hexdigest()[:16]
+
     def now(self) -> float:
         """Wall seconds since the backend was built."""
         return time.perf_counter() - self._t0
