@@ -32,7 +32,9 @@ def _common() -> argparse.ArgumentParser:
 
 def _run_options(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
-    p.add_argument("--backend", choices=[b.value for b in BackendKind], default=d.backend.value)
+    # The real engine is the default; the sim stands in for hardware this machine lacks.
+    p.add_argument("--backend", choices=[b.value for b in BackendKind],
+                   default=BackendKind.TORCH.value)
     p.add_argument("--strategy", choices=[s.value for s in Strategy], default=d.strategy.value)
     p.add_argument("--eog-policy", choices=[e.value for e in EogPolicy],
                    default=d.eog_policy.value)

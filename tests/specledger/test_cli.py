@@ -9,8 +9,8 @@ import pytest
 
 from specledger.cli import main
 
-SMALL = ["--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
-         "--answer-tokens", "40"]
+SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
+         "--question-tokens", "8", "--answer-tokens", "40"]
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
@@ -78,7 +78,7 @@ def test_bad_input_is_one_line_and_nonzero(db: str, tmp_path: Path) -> None:
         (("sessions", "--db", "nosuchdialect://x"), ""),
         (("run", "--db", db, "--acceptance", "1.5"), "acceptance"),
         (("run", "--db", db, "--draft-max", "0"), "draft_max"),
-        (("run", "--db", db, "--profile", "nope"), "unknown 'nope'"),
+        (("run", "--backend", "sim", "--db", db, "--profile", "nope"), "unknown 'nope'"),
         (("run", "--db", db, "--strategy", "bogus"), "invalid choice"),
         (("graph", "1", "--db", db, "--format", "gif"), "invalid choice"),
     ]

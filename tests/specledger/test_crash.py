@@ -19,7 +19,8 @@ UNIT_ENDS = {Trigger.NEXT, Trigger.END_TURN}
 def test_sigkill_mid_run_leaves_whole_rounds(tmp_path: Path) -> None:
     db = str(tmp_path / "crash.db")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "specledger", "run", "--db", db, "--turns", "50",
+        [sys.executable, "-m", "specledger", "run", "--backend", "sim", "--db", db,
+         "--turns", "50",
          "--answer-tokens", "5000", "--prompt-tokens", "256", "--json"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

@@ -11,8 +11,8 @@ import pytest
 
 from specledger.cli import main
 
-SMALL = ["--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
-         "--answer-tokens", "40"]
+SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
+         "--question-tokens", "8", "--answer-tokens", "40"]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

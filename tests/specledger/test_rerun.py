@@ -12,8 +12,8 @@ from eventlog.schema import events
 from fsm.states import Trigger
 from specledger.cli import main
 
-SMALL = ["--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
-         "--answer-tokens", "40"]
+SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
+         "--question-tokens", "8", "--answer-tokens", "40"]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> dict:
