@@ -91,16 +91,18 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=50)
     p.add_argument("--tokens", type=int, default=256)
     p.add_argument("--quick", action="store_true", help="few prompts, for a smoke run")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--out", type=Path, default=RESULTS / "torch_speculative")
     args = p.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     n_prompts = 4 if args.quick else args.prompts
     base = RunConfig(backend="torch", model=args.model, draft_model=args.draft_model,
                      turns=3, answer_tokens=10**6, max_answer_tokens=args.tokens,
                      draft_max=8, audit=False, drafter="none")
     ckpt = load_checkpoint(args.model)
     results: dict[str, Any] = {"env": {"python": platform.python_version(),
-                                       "torch": torch.__version__, "threads": 2},
+                                       "torch": torch.__version__,
+                                       "threads": args.threads},
                                "config": base.to_dict()}
 
     # 1. one code conversation, every configuration side by side

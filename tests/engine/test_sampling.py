@@ -32,7 +32,7 @@ def test_bad_sampling_params_are_rejected() -> None:
 def test_rejection_sampling_keeps_the_target_distribution(with_q: bool) -> None:
     # The first committed token must be distributed as the target's p_0, whatever q is.
     torch.manual_seed(0)
-    vocab, n = 6, 20000
+    vocab, n = 6, 4000
     logits = torch.randn(2, vocab)
     q = torch.softmax(torch.randn(1, vocab), -1) if with_q else None
     params = SamplingParams(temperature=1.0)
@@ -44,7 +44,7 @@ def test_rejection_sampling_keeps_the_target_distribution(with_q: bool) -> None:
         targets = rejection_targets(logits, [d], q, params, gen)
         counts[targets[0]] += 1
     expected = probs(logits, params)[0]
-    assert torch.allclose(counts / n, expected, atol=0.015)
+    assert torch.allclose(counts / n, expected, atol=0.03)  # ~4 standard errors
 
 
 def test_same_seed_same_outcome() -> None:
