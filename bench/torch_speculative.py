@@ -122,7 +122,7 @@ def main() -> None:
     one = base.replace(turns=1)
     checked = {"prompts": n_prompts, "tokens_compared": 0, "mismatches": []}
     # every drafter once, every strategy once (the full cross product runs in the tests)
-    combos = [(d, "checkpoint") for d in ("ngram-mod", "draft-model", "mtp")] + [
+    combos = [(d, "checkpoint") for d in DRAFTERS] + [
         ("mtp", s) for s in STRATEGIES[1:]]
     for seed in range(n_prompts):
         ref = run(one, ckpt, seed=seed)
