@@ -1,0 +1,1 @@
+"""Training and evaluation of the shipped models on the Python standard library."""
