@@ -25,12 +25,15 @@ _MODE = {
 LIVELOCK_CYCLE = ["verify", "reject", "restore", "replay", "restore", "retry"]
 
 
-def run_round(s: Slot) -> Block:
-    """Run one round on slot `s` and return what it committed."""
+def run_round(s: Slot, budget: int | None = None) -> Block:
+    """Run one round on slot `s` and return what it committed. `budget` is how many
+    tokens the answer may still take: drafts never reach past it, so a speculative turn
+    ends exactly where a plain one does."""
     m, b, cfg = s.machine, s.backend, s.config
     m.round += 1
     s.stats.rounds += 1
-    if s.drafter is None:
+    k_max = cfg.draft_max if budget is None else min(cfg.draft_max, budget - 1)
+    if s.drafter is None or k_max < 1:
         return _plain_round(s)
     strategy = cfg.strategy
     pos0 = s.state.position
@@ -44,7 +47,7 @@ def run_round(s: Slot) -> Block:
         bytes=b.state_bytes() if snap is not None else 0,
     )
     t = b.now()
-    drafts = s.drafter.propose(b, s.state, s.tokens, cfg.draft_max)
+    drafts = s.drafter.propose(b, s.state, s.tokens, k_max)
     m.fire(Trigger.DRAFT, b.now() - t, drafts=drafts, drafter=s.drafter.name,
            **s.drafter.stats())
     if not drafts:

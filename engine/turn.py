@@ -29,7 +29,7 @@ def run_turn(
             break
         before = len(s.tokens)
         t = b.now()
-        block = run_round(s)
+        block = run_round(s, cfg.answer_cap - (len(s.tokens) - answer_start))
         s.stats.decode_s += b.now() - t
         if on_tokens is not None:
             on_tokens(len(s.tokens) - before)
