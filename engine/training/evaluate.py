@@ -17,7 +17,7 @@ from engine.training.conversations import Conversation, conversations
 from engine.training.corpus import Split
 
 MAX_NEW_TOKENS = 512
-Turn = tuple[list[int], list[int]]  # (prompt, reference answer ending in im_end)
+TurnTokens = tuple[list[int], list[int]]  # (prompt, reference answer ending in im_end)
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class EndRate:
 
 
 def held_out_turns(n: int, seed: int = 0,
-                   pool: Sequence[Conversation] | None = None) -> list[Turn]:
+                   pool: Sequence[Conversation] | None = None) -> list[TurnTokens]:
     """`n` held-out turns drawn by `seed`, each prompt carrying its conversation's
     reference history (so every turn is judged on its own)."""
     pool = conversations(Split.HELD_OUT) if pool is None else pool
@@ -64,7 +64,7 @@ def greedy(model: HybridModel, prompt: Sequence[int], max_new_tokens: int = MAX_
     return out
 
 
-def end_rate(model: HybridModel, turns: Sequence[Turn],
+def end_rate(model: HybridModel, turns: Sequence[TurnTokens],
              max_new_tokens: int = MAX_NEW_TOKENS) -> EndRate:
     """Greedy-decode every turn and count answers closed by `<|im_end|>`."""
     lengths = []
