@@ -14,17 +14,17 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH_PIN)
 	$(PY) -m pip install -q -e '.[test]'
-	@sh tools/ensure_graphviz.sh
+	@sh tools/ensure_apt.sh dot graphviz "graphviz renders the graphs"
 	@touch $(STAMP)
 
 demo: install
 	$(PY) -m specledger demo
 
+# The tests' models are tiny: one intra-op thread is faster, and far faster on a busy machine.
 test: install
-	@sh tools/ensure_graphviz.sh
-	@sh tools/ensure_chromium.sh
+	@sh tools/ensure_apt.sh dot graphviz "graphviz renders the graphs"
+	@sh tools/ensure_apt.sh chromium chromium "the HTML report's browser test" optional
 	$(VENV)/bin/ruff check .
-	# The tests' models are tiny: one intra-op thread is faster, and far faster on a busy machine.
 	OMP_NUM_THREADS=1 $(PY) -m pytest
 
 lint: install
