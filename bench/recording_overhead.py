@@ -11,17 +11,16 @@ import time
 from pathlib import Path
 
 from engine.config import RunConfig
-from engine.session import MemoryJournal, Session
-from eventlog import Recorder, create_session, open_db
+from engine.session import Session
+from eventlog import NullRecorder, Recorder, create_session, open_db
 
 RESULTS = Path(__file__).parent / "results"
 
 
 def _timed_run(config: RunConfig, record: bool, db_dir: Path, i: int) -> tuple[float, int]:
     if not record:
-        journal = MemoryJournal(keep=False)
         t = time.perf_counter()
-        Session(config, journal).run()
+        Session(config, NullRecorder()).run()
         return time.perf_counter() - t, 0
     engine = open_db(str(db_dir / f"bench-{i}.db"), create=True)
     t = time.perf_counter()

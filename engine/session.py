@@ -32,15 +32,13 @@ class Journal(Protocol):
 
 @dataclass
 class MemoryJournal:
-    """Keeps events in a list (tests, and runs with recording off)."""
+    """Keeps events in a list (tests, benchmarks); `eventlog.NullRecorder` drops them."""
 
     events: list[Event] = field(default_factory=list)
-    keep: bool = True
 
     def append(self, event: Event) -> None:
-        """Keep (or drop) the event."""
-        if self.keep:
-            self.events.append(event)
+        """Keep the event."""
+        self.events.append(event)
 
     def end_unit(self) -> None:
         """Nothing to write."""
