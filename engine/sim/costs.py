@@ -25,6 +25,8 @@ class CostProfile:
     copy_bw: float
     launch_s: float
     description: str
+    # GDN inputs kept per verified position by `input_replay` (q, k, v, g, beta, bf16)
+    input_bytes_per_token: float = 0.0
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
@@ -46,7 +48,17 @@ class CostProfile:
         """Extra time for writing the state after each of `n_tokens` verified positions."""
         return n_tokens * self.state_bytes / self.hbm_bw
 
-
+    def strategy_bytes(self, strategy: str, draft: int) -> float:
+        """Extra memory a rollback strategy holds per sequence during a round of `draft`
+        drafts: one state copy, a state per verified position, the per-position inputs,
+        or nothing."""
+        positions = draft + 1
+        return {
+            "checkpoint": self.state_bytes,
+            "per_token": positions * self.state_bytes,
+            "input_replay": positions * self.input_bytes_per_token,
+            "none": 0.0,
+        }[strategy]
 
 PROFILES: dict[str, CostProfile] = {
     p.name: p
@@ -65,6 +77,7 @@ PROFILES: dict[str, CostProfile] = {
             copy_bw=1.6e12,
             launch_s=2.0e-4,
             description="Qwen3.5-27B (bf16) on one H200",
+            input_bytes_per_token=48 * (16 * 128 * 2 + 32 * 128 + 2 * 32) * 2,
         ),
         CostProfile(
             name="qwen3-next-80b-h200",
@@ -79,6 +92,7 @@ PROFILES: dict[str, CostProfile] = {
             copy_bw=1.6e12,
             launch_s=3.0e-4,
             description="Qwen3-Next-80B-A3B (bf16) on one H200",
+            input_bytes_per_token=36 * (16 * 128 * 2 + 32 * 128 + 2 * 32) * 2,
         ),
         CostProfile(
             name="tiny-cpu",
@@ -93,6 +107,7 @@ PROFILES: dict[str, CostProfile] = {
             copy_bw=4e9,
             launch_s=1.5e-3,
             description="the project's tiny hybrid model on a 2-core CPU",
+            input_bytes_per_token=6 * (4 * 32 * 3 + 2 * 4) * 4,
         ),
     )
 }
