@@ -88,8 +88,10 @@ class Backend(Protocol):
         """Digest of the recurrent + conv state."""
 
     def audit(self, state: SeqState, tokens: Sequence[int]) -> Audit:
-        """Compare `state` with the state that processing `tokens` (the consumed prefix of
-        the slot) one by one produces."""
+        """Compare `state` with the state that processing the consumed prefix of the
+        slot's committed `tokens` (the first `state.position`) one by one produces.
+        Called after every commit with the slot's own list, which within a turn only
+        grows: backends keep their twin incremental."""
 
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state (what a checkpoint copies)."""

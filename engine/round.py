@@ -164,7 +164,7 @@ def commit(s: Slot, block: Block, t: float) -> Block:
     s.tokens.extend(block.tokens)
     position = s.state.position
     digest = b.digest(s.state)
-    audit = b.audit(s.state, s.tokens[:position]) if cfg.audit else None
+    audit = b.audit(s.state, s.tokens) if cfg.audit else None
     m.fire(Trigger.COMMIT, b.now() - t, append=block.tokens, position=position, digest=digest,
            accepted=block.accepted, cut=block.cut)
     s.guard.note_progress()

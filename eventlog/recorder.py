@@ -17,6 +17,7 @@ from typing import Any, Self
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
+from eventlog.db import encode_json
 from eventlog.errors import StaleWriterError, UnknownSessionError
 from eventlog.schema import SessionStatus, events, sessions
 from fsm.event import Event
@@ -54,6 +55,21 @@ def create_session(
         return int(result.inserted_primary_key[0])
 
 
+_COLUMNS = ("session_id", "seq", "slot", "turn", "round", "trigger", "source", "dest", "t",
+            "duration", "payload")
+
+
+def _insert_sql(engine: Engine) -> tuple[str, bool]:
+    """The events INSERT in the dialect's own parameter style, and whether it takes
+    positional rows (SQLite's `?`) or named ones (PostgreSQL's `%(name)s`)."""
+    compiled = events.insert().compile(dialect=engine.dialect, column_keys=list(_COLUMNS))
+    if compiled.positional:
+        order = tuple(compiled.positiontup or ())
+        if order != _COLUMNS:
+            raise RuntimeError(f"unexpected parameter order {order} for the events insert")
+    return compiled.string, bool(compiled.positional)
+
+
 class Recorder:
     """The `fsm.machine.EventSink` that writes one session's events to the database.
 
@@ -87,6 +103,7 @@ class Recorder:
         if not claimed:
             raise UnknownSessionError(f"no session {session_id} to record into; create it first")
         self._last_flush = time.monotonic()
+        self._insert = _insert_sql(engine)
 
     def append(self, event: Event) -> None:
         """Buffer one event; it is written once its unit is complete."""
@@ -142,22 +159,17 @@ class Recorder:
         if n == 0 and status is None:
             return
         sid = self.session_id
-        rows = [
-            {
-                "session_id": sid,
-                "seq": e.seq,
-                "slot": e.slot,
-                "turn": e.turn,
-                "round": e.round,
-                "trigger": e.trigger.value,
-                "source": e.source.value,
-                "dest": e.dest.value,
-                "t": e.t,
-                "duration": e.duration,
-                "payload": e.payload,
-            }
+        sql, positional = self._insert
+        encode = encode_json
+        # Rows go to the driver as they are: SQLAlchemy's per-row parameter processing
+        # cost more than SQLite's own insert.
+        rows: list[Any] = [
+            (sid, e.seq, e.slot, e.turn, e.round, e.trigger._value_, e.source._value_,
+             e.dest._value_, e.t, e.duration, encode(e.payload))
             for e in self._buffer[:n]
         ]
+        if not positional:
+            rows = [dict(zip(_COLUMNS, r, strict=True)) for r in rows]
         # Re-stamping the writer at each flush takes the session back from a stale writer
         # that claimed it, so readers judge liveness by the process that really writes.
         values: dict[str, Any] = {
@@ -170,11 +182,12 @@ class Recorder:
         try:
             with self.engine.begin() as conn:
                 if rows:
-                    conn.execute(events.insert(), rows)
+                    conn.exec_driver_sql(sql, rows)
                 conn.execute(sessions.update().where(sessions.c.id == sid).values(**values))
         except IntegrityError as exc:
             self._closed = True
-            raise self._stale(rows[0]["seq"], rows[-1]["seq"]) from exc
+            first, last = self._buffer[0].seq, self._buffer[n - 1].seq
+            raise self._stale(first, last) from exc
         del self._buffer[:n]
         self._complete = 0
         self.written += n

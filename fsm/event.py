@@ -12,9 +12,11 @@ POSITION = "position"  # int: tokens consumed by the model state after the event
 DIGEST = "digest"      # str: digest of the recurrent state at POSITION
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One transition of one slot's round machine.
+    """One transition of one slot's round machine. Treat it as immutable; it is not
+    frozen only because every transition builds one and a frozen dataclass's `__init__`
+    costs three times as much.
 
     `seq` is unique within the session and strictly increasing in emission order; `t`
     and `duration` are seconds on the backend's clock (simulated for `sim`, wall for

@@ -226,6 +226,7 @@ class TorchBackend:
     def audit(self, state: HybridState, tokens: Sequence[int]) -> Audit:
         """Compare with a twin state fed the committed tokens one at a time. The twin is
         kept per slot state and only ever extended, unless the history was rewritten."""
+        tokens = tokens[:state.position]
         twin, seen = self._audits.get(state, (None, []))
         keep = common_prefix(seen, tokens)
         if twin is None or keep < len(seen):

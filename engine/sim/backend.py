@@ -17,6 +17,7 @@ from engine.config import RunConfig
 from engine.sim.costs import CostProfile, get_profile
 from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
 from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCAB
+from engine.speculative import common_prefix
 from fsm.invariants import Audit
 
 UBATCH = 512  # prefill chunk, as llama.cpp's default n_ubatch
@@ -65,9 +66,15 @@ class SimBackend:
         self.cfg = config
         self.costs = profile or get_profile(config.profile)
         self._seed = keyed(config.seed, 0x7A46)
+        # read once per token: plain attributes, not a chain of lookups
+        self._answer_tokens = config.answer_tokens
+        self._eog_prob = config.eog_prob
+        self._tie_flip_rate = config.tie_flip_rate
         self._t = 0.0
         self._audit_tokens: list[int] = []
         self._audit_h: list[int] = [0]
+        self._audit_src: Sequence[int] | None = None
+        self._peek: _PeekWalk | None = None
 
     # clock and sizes -------------------------------------------------------------
     def now(self) -> float:
@@ -87,34 +94,39 @@ class SimBackend:
     # the target --------------------------------------------------------------------
     def _predict(self, h: int, index: int, answer_start: int | None, batch: int) -> int:
         """The target's token at sequence index `index`, from the state `h` before it."""
-        if answer_start is not None and index - answer_start == self.cfg.answer_tokens:
+        if answer_start is not None and index - answer_start == self._answer_tokens:
             return IM_END
         u = mix(self._seed ^ h)
-        early = answer_start is not None and index > answer_start and self.cfg.eog_prob > 0
-        if early and unit(mix(u ^ 0xE06)) < self.cfg.eog_prob:
+        if (self._eog_prob > 0 and answer_start is not None and index > answer_start
+                and unit(mix(u ^ 0xE06)) < self._eog_prob):
             return IM_END
         tok = u % VOCAB
-        tie = self.cfg.tie_flip_rate > 0 and unit(mix(u ^ 0x71E)) < self.cfg.tie_flip_rate
-        if tie and mix(u ^ (batch * 0x9E37)) & 1:
+        if (self._tie_flip_rate > 0 and unit(mix(u ^ 0x71E)) < self._tie_flip_rate
+                and mix(u ^ (batch * 0x9E37)) & 1):
             tok = (tok + 1) % VOCAB  # this shape's rounding tips the near-tie the other way
         return tok
 
     def _consume(
-        self, h: int, kv: list[int], start: int | None, tokens: Sequence[int], batch: int
+        self, h: int, kv: list[int], start: int | None, tokens: Sequence[int], batch: int,
+        last_only: bool = False,
     ) -> tuple[int, int | None, list[int], list[int], list[int | None]]:
         """Run `tokens` through the chain; return the final digest and answer start, the
-        target after each token, and the digests / answer starts after each token."""
+        target after each token (after the last only, for a prefill), and the digests /
+        answer starts after each token."""
         targets: list[int] = []
         hs: list[int] = []
         starts: list[int | None] = []
         n = len(kv)
-        for tok in tokens:
+        last = len(tokens) - 1
+        predict = self._predict
+        for i, tok in enumerate(tokens):
             h = chain(h, tok)
             kv.append(tok)
             n += 1
             if tok == NL and n >= 3 and kv[-2] == ASSISTANT and kv[-3] == IM_START:
                 start = n
-            targets.append(self._predict(h, n, start, batch))
+            if not last_only or i == last:
+                targets.append(predict(h, n, start, batch))
             hs.append(h)
             starts.append(start)
         return h, start, targets, hs, starts
@@ -134,7 +146,8 @@ class SimBackend:
         for i in range(0, len(tokens), UBATCH):
             self._t += self.costs.forward_s(min(UBATCH, len(tokens) - i), pos + i)
         state.h, state.answer_start, targets, _, _ = self._consume(
-            state.h, state.kv, state.answer_start, tokens, min(len(tokens), UBATCH)
+            state.h, state.kv, state.answer_start, tokens, min(len(tokens), UBATCH),
+            last_only=True,
         )
         return targets[-1]
 
@@ -145,10 +158,8 @@ class SimBackend:
         if mode is VerifyMode.DEFERRED:
             # The recurrence is not applied: only the attention KV is written, and the
             # per-position inputs (here: the tokens) are kept for the commit.
-            kv = list(state.kv)
-            _, _, targets, _, _ = self._consume(state.h, kv, state.answer_start, batch, n)
             kept = (state.h, state.position, state.answer_start, list(batch))
-            state.kv.extend(batch)
+            _, _, targets, _, _ = self._consume(state.h, state.kv, state.answer_start, batch, n)
             return VerifyOut(targets, kept)
         pos0 = state.position
         state.h, state.answer_start, targets, hs, starts = self._consume(
@@ -212,41 +223,59 @@ class SimBackend:
         return hexdigest(state.h)
 
     def audit(self, state: SimState, tokens: Sequence[int]) -> Audit:
-        """Exact comparison with the sequential digest of `tokens`, kept incrementally
-        across calls because the engine audits a growing prefix after every commit."""
+        """Exact comparison with the sequential digest of the consumed `tokens`, kept
+        incrementally: comparing whole prefixes after every commit would make a long
+        conversation quadratic. A list seen before is trusted up to what was audited
+        (the engine only appends to a turn's list; its last audited token is checked);
+        any other list is compared in full once."""
+        n = state.position
         known = self._audit_tokens
-        n = min(len(known), len(tokens))
-        if known[:n] != list(tokens[:n]):
-            lo, hi = 0, n  # longest common prefix by bisection over C-speed slices
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if known[:mid] == list(tokens[:mid]):
-                    lo = mid
-                else:
-                    hi = mid - 1
-            n = lo
-        del known[n:]
-        del self._audit_h[n + 1:]
+        m = min(len(known), n)
+        if tokens is not self._audit_src or (m and known[m - 1] != tokens[m - 1]):
+            m = common_prefix(known, tokens[:n])
+            self._audit_src = tokens
+        del known[m:]
+        del self._audit_h[m + 1:]
         h = self._audit_h[-1]
-        for tok in tokens[n:]:
+        for tok in tokens[m:n]:
             h = chain(h, tok)
             known.append(tok)
             self._audit_h.append(h)
-        expected = self._audit_h[len(tokens)]
+        expected = self._audit_h[n]
         return Audit(ok=expected == state.h, expected_digest=hexdigest(expected),
                      error=0.0 if expected == state.h else 1.0)
 
     def peek(self, state: SimState, tokens: Sequence[int]) -> list[int]:
-        """Targets after each of `tokens` from `state`, free and without side effects."""
-        kv = list(state.kv[-3:])
-        offset = state.position - len(kv)
-        h, start = state.h, state.answer_start
-        out: list[int] = []
-        for tok in tokens:
-            h = chain(h, tok)
-            kv.append(tok)
-            n = offset + len(kv)
-            if tok == NL and len(kv) >= 3 and kv[-2] == ASSISTANT and kv[-3] == IM_START:
-                start = n
-            out.append(self._predict(h, n, start, len(tokens)))
-        return out
+        """Targets after each of `tokens` from `state`, free and without side effects.
+
+        A drafter asks again with one token more each time; without near-ties the
+        targets do not depend on the batch, so the walk resumes where the last call on
+        the same state stopped instead of starting over (quadratic in the draft length).
+        """
+        base = (state.h, state.position, state.answer_start, tuple(state.kv[-2:]))
+        c = self._peek
+        if (self.cfg.tie_flip_rate > 0 or c is None or c.base != base
+                or len(c.tokens) > len(tokens) or c.tokens != list(tokens[:len(c.tokens)])):
+            c = _PeekWalk(base, [], [], state.h, list(base[3]), state.answer_start)
+            self._peek = c
+        for tok in tokens[len(c.tokens):]:
+            c.h = chain(c.h, tok)
+            c.tail = [*c.tail[-2:], tok]
+            n = state.position + len(c.tokens) + 1
+            if tok == NL and c.tail[-3:] == [IM_START, ASSISTANT, NL]:
+                c.start = n
+            c.tokens.append(tok)
+            c.targets.append(self._predict(c.h, n, c.start, len(tokens)))
+        return list(c.targets)
+
+
+@dataclass
+class _PeekWalk:
+    """Where the last `peek` walk from a state got to."""
+
+    base: tuple[int, int, int | None, tuple[int, ...]]
+    tokens: list[int]
+    targets: list[int]
+    h: int
+    tail: list[int]
+    start: int | None
