@@ -12,6 +12,13 @@ class TurnMetrics:
     `f_keep` that over the slot's length (1.0 for an empty slot); `reprefill_tokens`
     counts history tokens processed a second time because the recurrent state had to
     fall back to an older context checkpoint.
+
+    Conversation cost (DESIGN.md), `conversation_s`, is the sum of three parts:
+    generation (`generation_s`: decode time less rollbacks), state repair
+    (`state_repair_s`: in-round rollbacks plus the context-checkpoint restore at the turn
+    boundary, `repair_s`) and repeated prefill (`reprefill_s`: prefill time of the
+    re-prefilled history). First-time prefill of new prompt tokens is in none of them:
+    every policy pays it alike.
     """
 
     slot: int = 0
@@ -31,6 +38,8 @@ class TurnMetrics:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     rollback_s: float = 0.0
+    repair_s: float = 0.0
+    reprefill_s: float = 0.0
     livelocks: int = 0
     violations: int = 0
 
@@ -43,6 +52,21 @@ class TurnMetrics:
     def acceptance(self) -> float:
         """Accepted over drafted tokens."""
         return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def generation_s(self) -> float:
+        """Decode time spent producing tokens (rollbacks excluded)."""
+        return self.decode_s - self.rollback_s
+
+    @property
+    def state_repair_s(self) -> float:
+        """Time spent undoing state: in-round rollbacks and the turn's checkpoint restore."""
+        return self.rollback_s + self.repair_s
+
+    @property
+    def conversation_s(self) -> float:
+        """Conversation cost: generation + state repair + repeated prefill."""
+        return self.generation_s + self.state_repair_s + self.reprefill_s
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping, with the derived rates."""

@@ -76,6 +76,7 @@ def _repair(s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
         b.restore(s.state, ckpt.snap)
     s.stats.ctx_restores += 1
     s.stats.reprefill_tokens = reprefill
+    s.stats.repair_s += b.now() - t
     m.fire(Trigger.CTX_RESTORE, b.now() - t, position=s.state.position,
            digest=b.digest(s.state), reprefill=reprefill, from_position=old,
            reset=ckpt is None)
@@ -83,7 +84,11 @@ def _repair(s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
 
 def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
     """Process prompt[start:], saving context checkpoints every `ctx_checkpoint_every`
-    tokens and before the generation header, then commit the first answer token."""
+    tokens and before the generation header, then commit the first answer token.
+
+    The first `reprefill_tokens` processed are history seen before; their share of each
+    chunk's time, pro rata by tokens, is the turn's repeated prefill (`reprefill_s`).
+    Splitting chunks there instead would add events and change recorded sessions."""
     m, b, cfg = s.machine, s.backend, s.config
     end = len(prompt)
     header_at = end - len(b.template.header)
@@ -91,11 +96,14 @@ def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
     stops.add(header_at)
     cuts = [*sorted(p for p in stops if start < p < end), end]
     pos = start
+    repeated_end = start + s.stats.reprefill_tokens
     for cut in cuts:
         t = b.now()
         first = b.prefill(s.state, prompt[pos:cut])
+        took = b.now() - t
         s.stats.prefill_tokens += cut - pos
-        s.stats.prefill_s += b.now() - t
+        s.stats.prefill_s += took
+        s.stats.reprefill_s += took * max(0, min(cut, repeated_end) - pos) / (cut - pos)
         extra = {"append": [first]} if cut == end else {}
         m.fire(Trigger.PREFILL, b.now() - t, tokens=cut - pos, position=cut,
                digest=b.digest(s.state), **extra)

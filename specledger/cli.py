@@ -9,7 +9,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
 from eventlog import DEFAULT_DB
 from fsm.errors import SpecledgerError
-from specledger import commands
+from specledger import bench_cmd, commands
 from specledger.graphs import GraphKind
 from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     scen.add_argument("--draft-model", default=None, help="torch: draft checkpoint directory")
     scen.add_argument("--set", action="append", metavar="KEY=VALUE",
                       help="change the scenario's base settings (sizes, drafter), repeatable")
+    bench_cmd.add_parser(sub, common)
     demo = sub.add_parser("demo", parents=[common], help="the #28049 amplification, shown")
     demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     demo.add_argument("--seed", type=int, default=1)

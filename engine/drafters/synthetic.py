@@ -1,9 +1,9 @@
-"""A drafter with a chosen per-token acceptance rate, for the sim.
+"""A drafter with a chosen per-token acceptance rate, on any backend with a `peek`.
 
 Each draft is the target's own token with probability `acceptance`, else a different
-token. The coin is keyed by (seed, slot, position) rather than drawn from a stream, so a
-re-execution, or a counterfactual with another rollback strategy, drafts the same
-tokens at the same positions.
+ordinary token. The coin is keyed by (seed, slot, position) rather than drawn from a
+stream, so a re-execution, or a counterfactual with another rollback strategy, drafts the
+same tokens at the same positions.
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from engine.backend import Backend, SeqState
 from engine.drafters.base import BaseDrafter
 from engine.sim.hashing import keyed, unit
-from engine.sim.vocab import VOCAB
+from engine.template import ChatTemplate
+
+
+def ordinary_tokens(template: ChatTemplate) -> int:
+    """How many ordinary (non-template) token ids the vocabulary has. Both vocabularies
+    here put the chat specials right after the ordinary ids (the sim's at 32000, the byte
+    tokenizer's at 256), so a wrong draft stays a valid, ordinary id on either backend."""
+    return min(template.im_start, template.im_end, template.end_of_text)
 
 
 class SyntheticDrafter(BaseDrafter):
@@ -27,13 +34,14 @@ class SyntheticDrafter(BaseDrafter):
         self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
     ) -> list[int]:
         """Up to `k` drafts after `tokens`."""
+        vocab = ordinary_tokens(backend.template)
         base = len(tokens)
         batch = [tokens[-1]]
         drafts: list[int] = []
         for i in range(k):
             truth = backend.peek(state, batch)[-1]
             coin = keyed(self._key, base + i)
-            tok = truth if unit(coin) < self.acceptance else (truth + 1 + coin % 97) % VOCAB
+            tok = truth if unit(coin) < self.acceptance else (truth + 1 + coin % 97) % vocab
             drafts.append(tok)
             batch.append(tok)
         return drafts

@@ -1,0 +1,75 @@
+"""`specledger bench [SUITE ...]`: run benchmark suites, print their tables, keep the
+goals table of every suite measured so far in `<out>/goals.md`."""
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.markdown import Markdown
+
+from specledger import output
+from specledger.benchmarks import SUITES, BenchOptions, Goal, run_suite
+from specledger.benchmarks.common import goals_table
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run the named suites (all when none is named) and write their results."""
+    out = Path(args.out)
+    opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
+                        threads=args.threads, model=args.model, draft_model=args.draft_model,
+                        seed=args.seed)
+    names = args.suites or list(SUITES)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in names:
+        opts.log(f"suite {name}{' (quick)' if opts.quick else ''}")
+        results.append(run_suite(name, opts))
+    goals = collect_goals(out)
+    (out / "goals.md").write_text("# Goals\n\n" + goals_table(goals) + "\n")
+    if args.json:
+        output.emit_json({
+            "db": opts.db,
+            "suites": {r.name: {"files": [str(f) for f in r.files], "sessions": r.sessions,
+                                "goals": [g.to_dict() for g in r.goals], **r.data}
+                       for r in results},
+            "goals": [g.to_dict() for g in goals],
+        })
+        return 0
+    for r in results:
+        output.console.print(Markdown(f"## {r.name}\n\n{r.table}"))
+        output.console.print(f"wrote {', '.join(str(f) for f in r.files)}")
+    output.console.print(Markdown("## goals\n\n" + goals_table(goals)))
+    output.console.print(f"sessions recorded in {opts.db}; goals in {out / 'goals.md'}")
+    return 0
+
+
+def collect_goals(out: Path) -> list[Goal]:
+    """The goals of every suite whose results lie under `out` (measured now or before)."""
+    goals: list[Goal] = []
+    for name in SUITES:
+        path = out / name / "results.json"
+        if not path.exists():
+            continue
+        doc: dict[str, Any] = json.loads(path.read_text())
+        goals += [Goal(**g) for g in doc.get("goals", [])]
+    return goals
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The `bench` subcommand's options."""
+    p = sub.add_parser("bench", parents=[common],
+                       help="measure: conversation cost, rollback strategies, recorder cost, "
+                            "sim calibration",
+                       description="Run benchmark suites; their sessions go to --db "
+                                   "(default: <out>/bench.db), their results under --out.")
+    p.add_argument("suites", nargs="*", choices=list(SUITES),
+                   metavar="SUITE", help=f"one or more of {', '.join(SUITES)} (default: all)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes: checks that everything runs; not numbers to quote")
+    p.add_argument("--out", default="bench/results", help="results folder (bench/results)")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--model", default="models/target", help="torch: target checkpoint")
+    p.add_argument("--draft-model", default="models/draft", help="torch: draft checkpoint")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(db=None)  # default: <out>/bench.db, beside the results it produced
