@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from engine.backend import Backend, SeqState
 from engine.drafters.base import BaseDrafter
-from engine.sim.hashing import keyed, unit
+from engine.sim.hashing import keyed, mix, unit
 from engine.template import ChatTemplate
 
 
@@ -28,7 +28,8 @@ class SyntheticDrafter(BaseDrafter):
 
     def __init__(self, acceptance: float, seed: int, slot: int) -> None:
         self.acceptance = acceptance
-        self._key = keyed(seed, slot, 0xD4AF7)
+        # keyed(key, position) == mix(mix(0x5EED ^ key) ^ position): the inner half is fixed
+        self._coin_key = mix(0x5EED ^ keyed(seed, slot, 0xD4AF7))
 
     def propose(
         self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
@@ -37,11 +38,9 @@ class SyntheticDrafter(BaseDrafter):
         vocab = ordinary_tokens(backend.template)
         base = len(tokens)
         batch = [tokens[-1]]
-        drafts: list[int] = []
         for i in range(k):
             truth = backend.peek(state, batch)[-1]
-            coin = keyed(self._key, base + i)
+            coin = mix(self._coin_key ^ (base + i))
             tok = truth if unit(coin) < self.acceptance else (truth + 1 + coin % 97) % vocab
-            drafts.append(tok)
             batch.append(tok)
-        return drafts
+        return batch[1:]

@@ -85,10 +85,17 @@ def delta_states(state: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor) -
     batch, length = k.shape[:2]
     work = state.clone()
     out = state.new_empty(batch, length, *state.shape[1:])
+    ks, vs = by_position(k), by_position(v)
     for t in range(length):
-        delta_step_(work, k[:, t], v[:, t], g[:, t], beta[:, t])
+        delta_step_(work, ks[t], vs[t], g[:, t], beta[:, t])
         out[:, t] = work
     return out
+
+
+def by_position(x: Tensor) -> Tensor:
+    """(B, T, ...) -> (T, B, ...) contiguous: one copy up front, so that each step's slice
+    is already contiguous and `delta_step_` copies nothing (the values are the same bits)."""
+    return x.transpose(0, 1).contiguous()
 
 
 def chunk_gated_delta(
@@ -147,8 +154,9 @@ def replay_inputs_(conv_state: Tensor, recurrent: Tensor, inputs: LayerInputs, n
                        backend=kernels)
         ops.conv_replay(inputs.conv_in, conv_state, accept, backend=kernels)
         return
+    ks, vs = by_position(inputs.k[:, :n]), by_position(inputs.v[:, :n])
     for t in range(n):
-        delta_step_(recurrent, inputs.k[:, t], inputs.v[:, t], inputs.g[:, t], inputs.beta[:, t])
+        delta_step_(recurrent, ks[t], vs[t], inputs.g[:, t], inputs.beta[:, t])
     width = conv_state.shape[-1]
     conv_state.copy_(torch.cat((conv_state, inputs.conv_in[..., :n]), dim=-1)[..., -width:])
 

@@ -20,7 +20,8 @@ from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCA
 from engine.speculative import common_prefix
 from fsm.invariants import Audit
 
-UBATCH = 512  # prefill chunk, as llama.cpp's default n_ubatch
+UBATCH = 512
+_HEADER = [IM_START, ASSISTANT, NL]  # prefill chunk, as llama.cpp's default n_ubatch
 
 
 @dataclass
@@ -252,20 +253,26 @@ class SimBackend:
         targets do not depend on the batch, so the walk resumes where the last call on
         the same state stopped instead of starting over (quadratic in the draft length).
         """
-        base = (state.h, state.position, state.answer_start, tuple(state.kv[-2:]))
         c = self._peek
-        if (self.cfg.tie_flip_rate > 0 or c is None or c.base != base
-                or len(c.tokens) > len(tokens) or c.tokens != list(tokens[:len(c.tokens)])):
-            c = _PeekWalk(base, [], [], state.h, list(base[3]), state.answer_start)
-            self._peek = c
-        for tok in tokens[len(c.tokens):]:
+        n = len(c.tokens) if c is not None else 0
+        # the digest and position identify the state (the kv tail follows from them)
+        if (c is None or self._tie_flip_rate > 0 or c.h0 != state.h
+                or c.pos0 != state.position or c.start0 != state.answer_start
+                or n > len(tokens) or list(tokens[:n]) != c.tokens):
+            c = _PeekWalk(state.h, state.position, state.answer_start, [], [], state.h,
+                          state.kv[-2:], state.answer_start)
+            self._peek, n = c, 0
+        batch = len(tokens)
+        pos = state.position + n
+        for tok in tokens[n:]:
             c.h = chain(c.h, tok)
-            c.tail = [*c.tail[-2:], tok]
-            n = state.position + len(c.tokens) + 1
-            if tok == NL and c.tail[-3:] == [IM_START, ASSISTANT, NL]:
-                c.start = n
+            tail = c.tail
+            tail.append(tok)
+            pos += 1
+            if tok == NL and tail[-3:] == _HEADER:
+                c.start = pos
             c.tokens.append(tok)
-            c.targets.append(self._predict(c.h, n, c.start, len(tokens)))
+            c.targets.append(self._predict(c.h, pos, c.start, batch))
         return list(c.targets)
 
 
@@ -273,7 +280,9 @@ class SimBackend:
 class _PeekWalk:
     """Where the last `peek` walk from a state got to."""
 
-    base: tuple[int, int, int | None, tuple[int, ...]]
+    h0: int
+    pos0: int
+    start0: int | None
     tokens: list[int]
     targets: list[int]
     h: int

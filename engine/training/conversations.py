@@ -6,6 +6,7 @@ the function body closed by `<|im_end|>`."""
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from engine.hybrid.tokenizer import chat_template, encode
@@ -99,11 +100,18 @@ def conversations(split: Split, root: Path | None = None,
     return list(shape(iter_functions(split, root, max_files)))
 
 
+@cache
+def _held_out(root: Path | None) -> tuple[Function, ...]:
+    """The held-out functions, parsed once per process: every torch session asks for its
+    questions, and parsing the standard library takes most of a second."""
+    return tuple(iter_functions(Split.HELD_OUT, root))
+
+
 def conversation_prompts(seed: int, n: int, root: Path | None = None) -> list[list[int]]:
     """`n` held-out user messages (token lists) for one conversation, chosen by `seed`:
     the first is long (code context and a function to complete), the others short (the
     signatures of the functions that follow it, wrapping round the held-out files)."""
-    funcs = list(iter_functions(Split.HELD_OUT, root))
+    funcs = _held_out(root)
     if not funcs:
         raise ValueError("no held-out functions: is the Python standard library present?")
     start = random.Random(seed).randrange(len(funcs))
