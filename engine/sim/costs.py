@@ -3,12 +3,20 @@
 A forward is bounded by reading the weights (decode is memory bound) or by compute
 (prefill is compute bound), plus reading the KV cache of the attention layers. State
 operations move the recurrent + conv state through memory. Profiles are named so a
-session records which one produced its times.
+session records which one produced its times: the built-in ones below, and measured ones
+stored as JSON in `engine/sim/profiles/` (`specledger bench calibration` writes them).
 """
 
-from dataclasses import dataclass
+import json
+import math
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
 
 from engine.errors import ConfigError
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+"""Where JSON profiles live: `<name>.json`, found by `get_profile` after the built-ins."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,7 @@ class CostProfile:
             "input_replay": positions * self.input_bytes_per_token,
             "none": 0.0,
         }[strategy]
+
 
 PROFILES: dict[str, CostProfile] = {
     p.name: p
@@ -113,13 +122,100 @@ PROFILES: dict[str, CostProfile] = {
 }
 
 
-def get_profile(name: str) -> CostProfile:
-    """The named profile; a clear error lists the known ones."""
+# Rates divide: they must be positive. Sizes and the launch time may be zero.
+_RATES = ("hbm_bw", "peak_flops", "copy_bw")
+_TEXT = ("name", "description")
+_METADATA = "calibration"  # free-form: how a measured profile was obtained
+
+
+def profile_to_dict(profile: CostProfile, calibration: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """The JSON form of a profile, with how it was measured under `calibration`."""
+    data: dict[str, Any] = asdict(profile)
+    if calibration is not None:
+        data[_METADATA] = calibration
+    return data
+
+
+def profile_from_dict(data: Any, source: str) -> CostProfile:
+    """A profile from its JSON form; `source` names the file in errors. Every constant
+    must be a finite number (rates positive, the rest non-negative)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"profile {source}: expected a JSON object, got {type(data).__name__}")
+    known = {f.name: f for f in fields(CostProfile)}
+    unknown = sorted(set(data) - set(known) - {_METADATA})
+    if unknown:
+        raise ConfigError(f"profile {source}: unknown key(s) {', '.join(unknown)}")
+    required = [n for n, f in known.items()
+                if f.default is MISSING and f.default_factory is MISSING]
+    missing = [n for n in required if n not in data]
+    if missing:
+        raise ConfigError(f"profile {source}: missing {', '.join(missing)}")
+    values: dict[str, Any] = {}
+    for name in known:
+        if name not in data:
+            continue
+        value = data[name]
+        if name in _TEXT:
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"profile {source}: {name} must be a non-empty string")
+        elif (isinstance(value, bool) or not isinstance(value, int | float)
+              or not math.isfinite(value) or value < 0 or (name in _RATES and value == 0)):
+            bound = "positive" if name in _RATES else "non-negative"
+            raise ConfigError(f"profile {source}: {name} = {value!r} must be a finite "
+                              f"{bound} number")
+        values[name] = value
+    return CostProfile(**values)
+
+
+def load_profile_file(path: Path) -> CostProfile:
+    """The profile stored at `path`; its `name` must be the file's stem."""
     try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"profile {path}: not a readable JSON file ({exc})") from None
+    profile = profile_from_dict(data, str(path))
+    if profile.name != path.stem:
+        raise ConfigError(f"profile {path}: its name '{profile.name}' must match the file "
+                          f"name '{path.stem}'")
+    return profile
+
+
+def save_profile(profile: CostProfile, folder: Path,
+                 calibration: dict[str, Any] | None = None) -> Path:
+    """Write `profile` as `<folder>/<name>.json` (the folder is created); return the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{profile.name}.json"
+    path.write_text(json.dumps(profile_to_dict(profile, calibration), indent=2) + "\n")
+    return path
+
+
+def profile_names(folder: Path = PROFILE_DIR) -> list[str]:
+    """Every profile `get_profile` can find: the built-ins, then the JSON files."""
+    stored = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+    return [*PROFILES, *(n for n in stored if n not in PROFILES)]
+
+
+def get_profile(name: str, folder: Path = PROFILE_DIR) -> CostProfile:
+    """The named profile: a built-in one, else `<folder>/<name>.json`; a clear error lists
+    the known ones."""
+    if name in PROFILES:
         return PROFILES[name]
-    except KeyError:
-        known = ", ".join(sorted(PROFILES))
-        raise ConfigError(f"profile: unknown '{name}' (known: {known})") from None
+    path = folder / f"{name}.json"
+    if path.is_file():
+        return load_profile_file(path)
+    known = ", ".join(profile_names(folder))
+    raise ConfigError(f"profile: unknown '{name}' (known: {known})")
 
 
-__all__ = ["PROFILES", "CostProfile", "get_profile"]
+__all__ = [
+    "PROFILES",
+    "PROFILE_DIR",
+    "CostProfile",
+    "get_profile",
+    "load_profile_file",
+    "profile_from_dict",
+    "profile_names",
+    "profile_to_dict",
+    "save_profile",
+]
