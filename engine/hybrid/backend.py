@@ -51,6 +51,30 @@ def state_digest(state: HybridState) -> str:
     return h.hexdigest()[:16]
 
 
+class _LastHidden:
+    """The final norm's output of the model's latest forward."""
+
+    def __init__(self) -> None:
+        self.out: torch.Tensor | None = None
+
+    def keep(self, _module: object, _args: object, out: torch.Tensor) -> None:
+        """Forward hook on the final norm."""
+        self.out = out
+
+
+_HOOKED: WeakKeyDictionary[torch.nn.Module, _LastHidden] = WeakKeyDictionary()
+
+
+def _last_hidden(model: torch.nn.Module) -> _LastHidden:
+    """One hook per model, shared by every backend built on it (a benchmark builds many
+    backends over one loaded checkpoint; a hook each would pile up on the module)."""
+    box = _HOOKED.get(model)
+    if box is None:
+        box = _HOOKED[model] = _LastHidden()
+        model.norm.register_forward_hook(box.keep)
+    return box
+
+
 class TorchBackend:
     """Real forwards over a loaded checkpoint (`config.model`)."""
 
@@ -80,9 +104,8 @@ class TorchBackend:
         self._questions: dict[int, list[list[int]]] = {}
         # The final norm's output, kept per state and position for drafters that read the
         # target's hidden states (MTP); written after every forward over a batch.
-        self._last_hidden: torch.Tensor | None = None
+        self._last = _last_hidden(self.model)
         self._hidden: WeakKeyDictionary[HybridState, torch.Tensor] = WeakKeyDictionary()
-        self.model.norm.register_forward_hook(self._keep_hidden)
         self._seed, self._turns = config.seed, config.turns
         self._t0 = time.perf_counter()
 
@@ -123,12 +146,9 @@ class TorchBackend:
         """Back to position 0."""
         state.reset()
 
-    def _keep_hidden(self, _module: object, _args: object, out: torch.Tensor) -> None:
-        self._last_hidden = out
-
     def _store_hidden(self, state: HybridState, start: int) -> None:
         """File the last forward's hidden states (1, T, H) at positions start.."""
-        h = self._last_hidden
+        h = self._last.out
         if h is None:
             return
         length = h.shape[1]

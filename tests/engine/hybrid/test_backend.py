@@ -160,3 +160,12 @@ def test_triton_kernels_drive_the_same_session(
     assert _answers(journal) == plain[:len(_answers(journal))]
     assert [e for e in journal.events if e.trigger is Trigger.REJECT]
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
+
+
+def test_backends_on_one_model_share_one_hidden_state_hook(
+        models: tuple[LoadedCheckpoint, Path]) -> None:
+    ckpt, _ = models
+    config = RunConfig(backend="torch", model=str(ckpt.path))
+    for _ in range(3):
+        _Backend(config, ckpt)
+    assert len(ckpt.model.norm._forward_hooks) == 1
