@@ -75,7 +75,7 @@ class SimBackend:
         self._audit_tokens: list[int] = []
         self._audit_h: list[int] = [0]
         self._audit_src: Sequence[int] | None = None
-        self._peek: _PeekWalk | None = None
+        self._last_walk: _Walk | None = None
 
     # clock and sizes -------------------------------------------------------------
     def now(self) -> float:
@@ -153,22 +153,24 @@ class SimBackend:
         return targets[-1]
 
     def verify(self, state: SimState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
-        """One forward over `batch`; what is kept depends on `mode`."""
+        """One forward over `batch`; what is kept depends on `mode`. The drafter's peeks
+        already walked most of the batch from this state: the walk is reused."""
         n = len(batch)
         self._t += self.costs.forward_s(n, state.position)
+        w = self._walk(state, batch)
+        targets = list(w.targets)
+        pos0 = state.position
         if mode is VerifyMode.DEFERRED:
             # The recurrence is not applied: only the attention KV is written, and the
             # per-position inputs (here: the tokens) are kept for the commit.
-            kept = (state.h, state.position, state.answer_start, list(batch))
-            _, _, targets, _, _ = self._consume(state.h, state.kv, state.answer_start, batch, n)
+            kept = (state.h, pos0, state.answer_start, list(batch))
+            state.kv.extend(batch)
             return VerifyOut(targets, kept)
-        pos0 = state.position
-        state.h, state.answer_start, targets, hs, starts = self._consume(
-            state.h, state.kv, state.answer_start, batch, n
-        )
+        state.kv.extend(batch)
+        state.h, state.answer_start = w.hs[-1], w.starts[-1]
         if mode is VerifyMode.PER_TOKEN:
             self._t += self.costs.intermediate_write_s(n)
-            return VerifyOut(targets, (pos0, hs, starts))
+            return VerifyOut(targets, (pos0, list(w.hs), list(w.starts)))
         return VerifyOut(targets)
 
     def forward(self, state: SimState, tokens: Sequence[int]) -> list[int]:
@@ -247,44 +249,52 @@ class SimBackend:
                      error=0.0 if expected == state.h else 1.0)
 
     def peek(self, state: SimState, tokens: Sequence[int]) -> list[int]:
-        """Targets after each of `tokens` from `state`, free and without side effects.
+        """Targets after each of `tokens` from `state`, free and without side effects."""
+        return list(self._walk(state, tokens).targets)
 
-        A drafter asks again with one token more each time; without near-ties the
-        targets do not depend on the batch, so the walk resumes where the last call on
-        the same state stopped instead of starting over (quadratic in the draft length).
+    def _walk(self, state: SimState, tokens: Sequence[int]) -> "_Walk":
+        """The chain walked from `state` over `tokens`, without touching the state.
+
+        A drafter peeks again with one token more each time, then verify runs the same
+        tokens: without near-ties the targets do not depend on the batch, so the walk
+        resumes where the last one from the same state stopped instead of starting over.
         """
-        c = self._peek
+        c = self._last_walk
         n = len(c.tokens) if c is not None else 0
         # the digest and position identify the state (the kv tail follows from them)
         if (c is None or self._tie_flip_rate > 0 or c.h0 != state.h
                 or c.pos0 != state.position or c.start0 != state.answer_start
                 or n > len(tokens) or list(tokens[:n]) != c.tokens):
-            c = _PeekWalk(state.h, state.position, state.answer_start, [], [], state.h,
-                          state.kv[-2:], state.answer_start)
-            self._peek, n = c, 0
+            c = _Walk(state.h, state.position, state.answer_start, state.kv[-2:])
+            self._last_walk, n = c, 0
         batch = len(tokens)
         pos = state.position + n
+        h = c.hs[-1] if c.hs else c.h0
+        start = c.starts[-1] if c.starts else c.start0
         for tok in tokens[n:]:
-            c.h = chain(c.h, tok)
+            h = chain(h, tok)
             tail = c.tail
             tail.append(tok)
             pos += 1
             if tok == NL and tail[-3:] == _HEADER:
-                c.start = pos
+                start = pos
             c.tokens.append(tok)
-            c.targets.append(self._predict(c.h, pos, c.start, batch))
-        return list(c.targets)
+            c.targets.append(self._predict(h, pos, start, batch))
+            c.hs.append(h)
+            c.starts.append(start)
+        return c
 
 
 @dataclass
-class _PeekWalk:
-    """Where the last `peek` walk from a state got to."""
+class _Walk:
+    """A walk of the chain from a state (`h0`, `pos0`, `start0`, its last two tokens in
+    `tail`) over `tokens`: the target, digest and answer start after each."""
 
     h0: int
     pos0: int
     start0: int | None
-    tokens: list[int]
-    targets: list[int]
-    h: int
     tail: list[int]
-    start: int | None
+    tokens: list[int] = field(default_factory=list)
+    targets: list[int] = field(default_factory=list)
+    hs: list[int] = field(default_factory=list)
+    starts: list[int | None] = field(default_factory=list)
