@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from engine.backend import Backend
 from engine.config import RunConfig
 from engine.metrics import TurnMetrics
 from engine.session import Session, make_backend
@@ -49,9 +50,13 @@ def run_session(
     *,
     on_tokens: Callable[[int], None] | None = None,
     parent_id: int | None = None,
+    backend: Backend | None = None,
 ) -> RunResult:
-    """Run `config` and record every transition into the log at `db` (path or URL)."""
-    backend = make_backend(config)
+    """Run `config` and record every transition into the log at `db` (path or URL).
+    `backend` is one already built for `config` (benchmarks share a loaded checkpoint
+    across runs); without it the configuration's own is made."""
+    if backend is None:
+        backend = make_backend(config)
     resolved = getattr(backend, "kernels", None)
     if resolved is not None:  # record what ran, not what was asked for ("auto")
         config = config.replace(kernels=resolved.value)

@@ -2,9 +2,20 @@
 
 A forward is bounded by reading the weights (decode is memory bound) or by compute
 (prefill is compute bound), plus reading the KV cache of the attention layers. State
-operations move the recurrent + conv state through memory. Profiles are named so a
-session records which one produced its times: the built-in ones below, and measured ones
-stored as JSON in `engine/sim/profiles/` (`specledger bench calibration` writes them).
+operations move the recurrent + conv state through memory. That is the GPU view, and the
+built-in profiles use nothing else.
+
+On a CPU running the model through torch one operator at a time, the time goes
+elsewhere: every operator costs a fixed dispatch overhead, so a forward is a fixed cost
+plus a cost per token, a one-token forward takes the recurrent step while a longer one
+sets up the chunked form, and replaying the recurrence steps it position by position in
+small operators. A few optional terms say so (`token_s`, `multi_token_s`,
+`state_step_s`, `recurrence_launch_s`); their defaults (0, None) leave the GPU view's
+times unchanged to the last bit, and `specledger bench calibration` fits them.
+
+Profiles are named so a session records which one produced its times: the built-in ones
+below, and measured ones stored as JSON in `engine/sim/profiles/` (`specledger bench
+calibration` writes them).
 """
 
 import json
@@ -35,13 +46,28 @@ class CostProfile:
     description: str
     # GDN inputs kept per verified position by `input_replay` (q, k, v, g, beta, bf16)
     input_bytes_per_token: float = 0.0
+    # Terms of operator-bound hardware (a CPU); the defaults leave them out.
+    # Per token of a forward, beyond bandwidth and FLOPs: the operators whose work grows
+    # with the batch but is dispatch-bound (norms, activations, per-position sampling).
+    token_s: float = 0.0
+    # Once per forward of more than one token: the chunked form of the recurrence (its
+    # masks, triangular solve, chunk loop) that a one-token forward skips for one step.
+    multi_token_s: float = 0.0
+    # Per position stepped outside a forward: the recurrence run one position at a time
+    # (replay of recorded inputs; the per-position states a `per_token` verify captures),
+    # a few small operators per layer whatever the bandwidth.
+    state_step_s: float = 0.0
+    # The fixed cost of a recurrence replay; None: one forward launch (`launch_s`). On a
+    # CPU a replay runs a handful of operators, far fewer than a forward.
+    recurrence_launch_s: float | None = None
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
         weights = self.weight_bytes / self.hbm_bw
         compute = batch * self.flops_per_token / self.peak_flops
         kv_read = (ctx + batch) * self.kv_bytes_per_token / self.hbm_bw
-        return self.launch_s + max(weights, compute) + kv_read
+        fixed = self.launch_s + (self.multi_token_s if batch > 1 else 0.0)
+        return fixed + batch * self.token_s + max(weights, compute) + kv_read
 
     def copy_s(self, n_states: float = 1.0) -> float:
         """Copying `n_states` whole recurrent + conv states device to device."""
@@ -50,11 +76,14 @@ class CostProfile:
     def recurrence_s(self, n_tokens: int) -> float:
         """Replaying only the recurrence over `n_tokens` recorded inputs (read + write of
         the state per token, no projections, no attention)."""
-        return self.launch_s + n_tokens * 2 * self.state_bytes / self.hbm_bw
+        launch = self.launch_s if self.recurrence_launch_s is None else self.recurrence_launch_s
+        traffic = n_tokens * 2 * self.state_bytes / self.hbm_bw
+        return launch + traffic + n_tokens * self.state_step_s
 
     def intermediate_write_s(self, n_tokens: int) -> float:
-        """Extra time for writing the state after each of `n_tokens` verified positions."""
-        return n_tokens * self.state_bytes / self.hbm_bw
+        """Extra time for the state after each of `n_tokens` verified positions: writing
+        it, and stepping to it where the recurrence is stepped (`state_step_s`)."""
+        return n_tokens * self.state_bytes / self.hbm_bw + n_tokens * self.state_step_s
 
     def strategy_bytes(self, strategy: str, draft: int) -> float:
         """Extra memory a rollback strategy holds per sequence during a round of `draft`
@@ -125,6 +154,7 @@ PROFILES: dict[str, CostProfile] = {
 # Rates divide: they must be positive. Sizes and the launch time may be zero.
 _RATES = ("hbm_bw", "peak_flops", "copy_bw")
 _TEXT = ("name", "description")
+_OPTIONAL = ("recurrence_launch_s",)  # null: the default rule (see the field)
 _METADATA = "calibration"  # free-form: how a measured profile was obtained
 
 
@@ -159,6 +189,8 @@ def profile_from_dict(data: Any, source: str) -> CostProfile:
         if name in _TEXT:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"profile {source}: {name} must be a non-empty string")
+        elif value is None and name in _OPTIONAL:
+            pass
         elif (isinstance(value, bool) or not isinstance(value, int | float)
               or not math.isfinite(value) or value < 0 or (name in _RATES and value == 0)):
             bound = "positive" if name in _RATES else "non-negative"

@@ -3,15 +3,32 @@
 The backend's operations (verify in its three modes, snapshot / restore / select, input
 replay, prefill) are timed on the shipped model over a grid of batch sizes and contexts.
 The sizes in `CostProfile` are physical and computed from the model (weight bytes, FLOP
-per token, KV bytes per token, state bytes); the rates are fitted: launch time, effective
-bandwidth, effective FLOP rate and copy bandwidth. On a CPU they are effective numbers
-(Python and operator overhead lands in the launch time), not the hardware's.
+per token, KV bytes per token, state bytes); the rates and fixed costs are fitted
+(`FITTED`). On this CPU the model runs through torch one operator at a time, so the
+fitted numbers are effective ones: a forward is a fixed cost (`launch_s`, with the weight
+read) plus a cost per token (`token_s`, and compute at `peak_flops` where it binds), a
+forward over more than one token pays for the chunked form of the recurrence
+(`multi_token_s`) that a one-token forward skips, and the recurrence stepped outside a
+forward (replay, per-position capture) costs `state_step_s` per position after a fixed
+`recurrence_launch_s`.
 
 The fit is checked twice: its error per operation over the measured points, and a
-prediction: the same short conversation on the torch backend and on the sim with the
-fitted profile, compared by decode time per committed token. The profile is written as
-JSON into the suite's folder, and into `engine/sim/profiles/` by a full (not quick) run,
-where `--profile hybrid-tiny-cpu-measured` finds it.
+prediction: short conversations on the torch backend (plain decode and the MTP drafter)
+and the same conversations on the sim with the fitted profile, compared by decode time
+per committed token (drafting excluded). The sim replays the torch run's rounds exactly
+(the same draft lengths and accepted counts, round by round, from its recorded events),
+so the comparison tests the cost model and not an acceptance model. The torch
+conversations are run between the measurement passes, so that a change in the speed of
+a shared machine during the run touches both alike; the measured time is their median.
+The torch runs are recorded sessions; the sim's replays are not (their drafts follow a
+script, which a session's configuration cannot name). The sim's clock holds the backend's
+operations only, so the engine's own work per round on torch (events, the state digest
+at each commit: a few percent of a plain decode step here) is a known bias towards a low
+prediction.
+
+The profile is written as JSON into the suite's folder, and into `engine/sim/profiles/`
+by a full (not quick) run, where `--profile hybrid-tiny-cpu-measured` finds it. The
+suite reports no goal: its table holds the fit and validation errors.
 
 The torch backend has no device selection (it builds its inputs on the CPU), so the
 calibration runs on the CPU even where a GPU is present.
@@ -26,7 +43,7 @@ import random
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,19 +51,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.backend import Backend, VerifyMode
+from engine.backend import Backend, SeqState, VerifyMode
 from engine.config import RunConfig
+from engine.drafters.base import BaseDrafter
+from engine.drafters.synthetic import ordinary_tokens
 from engine.hybrid.config import FULL as FULL_ATTENTION
-from engine.metrics import TurnMetrics
-from engine.session import Session
+from engine.session import MemoryJournal, Session
 from engine.sim.backend import UBATCH, SimBackend
 from engine.sim.costs import PROFILE_DIR, CostProfile, save_profile
-from eventlog import Recorder, create_session, iter_events, open_db
+from engine.sim.vocab import SIM_TEMPLATE
+from eventlog import iter_events, open_db
+from fsm.event import Event
 from fsm.states import Trigger
-from specledger.api import code_version
+from specledger.api import code_version, run_session
 from specledger.benchmarks.common import (
     BenchOptions,
-    Goal,
     SuiteResult,
     md_table,
     new_figure,
@@ -55,19 +74,24 @@ from specledger.benchmarks.common import (
 
 if TYPE_CHECKING:
     from engine.hybrid.backend import TorchBackend
+    from engine.hybrid.loader import LoadedCheckpoint
     from engine.hybrid.state import HybridState
 
 PROFILE_NAME = "hybrid-tiny-cpu-measured"
 COMMAND = "specledger bench calibration"
-FITTED = ("launch_s", "hbm_bw", "peak_flops", "copy_bw")
+# What the fit sets: every rate and fixed cost of `CostProfile`; the sizes are the model's.
+FITTED = ("launch_s", "hbm_bw", "peak_flops", "token_s", "multi_token_s", "copy_bw",
+          "state_step_s", "recurrence_launch_s")
+DRAFTERS = ("none", "mtp")  # the validation conversations: plain decode, then MTP
 BYTE_TOKENS = 256  # byte ids: ordinary tokens of the shipped tokenizer, never specials
 
 
 @dataclass(frozen=True)
 class Grid:
     """What is measured: verify batches (k + 1) at each context, prefill lengths, input
-    replays over each batch size, `repeat` samples per point, and the answer cap of the
-    validation conversations."""
+    replays over each batch size, `repeat` samples per point (and as many runs of each
+    validation conversation, one after each pass), and the answer cap of the validation
+    conversations."""
 
     batches: tuple[int, ...]
     contexts: tuple[int, ...]
@@ -133,7 +157,8 @@ def points_of(grid: Grid) -> list[tuple[str, int, int]]:
 
 
 def _with_rates(base: CostProfile, x: np.ndarray) -> CostProfile:
-    return replace(base, **dict(zip(FITTED, (float(v) for v in np.exp(x)), strict=True)))
+    rates = np.exp(np.clip(x, -80.0, 80.0))  # a wild trial step stays finite
+    return replace(base, **dict(zip(FITTED, (float(v) for v in rates), strict=True)))
 
 
 def _levenberg_marquardt(residual: Callable[[np.ndarray], np.ndarray], x0: np.ndarray,
@@ -165,9 +190,10 @@ def _levenberg_marquardt(residual: Callable[[np.ndarray], np.ndarray], x0: np.nd
 
 
 def fit(points: Sequence[Point], base: CostProfile) -> CostProfile:
-    """`base` with its rates (`FITTED`) fitted to `points` by least squares on the log of
-    predicted over measured time, every operation weighted alike. The max() of the
-    forward model makes the problem piecewise, so several starts are tried."""
+    """`base` with its rates and fixed costs (`FITTED`) fitted to `points` by least
+    squares on the log of predicted over measured time, every operation weighted alike.
+    The max() of the forward model makes the problem piecewise, so several starts are
+    tried (compute binding early or late, weights read fast or slow)."""
     counts = Counter(p.op for p in points)
     weight = np.array([1 / math.sqrt(counts[p.op]) for p in points])
     measured = np.log([p.seconds for p in points])
@@ -179,8 +205,8 @@ def fit(points: Sequence[Point], base: CostProfile) -> CostProfile:
 
     copies = [p.seconds for p in points if p.op in ("snapshot", "restore", "select")]
     copy_bw = base.state_bytes / statistics.median(copies) if copies else base.copy_bw
-    starts = [np.log([launch, bw, flops, copy_bw])
-              for launch in (1e-5, 1e-3) for bw in (1e9, 1e11) for flops in (1e9, 1e11)]
+    starts = [np.log([1e-3, bw, flops, 1e-4, 1e-3, copy_bw, 1e-4, 1e-4])
+              for bw in (1e9, 1e11) for flops in (1e9, 1e11)]
     best, _ = min((_levenberg_marquardt(residual, x0) for x0 in starts), key=lambda f: f[1])
     return _with_rates(base, best)
 
@@ -248,10 +274,12 @@ def _thunk(backend: TorchBackend, state: HybridState, op: str, tokens: list[int]
     raise ValueError(f"no measurement for operation '{op}'")
 
 
-def measure(backend: TorchBackend, grid: Grid, seed: int, opts: BenchOptions) -> list[Point]:
+def measure(backend: TorchBackend, grid: Grid, seed: int, opts: BenchOptions,
+            between: Callable[[], object] | None = None) -> list[Point]:
     """Median seconds of every grid point. Each repeat goes round the whole grid in a
     new random order rather than one point at a time, so a burst of load from other
-    processes spreads over many points' samples instead of taking all of a few points'."""
+    processes spreads over many points' samples instead of taking all of a few points'.
+    `between` runs after every kept pass (the validation conversations)."""
     rng = random.Random(seed)
     states: dict[int, HybridState] = {}
     for ctx in grid.contexts:
@@ -274,77 +302,136 @@ def measure(backend: TorchBackend, grid: Grid, seed: int, opts: BenchOptions) ->
             backend.restore(state, snap)
             if r:
                 samples[key].append(took)
+        if r and between is not None:
+            between()
     return [Point(op, b, c, statistics.median(samples[op, b, c])) for op, b, c in plan]
 
 
 # --- validation ---------------------------------------------------------------------
 
 
-def _record(config: RunConfig, backend: Backend, db: str) -> tuple[int, list[TurnMetrics],
-                                                                   float]:
-    """Run `config` on `backend` into a new session of `db`; its id, turns and the
-    seconds its drafters took (the sim's drafters are free, so they are left out)."""
-    kernels = getattr(backend, "kernels", None)
-    if kernels is not None:  # record what ran, as `run_session` does
-        config = config.replace(kernels=kernels.value)
-    engine = open_db(db, create=True)
+Script = list[tuple[int, int]]  # per drafting round: drafts proposed, drafts accepted
+
+
+@dataclass(frozen=True)
+class TorchRun:
+    """One recorded torch conversation (one turn): its session, its turn's numbers, the
+    seconds its drafter took and what each drafting round drafted and accepted."""
+
+    session: int
+    prompt_tokens: int
+    generated: int
+    rounds: int
+    decode_s: float
+    draft_s: float
+    script: Script
+
+    @property
+    def s_per_token(self) -> float:
+        """Decode seconds per committed token, drafting excluded (the sim's drafters are
+        free)."""
+        return (self.decode_s - self.draft_s) / self.generated
+
+
+def round_script(events: Iterable[Event]) -> tuple[Script, float]:
+    """What each drafting round of a recorded session drafted and accepted, in order, and
+    the seconds spent drafting."""
+    script: Script = []
+    open_round: tuple[int, int] | None = None
+    draft_s = 0.0
+    for e in events:
+        if e.trigger is Trigger.DRAFT:
+            draft_s += e.duration
+            script.append((len(e.payload["drafts"]), 0))
+            open_round = (e.turn, e.round)
+        elif e.trigger in (Trigger.ACCEPT, Trigger.REJECT) and open_round == (e.turn, e.round):
+            script[-1] = (script[-1][0], e.payload["matched"])
+            open_round = None
+    return script, draft_s
+
+
+def torch_run(config: RunConfig, checkpoint: LoadedCheckpoint, db: str) -> TorchRun:
+    """Run and record `config` (one turn) on a torch backend over `checkpoint`."""
+    from engine.hybrid.backend import TorchBackend
+
+    result = run_session(config, db, backend=TorchBackend(config, checkpoint))
+    engine = open_db(db, create=False)
     try:
-        sid = create_session(engine, config=config.to_dict(), backend=config.backend.value,
-                             seeds={"seed": config.seed}, code_version=code_version(),
-                             model_digest=getattr(backend, "model_digest", None))
-        with Recorder(engine, sid) as rec:
-            turns = Session(config, rec, backend=backend).run()
-        draft_s = sum(e.duration for e in iter_events(engine, sid)
-                      if e.trigger is Trigger.DRAFT)
+        script, draft_s = round_script(iter_events(engine, result.session_id))
     finally:
         engine.dispose()
-    return sid, turns, draft_s
+    t = result.turns[0]
+    return TorchRun(result.session_id, t.prompt_tokens, t.generated_tokens, t.rounds,
+                    t.decode_s, draft_s, script)
 
 
-def synthetic_acceptance(accepted_per_round: float, k: int) -> float:
-    """The per-token chance p at which the synthetic drafter's k-token drafts accept
-    `accepted_per_round` tokens on average (p + p² + ... + p^k, stopping at a miss)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if sum(mid**i for i in range(1, k + 1)) < accepted_per_round:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+class ScriptedDrafter(BaseDrafter):
+    """Drafts by a script: round i proposes `drafted` tokens, of which the first
+    `accepted` are the target's own (read with `peek`) and the rest are not. On the sim
+    it replays a recorded run's rounds, whatever the sim's tokens are."""
+
+    name = "scripted"
+
+    def __init__(self, script: Script) -> None:
+        self._rounds = iter(script)
+
+    def propose(self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
+                ) -> list[int]:
+        """The next round's drafts (none once the script is done)."""
+        drafted, accepted = next(self._rounds, (0, 0))
+        vocab = ordinary_tokens(backend.template)
+        batch = [tokens[-1]]
+        for i in range(min(drafted, k)):
+            truth = backend.peek(state, batch)[-1]
+            batch.append(truth if i < accepted else (truth + 1) % vocab)
+        return batch[1:]
 
 
-def validate(torch_config: RunConfig, backend: Backend, profile: CostProfile,
-             db: str) -> dict[str, Any]:
-    """One torch conversation and the sim's version of it (same prompt length, answer
-    length, draft length and acceptance) under `profile`: decode time per committed
-    token, measured and predicted."""
-    tid, turns, draft_s = _record(torch_config, backend, db)
-    t = turns[0]
-    plain = torch_config.drafter == "none"
-    sim_config = RunConfig(
+def sim_replay(run: TorchRun, torch_config: RunConfig, profile: CostProfile
+               ) -> dict[str, Any]:
+    """The torch conversation `run` on the sim under `profile`: the same prompt length,
+    answer length, draft lengths and accepted counts round by round."""
+    cap = torch_config.answer_cap
+    capped = run.generated >= cap  # the torch answer hit the cap rather than ending
+    config = RunConfig(
         backend="sim", strategy=torch_config.strategy, draft_max=torch_config.draft_max,
-        turns=1, prompt_tokens=t.prompt_tokens, answer_tokens=max(1, t.generated_tokens - 1),
-        audit=False, profile=profile.name, seed=torch_config.seed,
-        drafter="none" if plain else "synthetic",
-        acceptance=0.0 if plain else synthetic_acceptance(t.accepted / t.rounds,
-                                                          torch_config.draft_max),
+        turns=1, audit=False, profile=profile.name, seed=torch_config.seed, drafter="none",
+        prompt_tokens=max(1, run.prompt_tokens - len(SIM_TEMPLATE.next_prompt([], []))),
+        # the sim's answer ends after answer_tokens + 1 visible tokens
+        answer_tokens=cap + 1 if capped else max(1, run.generated - 1), max_answer_tokens=cap,
     )
-    sid, sim_turns, _ = _record(sim_config, SimBackend(sim_config, profile), db)
-    s = sim_turns[0]
-    measured = (t.decode_s - draft_s) / t.generated_tokens
-    predicted = s.decode_s / s.generated_tokens
+    session = Session(config, MemoryJournal(), backend=SimBackend(config, profile))
+    if torch_config.drafter != "none":
+        session.slots[0].drafter = ScriptedDrafter(run.script)
+    t = session.run()[0]
+    return {"prompt_tokens": t.prompt_tokens, "generated": t.generated_tokens,
+            "rounds": t.rounds, "drafted": t.drafted, "accepted": t.accepted,
+            "decode_s": t.decode_s, "s_per_token": t.decode_s / t.generated_tokens}
+
+
+def validate(torch_config: RunConfig, runs: Sequence[TorchRun], profile: CostProfile
+             ) -> dict[str, Any]:
+    """The recorded torch runs of one conversation against the sim's replay of the first
+    under `profile`: decode time per committed token, measured (median over the runs)
+    and predicted."""
+    first = runs[0]
+    sim = sim_replay(first, torch_config, profile)
+    per_token = [r.s_per_token for r in runs]
+    measured = statistics.median(per_token)
     return {
         "drafter": torch_config.drafter, "strategy": torch_config.strategy.value,
-        "sessions": {"torch": tid, "sim": sid},
-        "torch": {"generated": t.generated_tokens, "rounds": t.rounds,
-                  "acceptance": t.acceptance, "decode_s": t.decode_s, "draft_s": draft_s},
-        "sim": {"generated": s.generated_tokens, "rounds": s.rounds,
-                "acceptance": s.acceptance, "decode_s": s.decode_s,
-                "synthetic_acceptance": sim_config.acceptance},
+        "draft_max": torch_config.draft_max, "sessions": [r.session for r in runs],
+        "torch": {"prompt_tokens": first.prompt_tokens, "generated": first.generated,
+                  "rounds": first.rounds,
+                  "drafted": sum(d for d, _ in first.script),
+                  "accepted": sum(a for _, a in first.script),
+                  "same_rounds_every_run": all(r.script == first.script for r in runs),
+                  "s_per_token": per_token, "decode_s": [r.decode_s for r in runs],
+                  "draft_s": [r.draft_s for r in runs]},
+        "sim": sim,
         "measured_s_per_token": measured,
-        "predicted_s_per_token": predicted,
-        "error": predicted / measured - 1,
+        "predicted_s_per_token": sim["s_per_token"],
+        "error": sim["s_per_token"] / measured - 1,
     }
 
 
@@ -383,14 +470,25 @@ def plot(points: Sequence[Point], profile: CostProfile, folder: Path) -> list[Pa
     return save_figure(fig, folder / "forward_fit")
 
 
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{1e3 * seconds:.3f} ms"
+
+
 def table(profile: CostProfile, errors: dict[str, dict[str, float]],
           validation: list[dict[str, Any]]) -> str:
     """The fitted constants, the fit error per operation and the validation."""
     rows: list[tuple[str, ...]] = [
-        ("launch_s (fitted)", f"{1e3 * profile.launch_s:.3f} ms"),
-        ("hbm_bw (fitted, effective)", f"{profile.hbm_bw / 1e9:.2f} GB/s"),
+        ("launch_s (fitted): fixed cost of a forward", _ms(profile.launch_s)),
+        ("token_s (fitted): per token of a forward", _ms(profile.token_s)),
+        ("multi_token_s (fitted): chunked form, forwards of 2+ tokens",
+         _ms(profile.multi_token_s)),
+        ("hbm_bw (fitted, effective): weights and KV", f"{profile.hbm_bw / 1e9:.2f} GB/s"),
         ("peak_flops (fitted, effective)", f"{profile.peak_flops / 1e9:.2f} GFLOP/s"),
-        ("copy_bw (fitted, effective)", f"{profile.copy_bw / 1e9:.2f} GB/s"),
+        ("copy_bw (fitted, effective): state copies", f"{profile.copy_bw / 1e9:.2f} GB/s"),
+        ("state_step_s (fitted): per position stepped outside a forward",
+         _ms(profile.state_step_s)),
+        ("recurrence_launch_s (fitted): fixed cost of a replay",
+         _ms(profile.recurrence_launch_s)),
         ("weight_bytes (model)", f"{profile.weight_bytes:,.0f}"),
         ("flops_per_token (model)", f"{profile.flops_per_token:,.0f}"),
         ("kv_bytes_per_token (model)", f"{profile.kv_bytes_per_token:,.0f}"),
@@ -400,14 +498,31 @@ def table(profile: CostProfile, errors: dict[str, dict[str, float]],
     constants = md_table(["constant", "value"], rows)
     fit_rows = [(op, e["points"], f"{100 * e['rel_rms']:.1f}%", f"{100 * e['max_rel']:.1f}%")
                 for op, e in errors.items()]
-    fits = md_table(["operation", "points", "relative RMS", "max abs error"], fit_rows)
-    val_rows = [(f"{v['drafter']}/{v['strategy']}",
-                 f"{1e3 * v['measured_s_per_token']:.2f}",
-                 f"{1e3 * v['predicted_s_per_token']:.2f}", f"{100 * v['error']:+.1f}%")
-                for v in validation]
-    checks = md_table(["conversation (1 turn)", "measured ms/token, drafting excluded",
-                       "sim ms/token", "error"], val_rows)
-    return f"{constants}\n\n{fits}\n\n{checks}\n"
+    fits = md_table(["operation", "points", "fit error (relative RMS)", "max abs error"],
+                    fit_rows)
+    val_rows = []
+    for v in validation:
+        t, sim = v["torch"], v["sim"]
+        ms = [1e3 * x for x in t["s_per_token"]]
+        val_rows.append((
+            f"{v['drafter']}/{v['strategy']}, draft {v['draft_max']}",
+            f"{t['generated']} / {t['rounds']} / {t['accepted']}",
+            f"{sim['generated']} / {sim['rounds']} / {sim['accepted']}",
+            f"{1e3 * v['measured_s_per_token']:.2f} ({min(ms):.2f}..{max(ms):.2f}, "
+            f"{len(ms)} runs)",
+            f"{1e3 * v['predicted_s_per_token']:.2f}", f"{100 * v['error']:+.1f}%"))
+    checks = md_table(["conversation (1 turn)", "torch tokens / rounds / accepted",
+                       "sim tokens / rounds / accepted",
+                       "measured ms/token, drafting excluded (median, range)",
+                       "sim ms/token", "validation error"], val_rows)
+    fwd = errors["verify_live"]
+    summary = (f"Fit error of a forward (live verify): {100 * fwd['rel_rms']:.1f}% relative "
+               "RMS. Validation, sim against the real engine in decode time per committed "
+               "token: " + ", ".join(f"{v['drafter']} {100 * v['error']:+.1f}%"
+                                     for v in validation) + ". The sim charges the "
+               "backend's operations only: the engine's own work per round on torch (its "
+               "events, the state digest at each commit) is not in its clock.")
+    return f"{summary}\n\n{constants}\n\n{fits}\n\n{checks}\n"
 
 
 def machine(threads: int) -> dict[str, Any]:
@@ -422,7 +537,8 @@ def machine(threads: int) -> dict[str, Any]:
 
 
 def run(opts: BenchOptions) -> SuiteResult:
-    """Measure, fit, validate, write the profile and the plot."""
+    """Measure (with the validation conversations between the passes), fit, validate,
+    write the profile and the plot."""
     import torch
 
     from engine.hybrid.backend import TorchBackend
@@ -435,17 +551,21 @@ def run(opts: BenchOptions) -> SuiteResult:
                      seed=opts.seed)
     checkpoint = load_checkpoint(opts.model)
     backend = TorchBackend(base.replace(drafter="none"), checkpoint)
+    configs = {d: base.replace(drafter=d) for d in DRAFTERS}
+    runs: dict[str, list[TorchRun]] = {d: [] for d in DRAFTERS}
+
+    def conversations() -> None:
+        for d in DRAFTERS:
+            opts.log(f"calibration: validation conversation, drafter {d}")
+            runs[d].append(torch_run(configs[d], checkpoint, opts.db))
+
     start = time.perf_counter()
-    points = measure(backend, grid, opts.seed, opts)
+    points = measure(backend, grid, opts.seed, opts, between=conversations)
     measure_s = time.perf_counter() - start
     opts.log(f"calibration: fitting {len(points)} points")
     profile = fit(points, physical_profile(backend, opts.model))
     errors = fit_errors(points, profile)
-    validation = []
-    for drafter in ("none", "mtp"):
-        opts.log(f"calibration: validating on a conversation, drafter {drafter}")
-        config = base.replace(drafter=drafter)
-        validation.append(validate(config, TorchBackend(config, checkpoint), profile, opts.db))
+    validation = [validate(configs[d], runs[d], profile) for d in DRAFTERS]
     now = datetime.now(UTC)
     profile = replace(profile, description=f"{profile.description}, {opts.threads} "
                                            f"thread(s), measured {now:%Y-%m-%d}")
@@ -463,16 +583,6 @@ def run(opts: BenchOptions) -> SuiteResult:
     files += plot(points, profile, folder)
     data = {"profile": profile.name, "constants": asdict(profile), "calibration": calibration,
             "points": [asdict(p) for p in points]}
-    fwd = errors["verify_live"]
-    goal = Goal(
-        name="cost model fit (calibration, informational)",
-        target="informational (no target)",
-        measured=(f"forward relative RMS {100 * fwd['rel_rms']:.1f}% (max "
-                  f"{100 * fwd['max_rel']:.1f}%); decode ms/token predicted "
-                  + ", ".join(f"{v['drafter']} {100 * v['error']:+.1f}%" for v in validation)),
-        met=True,
-        command=COMMAND,
-    )
-    sessions = [sid for v in validation for sid in v["sessions"].values()]
+    sessions = [sid for v in validation for sid in v["sessions"]]
     return SuiteResult(name="calibration", data=data, table=table(profile, errors, validation),
-                       goals=[goal], files=files, sessions=sessions)
+                       files=files, sessions=sessions)

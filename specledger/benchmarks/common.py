@@ -5,6 +5,7 @@ A suite records its runs as sessions in the benchmark's log (`BenchOptions.db`),
 and SVG. The README links those files and quotes the goals table.
 """
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -127,3 +128,34 @@ def new_figure(width: float = 6.4, height: float = 4.0) -> tuple[Any, Any]:
     import matplotlib.pyplot as plt
 
     return plt.subplots(figsize=(width, height))
+
+
+def panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    """A figure of `n` side-by-side axes, each `width` x `height` inches (new_figure's
+    single axes replaced)."""
+    fig, ax = new_figure(width * n, height)
+    ax.remove()
+    return fig, list(fig.subplots(1, n, squeeze=False)[0])
+
+
+def main(suite: str, doc: str | None = None) -> None:
+    """A suite's script (`bench/<suite>.py`): parse --quick --out --db --threads, run the
+    suite, print its table, goals and files. `doc` is the script's help text."""
+    from specledger.benchmarks import run_suite
+
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes: a smoke run, not numbers to quote")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    parser.add_argument("--db", default=DEFAULT_BENCH_DB, help="the benchmark's session log")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = parser.parse_args()
+    opts = BenchOptions(out=args.out, db=args.db, quick=args.quick, threads=args.threads)
+    result = run_suite(suite, opts)
+    print(result.table)
+    if result.goals:
+        print()
+        print(goals_table(result.goals))
+    for path in result.files:
+        print(path)

@@ -46,7 +46,7 @@ from specledger.benchmarks.common import (
     Goal,
     SuiteResult,
     md_table,
-    new_figure,
+    panels,
     save_figure,
 )
 
@@ -57,6 +57,7 @@ GOAL_SIM_S = 10.0
 CLOCK = {"sim": "simulated s", "torch": "wall s"}
 COLORS = {"legacy": "tab:red", "truncate": "tab:blue"}
 HATCH = {"legacy": "", "truncate": "//"}
+PANEL = (5.2, 3.6)  # inches per plot panel
 # The three parts of the conversation cost: label, TurnMetrics attribute, colour.
 COST_PARTS = (("generation", "generation_s", "tab:green"),
               ("state repair", "state_repair_s", "tab:orange"),
@@ -234,13 +235,6 @@ def torch_note(runs: Sequence[ConversationRun]) -> str:
             "the shared CPU.")
 
 
-def _panels(n: int, width: float = 5.2, height: float = 3.6) -> tuple[Any, list[Any]]:
-    """A figure of `n` side-by-side axes (new_figure's single axes replaced)."""
-    fig, ax = new_figure(width * n, height)
-    ax.remove()
-    return fig, list(fig.subplots(1, n, squeeze=False)[0])
-
-
 def _by_backend(runs: Sequence[ConversationRun]) -> dict[str, list[ConversationRun]]:
     out: dict[str, list[ConversationRun]] = {}
     for r in runs:
@@ -251,7 +245,7 @@ def _by_backend(runs: Sequence[ConversationRun]) -> dict[str, list[ConversationR
 def plot_reprefill(runs: Sequence[ConversationRun], stem: Path) -> list[Path]:
     """History tokens re-prefilled per turn, legacy against truncate, a panel per backend."""
     groups = _by_backend(runs)
-    fig, axes = _panels(len(groups))
+    fig, axes = panels(len(groups), *PANEL)
     width = 0.4
     for ax, (backend, group) in zip(axes, groups.items(), strict=True):
         for i, r in enumerate(group):
@@ -276,7 +270,7 @@ def plot_cost(runs: Sequence[ConversationRun], stem: Path) -> list[Path]:
     from matplotlib.patches import Patch
 
     groups = _by_backend(runs)
-    fig, axes = _panels(len(groups))
+    fig, axes = panels(len(groups), *PANEL)
     width = 0.4
     for ax, (backend, group) in zip(axes, groups.items(), strict=True):
         for i, r in enumerate(group):

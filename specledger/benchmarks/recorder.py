@@ -295,32 +295,19 @@ def overhead(config: RunConfig, make_backend: BackendFactory, repeat: int, workd
 
 
 def torch_backends(config: RunConfig) -> tuple[BackendFactory, str, RunConfig]:
-    """A factory of fresh torch backends sharing one loaded checkpoint and one cache of
-    the conversation's questions, the model digest, and `config` with the kernels that
-    resolved. The questions come from walking the standard library (seconds per run),
-    which is not what is measured, so they are built once here."""
+    """A factory of fresh torch backends sharing one loaded checkpoint, the model digest,
+    and `config` with the kernels that resolved. A probe backend asks for the questions
+    first: the held-out functions they come from are parsed once per process (seconds),
+    which is not what is measured."""
     from engine.hybrid.backend import TorchBackend
     from engine.hybrid.loader import load_checkpoint
 
     checkpoint = load_checkpoint(config.model)
-    questions: dict[tuple[int, int], list[int]] = {}
-
-    class WarmQuestions(TorchBackend):
-        """The torch backend with the questions cached across instances."""
-
-        def question(self, slot: int, turn: int, first: bool) -> list[int]:
-            """The user's message, built once per (slot, turn)."""
-            if (slot, turn) not in questions:
-                questions[slot, turn] = super().question(slot, turn, first)
-            return questions[slot, turn]
-
-    probe = WarmQuestions(config, checkpoint)
-    for slot in range(config.slots):
-        for turn in range(1, config.turns + 1):
-            probe.question(slot, turn, first=turn == 1)
+    probe = TorchBackend(config, checkpoint)
+    probe.question(0, 1, first=True)
     # Record what ran, not what was asked for ("auto"), as `run_session` does.
     resolved = config.replace(kernels=probe.kernels.value)
-    return lambda: WarmQuestions(resolved, checkpoint), probe.model_digest, resolved
+    return lambda: TorchBackend(resolved, checkpoint), probe.model_digest, resolved
 
 
 def torch_overhead(sizes: Sizes, workdir: Path, opts: BenchOptions) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from specledger.benchmarks.common import (
     Goal,
     SuiteResult,
     md_table,
-    new_figure,
+    panels,
     save_figure,
 )
 
@@ -63,6 +63,7 @@ PHASES = {
 COST_PHASES = ("checkpoint", "verify", "rollback", "commit")
 COLORS = {"checkpoint": "tab:red", "per_token": "tab:blue", "input_replay": "tab:green",
           "none": "tab:gray"}
+PANEL = (3.4, 3.2)  # inches per plot panel
 
 
 @dataclass(frozen=True)
@@ -322,14 +323,6 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _panels(n: int, width: float = 3.4, height: float = 3.2) -> tuple[Any, list[Any]]:
-    """A figure of `n` side-by-side axes (new_figure's single axes replaced)."""
-    fig, ax = new_figure(width * n, height)
-    ax.remove()
-    axes = fig.subplots(1, n, squeeze=False)[0]
-    return fig, list(axes)
-
-
 def _lines(ax: Any, points: Sequence[Point], value: Any, strategies: Sequence[str]) -> None:
     """One line per strategy of `value(points at that acceptance)` against acceptance."""
     by: dict[str, dict[float, list[Point]]] = defaultdict(lambda: defaultdict(list))
@@ -346,7 +339,7 @@ def _lines(ax: Any, points: Sequence[Point], value: Any, strategies: Sequence[st
 def plot_cost(points: Sequence[Point], title: str, stem: Any) -> list[Any]:
     """Time per committed token against acceptance, a panel per draft length."""
     drafts = sorted({pt.draft for pt in points})
-    fig, axes = _panels(len(drafts))
+    fig, axes = panels(len(drafts), *PANEL)
     for ax, k in zip(axes, drafts, strict=True):
         _lines(ax, [pt for pt in points if pt.draft == k],
                lambda pts: statistics.median(pt.ms_per_token for pt in pts), STRATEGIES)
@@ -360,7 +353,7 @@ def plot_torch_ratio(points: Sequence[Point], stem: Any) -> list[Any]:
     """Speedup over checkpoint on the real engine, a panel per draft length."""
     x = speedups(points)
     drafts = sorted({pt.draft for pt in points})
-    fig, axes = _panels(len(drafts))
+    fig, axes = panels(len(drafts), *PANEL)
     for ax, k in zip(axes, drafts, strict=True):
         _lines(ax, [pt for pt in points if pt.draft == k],
                lambda pts: x[(pts[0].profile, pts[0].acceptance, pts[0].draft)][
@@ -375,7 +368,7 @@ def plot_torch_ratio(points: Sequence[Point], stem: Any) -> list[Any]:
 def plot_rollback_share(groups: dict[str, Sequence[Point]], draft: int, stem: Any
                         ) -> list[Any]:
     """Rollback share of the strategy's time against acceptance, at one draft length."""
-    fig, axes = _panels(len(groups))
+    fig, axes = panels(len(groups), *PANEL)
     for ax, (title, points) in zip(axes, groups.items(), strict=True):
         _lines(ax, [pt for pt in points if pt.draft == draft],
                lambda pts: 100 * statistics.median(pt.rollback_share for pt in pts),
@@ -388,7 +381,7 @@ def plot_rollback_share(groups: dict[str, Sequence[Point]], draft: int, stem: An
 
 def plot_memory(memory: dict[str, dict[str, dict[int, float]]], stem: Any) -> list[Any]:
     """Extra memory per sequence against draft length, log scale (`none` holds 0)."""
-    fig, axes = _panels(len(memory))
+    fig, axes = panels(len(memory), *PANEL)
     for ax, (where, by) in zip(axes, memory.items(), strict=True):
         for s in CORRECT:
             ks = sorted(by[s])

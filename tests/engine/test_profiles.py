@@ -1,5 +1,6 @@
-"""Cost profiles stored as JSON: found by name after the built-ins, round trip exactly,
-and a malformed file is a clear ConfigError."""
+"""Cost profiles stored as JSON: found by name after the built-ins, round trip exactly
+(with the CPU terms, or without them as older files were written), a malformed file is a
+clear ConfigError; the CPU terms left at their defaults change no time."""
 
 import json
 from dataclasses import asdict, replace
@@ -13,6 +14,7 @@ from engine.sim.backend import SimBackend
 from engine.sim.costs import (
     PROFILE_DIR,
     PROFILES,
+    CostProfile,
     get_profile,
     load_profile_file,
     profile_names,
@@ -20,7 +22,9 @@ from engine.sim.costs import (
 )
 
 MEASURED = replace(PROFILES["tiny-cpu"], name="my-cpu-measured", launch_s=4.2e-3,
-                   hbm_bw=1.25e9, description="a measured profile")
+                   hbm_bw=1.25e9, description="a measured profile", token_s=1.5e-4,
+                   multi_token_s=2.5e-3, state_step_s=1.2e-4, recurrence_launch_s=1.9e-4)
+CPU_TERMS = ("token_s", "multi_token_s", "state_step_s", "recurrence_launch_s")
 
 
 def test_builtin_profiles_come_first() -> None:
@@ -33,6 +37,45 @@ def test_round_trip_through_get_profile(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["calibration"]["date"] == "2024-01-01"
     assert get_profile("my-cpu-measured", tmp_path) == MEASURED
     assert "my-cpu-measured" in profile_names(tmp_path)
+
+
+def test_a_profile_written_before_the_cpu_terms_loads_with_their_defaults(
+        tmp_path: Path) -> None:
+    data = {k: v for k, v in asdict(MEASURED).items() if k not in CPU_TERMS}
+    _write(tmp_path, "older", json.dumps({**data, "name": "older"}))
+    profile = get_profile("older", tmp_path)
+    assert profile == replace(MEASURED, name="older", token_s=0.0, multi_token_s=0.0,
+                              state_step_s=0.0, recurrence_launch_s=None)
+    # null is the default of the optional fixed cost, and round trips
+    path = save_profile(replace(MEASURED, recurrence_launch_s=None), tmp_path)
+    assert json.loads(path.read_text())["recurrence_launch_s"] is None
+    assert load_profile_file(path).recurrence_launch_s is None
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_cpu_terms_at_their_defaults_leave_the_gpu_view_exact(name: str) -> None:
+    """The built-in profiles set no CPU term; their times are the roofline's, bit for
+    bit (recorded sim sessions stay reproducible)."""
+    p = PROFILES[name]
+    assert all(getattr(p, t) == getattr(CostProfile, t) for t in CPU_TERMS)
+    for batch in (1, 2, 9, 512):
+        for ctx in (0, 1000, 100_000):
+            roofline = max(p.weight_bytes / p.hbm_bw, batch * p.flops_per_token / p.peak_flops)
+            kv = (ctx + batch) * p.kv_bytes_per_token / p.hbm_bw
+            assert p.forward_s(batch, ctx) == p.launch_s + roofline + kv
+        assert p.recurrence_s(batch) == p.launch_s + batch * 2 * p.state_bytes / p.hbm_bw
+        assert p.intermediate_write_s(batch) == batch * p.state_bytes / p.hbm_bw
+
+
+def test_cpu_terms_shape_the_times() -> None:
+    base = replace(MEASURED, token_s=0.0, multi_token_s=0.0, state_step_s=0.0,
+                   recurrence_launch_s=None)
+    assert MEASURED.forward_s(1, 0) - base.forward_s(1, 0) == pytest.approx(1.5e-4)
+    assert MEASURED.forward_s(2, 0) - base.forward_s(2, 0) == pytest.approx(2.5e-3 + 3e-4)
+    assert (MEASURED.recurrence_s(4) - base.recurrence_s(4)
+            == pytest.approx(1.9e-4 - base.launch_s + 4 * 1.2e-4))
+    assert (MEASURED.intermediate_write_s(4) - base.intermediate_write_s(4)
+            == pytest.approx(4 * 1.2e-4))
 
 
 def test_unknown_name_lists_builtin_and_json_profiles(tmp_path: Path) -> None:
@@ -52,6 +95,9 @@ def _write(folder: Path, name: str, text: str) -> Path:
     ({"hbm_bw": "fast"}, "hbm_bw = 'fast' must be a finite positive number"),
     ({"hbm_bw": 0}, "hbm_bw = 0 must be a finite positive number"),
     ({"launch_s": -1.0}, "launch_s = -1.0 must be a finite non-negative number"),
+    ({"token_s": -1e-4}, "token_s = -0.0001 must be a finite non-negative number"),
+    ({"multi_token_s": None}, "multi_token_s = None must be a finite non-negative"),
+    ({"recurrence_launch_s": "x"}, "recurrence_launch_s = 'x' must be a finite"),
     ({"copy_bw": True}, "copy_bw = True"),
     ({"flops": 1.0}, "unknown key"),
     ({"name": "other"}, "must match the file name"),
