@@ -90,7 +90,8 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
                          min_hits=config.ngram_min_hits)
     match name:
         case "synthetic":
-            return SyntheticDrafter(config.acceptance, config.seed, slot)
+            return SyntheticDrafter(config.acceptance, config.seed, slot,
+                                    greedy=config.temperature == 0)
         case "ngram-simple":
             return NgramSimple(params)
         case "ngram-map-k":

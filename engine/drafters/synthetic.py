@@ -3,7 +3,10 @@
 Each draft is the target's own token with probability `acceptance`, else a different
 ordinary token. The coin is keyed by (seed, slot, position) rather than drawn from a
 stream, so a re-execution, or a counterfactual with another rollback strategy, drafts the
-same tokens at the same positions.
+same tokens at the same positions. Under greedy verification nothing after the first
+wrong draft can be accepted, so the rest of that draft is filled from the coins without
+asking the oracle (half the oracle calls at 0.8 acceptance, draft 8); under sampled
+verification a wrong draft may still be accepted, so every draft asks.
 """
 
 from collections.abc import Sequence
@@ -26,8 +29,9 @@ class SyntheticDrafter(BaseDrafter):
 
     name = "synthetic"
 
-    def __init__(self, acceptance: float, seed: int, slot: int) -> None:
+    def __init__(self, acceptance: float, seed: int, slot: int, greedy: bool = True) -> None:
         self.acceptance = acceptance
+        self.greedy = greedy
         # keyed(key, position) == mix(mix(0x5EED ^ key) ^ position): the inner half is fixed
         self._coin_key = mix(0x5EED ^ keyed(seed, slot, 0xD4AF7))
 
@@ -38,9 +42,15 @@ class SyntheticDrafter(BaseDrafter):
         vocab = ordinary_tokens(backend.template)
         base = len(tokens)
         batch = [tokens[-1]]
+        missed = False
+        truth = 0
         for i in range(k):
-            truth = backend.peek(state, batch)[-1]
+            if not missed:
+                truth = backend.peek(state, batch)[-1]
             coin = mix(self._coin_key ^ (base + i))
-            tok = truth if unit(coin) < self.acceptance else (truth + 1 + coin % 97) % vocab
-            batch.append(tok)
+            if not missed and unit(coin) < self.acceptance:
+                batch.append(truth)
+                continue
+            batch.append((truth + 1 + coin % 97) % vocab)
+            missed = self.greedy
         return batch[1:]
