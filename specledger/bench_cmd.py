@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.markdown import Markdown
 
+from engine.errors import ConfigError
 from specledger import output
 from specledger.benchmarks import SUITES, BenchOptions, Goal, run_suite
 from specledger.benchmarks.common import goals_table
@@ -20,6 +21,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                         threads=args.threads, model=args.model, draft_model=args.draft_model,
                         seed=args.seed)
     names = args.suites or list(SUITES)
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:  # before any suite runs: a typo must not cost the suites before it
+        raise ConfigError(f"bench: unknown suite '{unknown[0]}' (known: {', '.join(SUITES)})")
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in names:
@@ -63,8 +67,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                             "sim calibration",
                        description="Run benchmark suites; their sessions go to --db "
                                    "(default: <out>/bench.db), their results under --out.")
-    p.add_argument("suites", nargs="*", choices=list(SUITES),
-                   metavar="SUITE", help=f"one or more of {', '.join(SUITES)} (default: all)")
+    # No argparse `choices`: with nargs="*" it rejects the empty default (Python 3.11).
+    p.add_argument("suites", nargs="*", metavar="SUITE",
+                   help=f"one or more of {', '.join(SUITES)} (default: all)")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes: checks that everything runs; not numbers to quote")
     p.add_argument("--out", default="bench/results", help="results folder (bench/results)")

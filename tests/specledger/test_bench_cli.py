@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import list_sessions, open_db
-from specledger.cli import main
+from specledger.cli import build_parser, main
 
 
 def test_bench_runs_a_suite_and_keeps_the_goals(tmp_path: Path,
@@ -28,12 +28,18 @@ def test_bench_runs_a_suite_and_keeps_the_goals(tmp_path: Path,
     assert all(name in goals_md for name in names)
 
 
-def test_bench_rejects_an_unknown_suite_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["bench", "nonsense"])
-    assert exc.value.code == 2
+def test_bench_rejects_an_unknown_suite_before_running_any(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "conversation", "nonsense", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "invalid choice: 'nonsense'" in err[0]
+    assert err == ["specledger: error: bench: unknown suite 'nonsense' (known: conversation, "
+                   "strategies, recorder, calibration)"]
+    assert not (tmp_path / "conversation").exists()
+
+
+def test_bench_without_suites_means_all() -> None:
+    args = build_parser().parse_args(["bench"])
+    assert args.suites == [] and args.db is None
 
 
 def test_bench_rejects_zero_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
