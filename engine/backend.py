@@ -99,3 +99,7 @@ class Backend(Protocol):
     def peek(self, state: SeqState, tokens: Sequence[int]) -> list[int]:
         """The target tokens after each of `tokens` from `state`, without changing it and
         without cost: the oracle behind the synthetic drafter."""
+
+    def continuation(self, state: SeqState, last: int, n: int) -> list[int]:
+        """The target's own next `n` tokens after `last` from `state` (greedy, as `peek`
+        would give them one at a time), without changing the state."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from engine.backend import Backend, SeqState
 from engine.drafters.base import BaseDrafter
-from engine.sim.hashing import keyed, mix, unit
+from engine.sim.hashing import keyed, unit
 from engine.template import ChatTemplate
 
 
@@ -32,8 +32,7 @@ class SyntheticDrafter(BaseDrafter):
     def __init__(self, acceptance: float, seed: int, slot: int, greedy: bool = True) -> None:
         self.acceptance = acceptance
         self.greedy = greedy
-        # keyed(key, position) == mix(mix(0x5EED ^ key) ^ position): the inner half is fixed
-        self._coin_key = mix(0x5EED ^ keyed(seed, slot, 0xD4AF7))
+        self._key = keyed(seed, slot, 0xD4AF7)
 
     def propose(
         self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
@@ -41,16 +40,17 @@ class SyntheticDrafter(BaseDrafter):
         """Up to `k` drafts after `tokens`."""
         vocab = ordinary_tokens(backend.template)
         base = len(tokens)
+        coins = [keyed(self._key, base + i) for i in range(k)]
+        if self.greedy:
+            hits = next((i for i, c in enumerate(coins) if unit(c) >= self.acceptance), k)
+            truths = backend.continuation(state, tokens[-1], min(hits + 1, k))
+            if hits == k:
+                return truths
+            # the first miss, and the rest of the draft filled from its coins
+            return truths[:hits] + [(truths[hits] + 1 + c % 97) % vocab for c in coins[hits:]]
         batch = [tokens[-1]]
-        missed = False
-        truth = 0
-        for i in range(k):
-            if not missed:
-                truth = backend.peek(state, batch)[-1]
-            coin = mix(self._coin_key ^ (base + i))
-            if not missed and unit(coin) < self.acceptance:
-                batch.append(truth)
-                continue
-            batch.append((truth + 1 + coin % 97) % vocab)
-            missed = self.greedy
+        for coin in coins:
+            truth = backend.peek(state, batch)[-1]
+            batch.append(truth if unit(coin) < self.acceptance
+                         else (truth + 1 + coin % 97) % vocab)
         return batch[1:]

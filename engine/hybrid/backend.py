@@ -262,6 +262,13 @@ class TorchBackend:
         return Audit(ok=error <= AUDIT_TOLERANCE, expected_digest=state_digest(twin),
                      error=error)
 
+    def continuation(self, state: HybridState, last: int, n: int) -> list[int]:
+        """The greedy continuation, one look-ahead forward per token."""
+        batch = [last]
+        for _ in range(n):
+            batch.append(self.peek(state, batch)[-1])
+        return batch[1:]
+
     def peek(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """Greedy targets after `tokens` without advancing the state."""
         logits, _ = self.model.verify_deferred(self._ids(tokens), state)

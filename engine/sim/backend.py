@@ -20,8 +20,8 @@ from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCA
 from engine.speculative import common_prefix
 from fsm.invariants import Audit
 
-UBATCH = 512
-_HEADER = [IM_START, ASSISTANT, NL]  # prefill chunk, as llama.cpp's default n_ubatch
+UBATCH = 512  # prefill chunk, as llama.cpp's default n_ubatch
+_HEADER_START = [IM_START, ASSISTANT]  # followed by NL: the assistant header
 
 
 @dataclass
@@ -157,7 +157,7 @@ class SimBackend:
         already walked most of the batch from this state: the walk is reused."""
         n = len(batch)
         self._t += self.costs.forward_s(n, state.position)
-        w = self._walk(state, batch)
+        w = self._walk(state, batch, n)
         targets = list(w.targets)
         pos0 = state.position
         if mode is VerifyMode.DEFERRED:
@@ -250,51 +250,66 @@ class SimBackend:
 
     def peek(self, state: SimState, tokens: Sequence[int]) -> list[int]:
         """Targets after each of `tokens` from `state`, free and without side effects."""
-        return list(self._walk(state, tokens).targets)
+        return list(self._walk(state, tokens, len(tokens)).targets)
 
-    def _walk(self, state: SimState, tokens: Sequence[int]) -> "_Walk":
-        """The chain walked from `state` over `tokens`, without touching the state.
+    def continuation(self, state: SimState, last: int, n: int) -> list[int]:
+        """The target's own next `n` tokens: each walked token is the previous target.
+        Token i is predicted as a peek of i + 1 tokens would (near-ties see that batch)."""
+        w = self._walk(state, [last], 1)
+        while len(w.targets) < n:
+            self._step(w, w.targets[-1], len(w.tokens) + 1)
+        return w.targets[:n]
 
-        A drafter peeks again with one token more each time, then verify runs the same
-        tokens: without near-ties the targets do not depend on the batch, so the walk
-        resumes where the last one from the same state stopped instead of starting over.
-        """
+    def _walk(self, state: SimState, tokens: Sequence[int], batch: int) -> "_Walk":
+        """A walk of the chain from `state` whose first steps are `tokens` (new steps are
+        predicted for a forward of `batch` tokens); the state is not touched. A drafter
+        asks for the continuation, then verify runs the same tokens: without near-ties
+        the targets do not depend on the batch, so the last walk from the same state is
+        reused as far as it agrees with `tokens`."""
         c = self._last_walk
-        n = len(c.tokens) if c is not None else 0
         # the digest and position identify the state (the kv tail follows from them)
-        if (c is None or self._tie_flip_rate > 0 or c.h0 != state.h
-                or c.pos0 != state.position or c.start0 != state.answer_start
-                or n > len(tokens) or list(tokens[:n]) != c.tokens):
+        if (c is not None and self._tie_flip_rate == 0 and c.h0 == state.h
+                and c.pos0 == state.position and c.start0 == state.answer_start):
+            c.truncate(common_prefix(c.tokens, tokens))
+        else:
             c = _Walk(state.h, state.position, state.answer_start, state.kv[-2:])
-            self._last_walk, n = c, 0
-        batch = len(tokens)
-        pos = state.position + n
-        h = c.hs[-1] if c.hs else c.h0
-        start = c.starts[-1] if c.starts else c.start0
-        for tok in tokens[n:]:
-            h = chain(h, tok)
-            tail = c.tail
-            tail.append(tok)
-            pos += 1
-            if tok == NL and tail[-3:] == _HEADER:
-                start = pos
-            c.tokens.append(tok)
-            c.targets.append(self._predict(h, pos, start, batch))
-            c.hs.append(h)
-            c.starts.append(start)
+            self._last_walk = c
+        for tok in tokens[len(c.tokens):]:
+            self._step(c, tok, batch)
         return c
+
+    def _step(self, w: "_Walk", tok: int, batch: int) -> None:
+        """Walk one more token; its target is predicted for a forward of `batch` tokens."""
+        h = chain(w.hs[-1] if w.hs else w.h0, tok)
+        pos = w.pos0 + len(w.tokens) + 1
+        start = w.starts[-1] if w.starts else w.start0
+        if tok == NL and w.last_two() == _HEADER_START:
+            start = pos
+        w.tokens.append(tok)
+        w.targets.append(self._predict(h, pos, start, batch))
+        w.hs.append(h)
+        w.starts.append(start)
 
 
 @dataclass
 class _Walk:
     """A walk of the chain from a state (`h0`, `pos0`, `start0`, its last two tokens in
-    `tail`) over `tokens`: the target, digest and answer start after each."""
+    `base_tail`) over `tokens`: the target, digest and answer start after each."""
 
     h0: int
     pos0: int
     start0: int | None
-    tail: list[int]
+    base_tail: list[int]
     tokens: list[int] = field(default_factory=list)
     targets: list[int] = field(default_factory=list)
     hs: list[int] = field(default_factory=list)
     starts: list[int | None] = field(default_factory=list)
+
+    def last_two(self) -> list[int]:
+        """The last two tokens before the next step (the header check needs them)."""
+        return (self.base_tail + self.tokens[-2:])[-2:]
+
+    def truncate(self, n: int) -> None:
+        """Forget the steps after the first `n`."""
+        for xs in (self.tokens, self.targets, self.hs, self.starts):
+            del xs[n:]
