@@ -7,29 +7,21 @@ shipped models). The overhead is measured twice: as paired wall times of the sam
 with `NullRecorder` and with `Recorder` (alternating, because a shared 2-core machine is
 noisy), and as the time spent inside the recorder's own calls, which needs no baseline
 run and is far less noisy. The goal uses the second.
+
+The throughput measurement is in `recorder_throughput`, the overhead on whole runs in
+`recorder_overhead`; this module sizes them, runs them and reports.
 """
 
 import platform
 import sqlite3
-import statistics
 import tempfile
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy
-from sqlalchemy import Engine
 
-from engine.backend import Backend
 from engine.config import RunConfig
-from engine.session import Session
-from eventlog import NullRecorder, Recorder, create_session, iter_events, open_db, project
-from eventlog.schema import SessionStatus
-from fsm.event import Event
-from fsm.states import RoundState, Trigger
-from specledger.api import code_version
 from specledger.benchmarks.common import (
     BenchOptions,
     Goal,
@@ -38,8 +30,9 @@ from specledger.benchmarks.common import (
     new_figure,
     save_figure,
 )
+from specledger.benchmarks.recorder_overhead import overhead, torch_backends
+from specledger.benchmarks.recorder_throughput import throughput
 
-UNIT = 6  # events per synthetic round
 GOAL_FRACTION = 0.05  # recording may cost at most 5% of the real engine's run time
 COMMAND = "specledger bench recorder"
 
@@ -70,244 +63,6 @@ QUICK = Sizes(
     torch_answer_tokens=16,
     repeat=2,
 )
-
-
-# --- throughput on synthetic rounds --------------------------------------------------
-
-
-def synthetic_events(n: int) -> list[Event]:
-    """`n` events (whole rounds) shaped like a k=4 speculative round with payloads as the
-    engine writes them: draft tokens, counts, appended tokens, positions and digests."""
-    s, t = RoundState, Trigger
-    out: list[Event] = []
-    position = 0
-    for rnd in range(n // UNIT):
-        drafts = [(rnd * 31 + i) % 151_936 for i in range(4)]
-        accepted = rnd % 4  # always a partial accept: the costly path
-        committed = [*drafts[:accepted], (rnd * 7) % 151_936]
-        position += len(committed)
-        steps = (
-            (t.BEGIN, s.IDLE, s.CHECKPOINT, {"strategy": "checkpoint", "bytes": 2_097_152}),
-            (t.DRAFT, s.CHECKPOINT, s.SPECULATE, {"drafts": drafts, "drafter": "ngram-mod"}),
-            (t.VERIFY, s.SPECULATE, s.VERIFY, {"drafts": drafts, "drafted": 4}),
-            (t.REJECT, s.VERIFY, s.REJECT, {"accepted": accepted}),
-            (t.RESTORE, s.REJECT, s.RESTORE, {"position": position - 1, "bytes": 2_097_152}),
-            (t.COMMIT, s.RESTORE, s.COMMIT,
-             {"append": committed, "position": position - 1, "digest": f"{rnd:016x}"}),
-        )
-        slot, turn = rnd % 4, rnd // 64
-        for i, (trigger, source, dest, payload) in enumerate(steps):
-            seq = rnd * UNIT + i
-            out.append(
-                Event(seq, slot, turn, rnd, trigger, source, dest, seq * 1e-4, 1e-4, payload)
-            )
-    return out
-
-
-def _feed(sink: Recorder | NullRecorder, events: list[Event]) -> float:
-    """Seconds to append `events` round by round and close: what the engine's loop pays."""
-    start = time.perf_counter()
-    for i, event in enumerate(events):
-        sink.append(event)
-        if i % UNIT == UNIT - 1:
-            sink.end_unit()
-    sink.close()
-    return time.perf_counter() - start
-
-
-def _db_bytes(path: Path) -> int:
-    """The SQLite file with its WAL and shared-memory files."""
-    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-
-
-def _bench_session(engine: Engine, config: dict[str, Any], backend: str) -> int:
-    return create_session(engine, config=config, backend=backend, seeds={},
-                          code_version=code_version())
-
-
-def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
-    """Write rates, read-back and projection speed and bytes per event for `n_events`
-    synthetic events."""
-    events = synthetic_events(n_events)
-    n = len(events)
-    null_s = _feed(NullRecorder(), events)
-
-    path = workdir / "group.db"
-    engine = open_db(str(path), True)
-    sid = _bench_session(engine, {"synthetic_events": n}, "synthetic")
-    group_s = _feed(Recorder(engine, sid), events)
-    engine.dispose()  # the last connection checkpoints the WAL into the main file
-    size = _db_bytes(path)
-
-    reader = open_db(str(path), False)
-    start = time.perf_counter()
-    stored = list(iter_events(reader, sid))
-    read_s = time.perf_counter() - start
-    start = time.perf_counter()
-    project(stored)
-    fold_s = time.perf_counter() - start
-    reader.dispose()
-
-    # A commit per round is ~10x slower; a tenth of the events shows the rate.
-    few = events[: max(UNIT, n // 10 // UNIT * UNIT)]
-    engine = open_db(str(workdir / "per_unit.db"), True)
-    sid = _bench_session(engine, {"synthetic_events": len(few)}, "synthetic")
-    unit_s = _feed(Recorder(engine, sid, flush_events=1), few)
-    engine.dispose()
-
-    return {
-        "events": n,
-        "unit": UNIT,
-        "group_commit": {
-            "events_per_s": n / group_s,
-            "overhead_us_per_event": (group_s - null_s) / n * 1e6,
-        },
-        "commit_per_unit": {
-            "events": len(few),
-            "rows_per_s": len(few) / unit_s,
-            "transactions_per_s": len(few) / UNIT / unit_s,
-        },
-        "null_recorder_events_per_s": n / null_s,
-        "read_events_per_s": n / read_s,
-        "projection_events_per_s": n / fold_s,
-        "db_bytes_per_event": size / n,
-    }
-
-
-# --- overhead on whole runs -----------------------------------------------------------
-
-
-class TimedRecorder(Recorder):
-    """A `Recorder` that adds up the seconds spent inside its own calls (`spent`): the
-    recording cost of a run measured directly, without a baseline run to subtract."""
-
-    def __init__(self, engine: Engine, session_id: int) -> None:
-        start = time.perf_counter()
-        super().__init__(engine, session_id)
-        self.spent = time.perf_counter() - start
-
-    def append(self, event: Event) -> None:
-        """Buffer one event (timed)."""
-        start = time.perf_counter()
-        super().append(event)
-        self.spent += time.perf_counter() - start
-
-    def end_unit(self) -> None:
-        """Close a unit, writing when a threshold is reached (timed)."""
-        start = time.perf_counter()
-        super().end_unit()
-        self.spent += time.perf_counter() - start
-
-    def flush(self) -> None:
-        """Write every complete unit (timed)."""
-        start = time.perf_counter()
-        super().flush()
-        self.spent += time.perf_counter() - start
-
-    def close(self, status: SessionStatus = SessionStatus.FINISHED) -> None:
-        """Write the rest and set the final status (timed)."""
-        start = time.perf_counter()
-        super().close(status)
-        self.spent += time.perf_counter() - start
-
-
-@dataclass(frozen=True)
-class RecordedRun:
-    """One run with recording on: wall seconds (session creation to close), seconds inside
-    the recorder, events written, and the session's id in its database."""
-
-    seconds: float
-    recorder_s: float
-    events: int
-    session_id: int
-
-    @property
-    def direct_overhead(self) -> float:
-        """Recorder time over the rest of the run: the estimated on/off - 1."""
-        return self.recorder_s / (self.seconds - self.recorder_s)
-
-
-BackendFactory = Callable[[], Backend | None]
-
-
-def _run_off(config: RunConfig, make_backend: BackendFactory) -> float:
-    backend = make_backend()
-    start = time.perf_counter()
-    Session(config, NullRecorder(), backend=backend).run()
-    return time.perf_counter() - start
-
-
-def record_run(config: RunConfig, make_backend: BackendFactory, db: str,
-               model_digest: str | None) -> RecordedRun:
-    """Run `config` once into a new session of `db`, timing it and the recorder."""
-    backend = make_backend()
-    engine = open_db(db, create=True)  # schema creation is once per database: not timed
-    try:
-        start = time.perf_counter()
-        sid = create_session(engine, config=config.to_dict(), backend=config.backend.value,
-                             seeds={"seed": config.seed}, code_version=code_version(),
-                             model_digest=model_digest)
-        setup_s = time.perf_counter() - start
-        with TimedRecorder(engine, sid) as rec:
-            Session(config, rec, backend=backend).run()
-        seconds = time.perf_counter() - start
-    finally:
-        engine.dispose()
-    return RecordedRun(seconds, setup_s + rec.spent, rec.written, sid)
-
-
-def _spread(values: Sequence[float]) -> dict[str, Any]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "all": list(values)}
-
-
-def overhead(config: RunConfig, make_backend: BackendFactory, repeat: int, workdir: Path,
-             opts: BenchOptions, model_digest: str | None = None) -> dict[str, Any]:
-    """`repeat` off/on pairs (the order alternating within pairs, each on-run into a fresh
-    SQLite file), then one recorded run into the benchmark's log."""
-    label = config.backend.value
-    off: list[float] = []
-    on: list[RecordedRun] = []
-    for i in range(repeat):
-        opts.log(f"recorder: {label} overhead, pair {i + 1}/{repeat}")
-        for record in (False, True) if i % 2 == 0 else (True, False):
-            if record:
-                db = str(workdir / f"{label}-{i}.db")
-                on.append(record_run(config, make_backend, db, model_digest))
-            else:
-                off.append(_run_off(config, make_backend))
-    logged = record_run(config, make_backend, opts.db, model_digest)
-    pairs = [r.seconds / o - 1.0 for r, o in zip(on, off, strict=True)]
-    return {
-        "config": config.to_dict(),
-        "events": on[-1].events,
-        "repeat": repeat,
-        "seconds_off": _spread(off),
-        "seconds_on": _spread([r.seconds for r in on]),
-        "paired_overhead": _spread(pairs),
-        "recorder_s": _spread([r.recorder_s for r in on]),
-        "recorder_fraction_of_run": statistics.median(r.recorder_s / r.seconds for r in on),
-        "direct_overhead": _spread([r.direct_overhead for r in on]),
-        "recorder_us_per_event": statistics.median(r.recorder_s / r.events * 1e6 for r in on),
-        "bench_session": {"id": logged.session_id, "events": logged.events,
-                          "seconds": logged.seconds, "recorder_s": logged.recorder_s},
-    }
-
-
-def torch_backends(config: RunConfig) -> tuple[BackendFactory, str, RunConfig]:
-    """A factory of fresh torch backends sharing one loaded checkpoint, the model digest,
-    and `config` with the kernels that resolved. A probe backend asks for the questions
-    first: the held-out functions they come from are parsed once per process (seconds),
-    which is not what is measured."""
-    from engine.hybrid.backend import TorchBackend
-    from engine.hybrid.loader import load_checkpoint
-
-    checkpoint = load_checkpoint(config.model)
-    probe = TorchBackend(config, checkpoint)
-    probe.question(0, 1, first=True)
-    # Record what ran, not what was asked for ("auto"), as `run_session` does.
-    resolved = config.replace(kernels=probe.kernels.value)
-    return lambda: TorchBackend(resolved, checkpoint), probe.model_digest, resolved
 
 
 def torch_overhead(sizes: Sizes, workdir: Path, opts: BenchOptions) -> dict[str, Any]:

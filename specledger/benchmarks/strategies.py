@@ -21,6 +21,9 @@ The sim runs the large profiles (Qwen3.5-27B and Qwen3-Next-80B on an H200) on i
 simulated clock; the real engine runs the shipped model on this CPU, whose absolute times
 say little about a GPU, so torch is reported as ratios to `checkpoint`. The greedy answer
 is the same under every correct strategy (lossless), so they commit the same tokens.
+
+A run read back into a grid point is in `strategies_points`, the plots in
+`strategies_plots`; this module runs the grids and reports.
 """
 
 import statistics
@@ -32,38 +35,24 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from engine.config import BackendKind, RunConfig, Strategy
+from engine.config import RunConfig
 from engine.sim.costs import get_profile
 from eventlog import open_db
-from eventlog.reader import scan_events
-from fsm.states import Trigger
-from specledger.api import run_session
-from specledger.benchmarks.common import (
-    BenchOptions,
-    Goal,
-    SuiteResult,
-    md_table,
-    panels,
-    save_figure,
+from specledger.benchmarks.common import BenchOptions, Goal, SuiteResult, md_table
+from specledger.benchmarks.strategies_plots import (
+    plot_cost,
+    plot_memory,
+    plot_rollback_share,
+    plot_torch_ratio,
 )
+from specledger.benchmarks.strategies_points import STRATEGIES, Point, lossless, measure, speedups
 
 SUITE = "strategies"
-STRATEGIES = tuple(s.value for s in Strategy)
-CORRECT = ("checkpoint", "per_token", "input_replay")  # `none` keeps rejected tokens
 SIM_PROFILES = {"27b": "qwen3.5-27b-h200", "80b": "qwen3-next-80b-h200"}
 MEMORY_DRAFTS = (2, 4, 8, 16)
 GOAL_POINT = (0.5, 8)
 GOAL_SPEEDUP = 1.3
 COMMAND = "specledger bench strategies"
-PHASES = {
-    Trigger.BEGIN: "checkpoint", Trigger.DRAFT: "draft", Trigger.VERIFY: "verify",
-    Trigger.RETRY: "verify", Trigger.DECODE: "verify", Trigger.RESTORE: "rollback",
-    Trigger.REPLAY: "rollback", Trigger.COMMIT: "commit",
-}
-COST_PHASES = ("checkpoint", "verify", "rollback", "commit")
-COLORS = {"checkpoint": "tab:red", "per_token": "tab:blue", "input_replay": "tab:green",
-          "none": "tab:gray"}
-PANEL = (3.4, 3.2)  # inches per plot panel
 
 
 @dataclass(frozen=True)
@@ -94,76 +83,6 @@ def torch_grid(quick: bool) -> Grid:
     if quick:
         return Grid((GOAL_POINT[0],), (GOAL_POINT[1],), tokens=16)
     return Grid((0.2, 0.5, 0.9), (2, 8, 16), tokens=160, repeats=5)
-
-
-@dataclass
-class Point:
-    """One recorded run: where it sits in the grid and what its events say. `profile` is
-    the sim's cost profile, or the torch model's folder."""
-
-    backend: str
-    profile: str
-    strategy: str
-    acceptance: float
-    draft: int
-    repeat: int
-    session: int
-    generated: int
-    rounds: int
-    drafted: int
-    accepted: int
-    violations: int
-    phase_s: dict[str, float]
-    rollback_s: float
-    extra_bytes: float
-    answer: list[int]
-
-    @property
-    def strategy_s(self) -> float:
-        """The strategy's time: every phase but drafting."""
-        return sum(self.phase_s.get(p, 0.0) for p in COST_PHASES)
-
-    @property
-    def ms_per_token(self) -> float:
-        """Strategy time per committed token, in milliseconds."""
-        return 1e3 * self.strategy_s / max(self.generated, 1)
-
-    @property
-    def rollback_share(self) -> float:
-        """Rollback phase over the strategy's time."""
-        return self.phase_s.get("rollback", 0.0) / self.strategy_s if self.strategy_s else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able mapping with the derived numbers (the answer tokens left out)."""
-        out = asdict(self)
-        del out["answer"]
-        out |= {"strategy_s": self.strategy_s, "ms_per_token": self.ms_per_token,
-                "rollback_share": self.rollback_share}
-        return out
-
-
-def measure(config: RunConfig, db: str, log: Engine, extra_bytes: float,
-            repeat: int = 0) -> Point:
-    """Run and record `config`, then fold its events into a `Point`."""
-    result = run_session(config, db)
-    phases: dict[str, float] = defaultdict(float)
-    answer: list[int] = []
-    for e in scan_events(log, result.session_id):
-        if e.round > 0 and e.trigger in PHASES:
-            phases[PHASES[e.trigger]] += e.duration
-        if e.trigger in (Trigger.PREFILL, Trigger.COMMIT):
-            answer += e.payload.get("append", [])
-    turns = result.turns
-    return Point(
-        backend=config.backend.value,
-        profile=config.profile if config.backend is BackendKind.SIM else config.model,
-        strategy=config.strategy.value, acceptance=config.acceptance,
-        draft=config.draft_max, repeat=repeat, session=result.session_id,
-        generated=sum(t.generated_tokens for t in turns), rounds=sum(t.rounds for t in turns),
-        drafted=sum(t.drafted for t in turns), accepted=sum(t.accepted for t in turns),
-        violations=sum(t.violations for t in turns), phase_s=dict(phases),
-        rollback_s=sum(t.rollback_s for t in turns), extra_bytes=extra_bytes, answer=answer,
-    )
 
 
 def run_sim(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
@@ -243,34 +162,6 @@ def run_torch(opts: BenchOptions, grid: Grid, log: Engine
     return points, memory
 
 
-def speedups(points: Sequence[Point]) -> dict[tuple[str, float, int], dict[str, float]]:
-    """checkpoint's time per token over each strategy's, per (profile, acceptance, draft),
-    from each strategy's fastest repeat: load from other jobs on a shared CPU only ever
-    adds time, so the minimum is the steadiest estimate (as `timeit` advises)."""
-    times: dict[tuple[str, float, int], dict[str, list[float]]] = defaultdict(
-        lambda: defaultdict(list))
-    for pt in points:
-        times[(pt.profile, pt.acceptance, pt.draft)][pt.strategy].append(pt.ms_per_token)
-    out: dict[tuple[str, float, int], dict[str, float]] = {}
-    for key, by_strategy in times.items():
-        best = {s: min(v) for s, v in by_strategy.items()}
-        out[key] = {s: best["checkpoint"] / m if m else 0.0 for s, m in best.items()}
-    return out
-
-
-def lossless(points: Sequence[Point]) -> dict[str, bool]:
-    """Whether the correct strategies committed the same answer at every grid point and
-    repeat, per profile (or model)."""
-    answers: dict[tuple[str, float, int, int], set[tuple[int, ...]]] = defaultdict(set)
-    for pt in points:
-        if pt.strategy in CORRECT:
-            answers[(pt.profile, pt.acceptance, pt.draft, pt.repeat)].add(tuple(pt.answer))
-    out: dict[str, bool] = {}
-    for (profile, *_), seen in answers.items():
-        out[profile] = out.get(profile, True) and len(seen) == 1
-    return out
-
-
 def goal(torch_x: dict[str, float], sim_x: dict[str, dict[str, float]], repeats: int,
          quick: bool) -> Goal:
     """The suite's goal: both cheap strategies 1.3x faster than checkpoint at (0.5, 8)."""
@@ -324,81 +215,6 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _lines(ax: Any, points: Sequence[Point], value: Any, strategies: Sequence[str]) -> None:
-    """One line per strategy of `value(points at that acceptance)` against acceptance."""
-    by: dict[str, dict[float, list[Point]]] = defaultdict(lambda: defaultdict(list))
-    for pt in points:
-        by[pt.strategy][pt.acceptance].append(pt)
-    for s in strategies:
-        xs = sorted(by[s])
-        ax.plot(xs, [value(by[s][a]) for a in xs], marker="o", ms=3, label=s,
-                color=COLORS[s])
-    ax.set_xlabel("per-token acceptance")
-    ax.grid(alpha=0.3)
-
-
-def plot_cost(points: Sequence[Point], title: str, stem: Any) -> list[Any]:
-    """Time per committed token against acceptance, a panel per draft length."""
-    drafts = sorted({pt.draft for pt in points})
-    fig, axes = panels(len(drafts), *PANEL)
-    for ax, k in zip(axes, drafts, strict=True):
-        _lines(ax, [pt for pt in points if pt.draft == k],
-               lambda pts: min(pt.ms_per_token for pt in pts), STRATEGIES)
-        ax.set_title(f"{title}, draft {k}", fontsize=9)
-        ax.set_ylabel("ms per committed token")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, stem)
-
-
-def plot_torch_ratio(points: Sequence[Point], stem: Any) -> list[Any]:
-    """Speedup over checkpoint on the real engine, a panel per draft length."""
-    x = speedups(points)
-    drafts = sorted({pt.draft for pt in points})
-    fig, axes = panels(len(drafts), *PANEL)
-    for ax, k in zip(axes, drafts, strict=True):
-        _lines(ax, [pt for pt in points if pt.draft == k],
-               lambda pts: x[(pts[0].profile, pts[0].acceptance, pts[0].draft)][
-                   pts[0].strategy], STRATEGIES)
-        ax.axhline(GOAL_SPEEDUP, ls="--", lw=0.8, color="black")
-        ax.set_title(f"torch CPU, draft {k}", fontsize=9)
-        ax.set_ylabel("speedup over checkpoint (time/token)")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, stem)
-
-
-def plot_rollback_share(groups: dict[str, Sequence[Point]], draft: int, stem: Any
-                        ) -> list[Any]:
-    """Rollback share of the strategy's time against acceptance, at one draft length."""
-    fig, axes = panels(len(groups), *PANEL)
-    for ax, (title, points) in zip(axes, groups.items(), strict=True):
-        _lines(ax, [pt for pt in points if pt.draft == draft],
-               lambda pts: 100 * statistics.median(pt.rollback_share for pt in pts),
-               CORRECT)
-        ax.set_title(f"{title}, draft {draft}", fontsize=9)
-        ax.set_ylabel("rollback share of time per token (%)")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, stem)
-
-
-def plot_memory(memory: dict[str, dict[str, dict[int, float]]], stem: Any) -> list[Any]:
-    """Extra memory per sequence against draft length, log scale (`none` holds 0)."""
-    fig, axes = panels(len(memory), *PANEL)
-    for ax, (where, by) in zip(axes, memory.items(), strict=True):
-        for s in CORRECT:
-            ks = sorted(by[s])
-            ax.plot(ks, [by[s][k] for k in ks], marker="o", ms=3, label=s, color=COLORS[s])
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        top = max(by["per_token"].values())
-        ax.set_ylim(top=20 * top)  # headroom for the legend above the lines
-        ax.set_title(where, fontsize=9)
-        ax.set_xlabel("draft length")
-        ax.set_ylabel("extra bytes per sequence")
-        ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=7, title="none: 0 B", title_fontsize=7, loc="upper left")
-    return save_figure(fig, stem)
-
-
 def run(opts: BenchOptions) -> SuiteResult:
     """Run the sim and torch grids, write the plots, report the goal."""
     folder = opts.suite_dir(SUITE)
@@ -426,7 +242,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     k = _table_draft(sgrid, tgrid)
     files = [*plot_cost(sim_by["27b"], "sim 27B H200", folder / "sim_cost_27b"),
              *plot_cost(sim_by["80b"], "sim 80B H200", folder / "sim_cost_80b"),
-             *plot_torch_ratio(real, folder / "torch_speedup"),
+             *plot_torch_ratio(real, GOAL_SPEEDUP, folder / "torch_speedup"),
              *plot_rollback_share({"sim 27B": sim_by["27b"], "torch CPU": real}, k,
                                   folder / "rollback_share"),
              *plot_memory(memory, folder / "memory")]

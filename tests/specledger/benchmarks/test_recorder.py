@@ -1,27 +1,11 @@
-"""The recorder suite: throughput numbers from synthetic rounds, and a quick run whose
-recorded sessions are in the benchmark's log with every event."""
+"""The recorder suite: a quick run whose recorded sessions are in the benchmark's log with
+every event."""
 
 import json
 from pathlib import Path
 
 from eventlog import SessionStatus, count_events, get_session, open_db
 from specledger.benchmarks import BenchOptions, run_suite
-from specledger.benchmarks.recorder import UNIT, synthetic_events, throughput
-
-
-def test_synthetic_events_are_whole_rounds() -> None:
-    events = synthetic_events(100)
-    assert len(events) == 96 and len(events) % UNIT == 0
-    assert [e.seq for e in events] == list(range(96))
-
-
-def test_throughput_measures_rates_and_size(tmp_path: Path) -> None:
-    r = throughput(600, tmp_path)
-    assert r["events"] == 600
-    assert r["group_commit"]["events_per_s"] > 0
-    assert r["commit_per_unit"]["rows_per_s"] > 0
-    assert r["projection_events_per_s"] > 0
-    assert r["db_bytes_per_event"] > 0
 
 
 def test_quick_suite_records_its_runs_into_the_bench_log(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from eventlog import list_sessions, open_db
 from specledger.benchmarks import BenchOptions, SuiteResult, run_suite
-from specledger.benchmarks.strategies import CORRECT, SIM_PROFILES
+from specledger.benchmarks.strategies import SIM_PROFILES
+from specledger.benchmarks.strategies_points import CORRECT
 
 
 @pytest.fixture(scope="module")

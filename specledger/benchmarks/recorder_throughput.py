@@ -1,0 +1,114 @@
+"""The recorder suite's throughput: synthetic speculative rounds written to SQLite (group
+commit and a commit per round), read back and projected, and the bytes each event takes."""
+
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from eventlog import NullRecorder, Recorder, create_session, iter_events, open_db, project
+from fsm.event import Event
+from fsm.states import RoundState, Trigger
+from specledger.api import code_version
+
+UNIT = 6  # events per synthetic round
+
+
+def synthetic_events(n: int) -> list[Event]:
+    """`n` events (whole rounds) shaped like a k=4 speculative round with payloads as the
+    engine writes them: draft tokens, counts, appended tokens, positions and digests."""
+    s, t = RoundState, Trigger
+    out: list[Event] = []
+    position = 0
+    for rnd in range(n // UNIT):
+        drafts = [(rnd * 31 + i) % 151_936 for i in range(4)]
+        accepted = rnd % 4  # always a partial accept: the costly path
+        committed = [*drafts[:accepted], (rnd * 7) % 151_936]
+        position += len(committed)
+        steps = (
+            (t.BEGIN, s.IDLE, s.CHECKPOINT, {"strategy": "checkpoint", "bytes": 2_097_152}),
+            (t.DRAFT, s.CHECKPOINT, s.SPECULATE, {"drafts": drafts, "drafter": "ngram-mod"}),
+            (t.VERIFY, s.SPECULATE, s.VERIFY, {"drafts": drafts, "drafted": 4}),
+            (t.REJECT, s.VERIFY, s.REJECT, {"accepted": accepted}),
+            (t.RESTORE, s.REJECT, s.RESTORE, {"position": position - 1, "bytes": 2_097_152}),
+            (t.COMMIT, s.RESTORE, s.COMMIT,
+             {"append": committed, "position": position - 1, "digest": f"{rnd:016x}"}),
+        )
+        slot, turn = rnd % 4, rnd // 64
+        for i, (trigger, source, dest, payload) in enumerate(steps):
+            seq = rnd * UNIT + i
+            out.append(
+                Event(seq, slot, turn, rnd, trigger, source, dest, seq * 1e-4, 1e-4, payload)
+            )
+    return out
+
+
+def _feed(sink: Recorder | NullRecorder, events: list[Event]) -> float:
+    """Seconds to append `events` round by round and close: what the engine's loop pays."""
+    start = time.perf_counter()
+    for i, event in enumerate(events):
+        sink.append(event)
+        if i % UNIT == UNIT - 1:
+            sink.end_unit()
+    sink.close()
+    return time.perf_counter() - start
+
+
+def _db_bytes(path: Path) -> int:
+    """The SQLite file with its WAL and shared-memory files."""
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def _bench_session(engine: Engine, config: dict[str, Any], backend: str) -> int:
+    return create_session(engine, config=config, backend=backend, seeds={},
+                          code_version=code_version())
+
+
+def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
+    """Write rates, read-back and projection speed and bytes per event for `n_events`
+    synthetic events."""
+    events = synthetic_events(n_events)
+    n = len(events)
+    null_s = _feed(NullRecorder(), events)
+
+    path = workdir / "group.db"
+    engine = open_db(str(path), True)
+    sid = _bench_session(engine, {"synthetic_events": n}, "synthetic")
+    group_s = _feed(Recorder(engine, sid), events)
+    engine.dispose()  # the last connection checkpoints the WAL into the main file
+    size = _db_bytes(path)
+
+    reader = open_db(str(path), False)
+    start = time.perf_counter()
+    stored = list(iter_events(reader, sid))
+    read_s = time.perf_counter() - start
+    start = time.perf_counter()
+    project(stored)
+    fold_s = time.perf_counter() - start
+    reader.dispose()
+
+    # A commit per round is ~10x slower; a tenth of the events shows the rate.
+    few = events[: max(UNIT, n // 10 // UNIT * UNIT)]
+    engine = open_db(str(workdir / "per_unit.db"), True)
+    sid = _bench_session(engine, {"synthetic_events": len(few)}, "synthetic")
+    unit_s = _feed(Recorder(engine, sid, flush_events=1), few)
+    engine.dispose()
+
+    return {
+        "events": n,
+        "unit": UNIT,
+        "group_commit": {
+            "events_per_s": n / group_s,
+            "overhead_us_per_event": (group_s - null_s) / n * 1e6,
+        },
+        "commit_per_unit": {
+            "events": len(few),
+            "rows_per_s": len(few) / unit_s,
+            "transactions_per_s": len(few) / UNIT / unit_s,
+        },
+        "null_recorder_events_per_s": n / null_s,
+        "read_events_per_s": n / read_s,
+        "projection_events_per_s": n / fold_s,
+        "db_bytes_per_event": size / n,
+    }
