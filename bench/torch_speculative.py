@@ -1,18 +1,20 @@
-"""The real engine side by side: plain decode and every drafter x strategy on code
-conversations, time per committed token split into draft / verify / rollback / commit,
-acceptance per drafter, a lossless check over many prompts, and our plain decode against
-transformers' `generate` on the same weights.
+"""The real engine's correctness and its plain decode speed: a lossless sweep (greedy
+speculative output compared token for token with plain greedy output, on the first, long,
+question of many held-out conversations, every drafter once and every rollback strategy
+once) and our plain decode against transformers' `generate` on the same weights.
 
     .venv/bin/python bench/torch_speculative.py [--prompts 50] [--tokens 256] [--quick]
 
-Writes bench/results/torch_speculative.json and .md.
+Writes bench/results/torch_speculative.json and .md. The per-drafter speed table (acceptance,
+tok/s, speedup over plain, draft share) is `specledger bench drafters`
+(`bench/drafters.py`); the rollback strategies side by side are `specledger bench
+strategies`.
 """
 
 import argparse
 import json
 import platform
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -21,43 +23,33 @@ import torch
 from engine.config import RunConfig
 from engine.hybrid.backend import TorchBackend
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
-from engine.session import MemoryJournal, Session
-from fsm.states import Trigger
+from specledger.benchmarks.drafters import DRAFTERS, torch_config
+from specledger.benchmarks.drafters_runs import run_unrecorded
 
 RESULTS = Path(__file__).parent / "results"
-DRAFTERS = ["ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp", "mtp,ngram-mod"]
-STRATEGIES = ["checkpoint", "per_token", "input_replay"]
-PHASES = {
-    Trigger.DRAFT: "draft", Trigger.VERIFY: "verify", Trigger.RETRY: "verify",
-    Trigger.DECODE: "verify", Trigger.RESTORE: "rollback", Trigger.REPLAY: "rollback",
-    Trigger.COMMIT: "commit", Trigger.BEGIN: "checkpoint",
-}
+STRATEGIES = ("checkpoint", "per_token", "input_replay")
+# every drafter once, every strategy once (the full cross product runs in the tests)
+COMBOS = [(d, "checkpoint") for d in DRAFTERS] + [("mtp", s) for s in STRATEGIES[1:]]
 
 
-def run(base: RunConfig, ckpt: LoadedCheckpoint, **changes: Any) -> dict[str, Any]:
-    """One session; its answers, decode speed, phase split and acceptance."""
-    config = base.replace(**changes)
-    journal = MemoryJournal()
-    turns = Session(config, journal, backend=TorchBackend(config, ckpt)).run()
-    generated = sum(t.generated_tokens for t in turns)
-    decode_s = sum(t.decode_s for t in turns)
-    split: dict[str, float] = defaultdict(float)
-    for e in journal.events:
-        if e.round > 0 and e.trigger in PHASES:
-            split[PHASES[e.trigger]] += e.duration
-    answers = [tok for e in journal.events if e.trigger in (Trigger.COMMIT, Trigger.PREFILL)
-               for tok in e.payload.get("append", [])]
-    drafted = sum(t.drafted for t in turns)
-    return {
-        "answers": answers, "generated": generated, "decode_s": decode_s,
-        "tok_s": generated / decode_s if decode_s else 0.0,
-        "ms_per_token": {k: 1e3 * v / max(generated, 1) for k, v in split.items()},
-        "acceptance": sum(t.accepted for t in turns) / drafted if drafted else 0.0,
-        "drafted": drafted,
-    }
+def lossless(base: RunConfig, ckpt: LoadedCheckpoint, prompts: int) -> dict[str, Any]:
+    """Every combination's answer against plain decode's, one-turn prompts of seeds
+    0..prompts-1."""
+    checked: dict[str, Any] = {"prompts": prompts, "tokens_compared": 0, "mismatches": [],
+                               "combinations": [f"{d}/{s}" for d, s in COMBOS]}
+    for seed in range(prompts):
+        ref = run_unrecorded(base.replace(seed=seed), ckpt)
+        checked["tokens_compared"] += len(ref.answer)
+        for drafter, strategy in COMBOS:
+            got = run_unrecorded(base.replace(seed=seed, drafter=drafter, strategy=strategy),
+                                 ckpt)
+            if got.answer != ref.answer:
+                checked["mismatches"].append({"seed": seed, "drafter": drafter,
+                                              "strategy": strategy})
+    return checked
 
 
-def vs_transformers(model_dir: str, prompt: list[int], tokens: int) -> dict[str, float]:
+def vs_transformers(model_dir: str, prompt: list[int], tokens: int) -> dict[str, Any]:
     """Greedy decode of `tokens` tokens: ours (state + recurrent steps) vs HF generate."""
     from transformers import Qwen3_5ForCausalLM
 
@@ -84,60 +76,29 @@ def vs_transformers(model_dir: str, prompt: list[int], tokens: int) -> dict[str,
 
 
 def main() -> None:
-    """Run everything and write the results."""
-    p = argparse.ArgumentParser(description=__doc__)
+    """Run the sweep and the comparison, write the results."""
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="models/target")
     p.add_argument("--draft-model", default="models/draft")
     p.add_argument("--prompts", type=int, default=50)
     p.add_argument("--tokens", type=int, default=256)
-    p.add_argument("--quick", action="store_true", help="few prompts, for a smoke run")
+    p.add_argument("--quick", action="store_true",
+                   help="2 prompts of at most 32 tokens: a smoke run")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--out", type=Path, default=RESULTS / "torch_speculative")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    n_prompts = 4 if args.quick else args.prompts
-    base = RunConfig(backend="torch", model=args.model, draft_model=args.draft_model,
-                     turns=2, answer_tokens=10**6, max_answer_tokens=args.tokens,
-                     draft_max=8, audit=False, drafter="none")
+    prompts, tokens = (2, min(args.tokens, 32)) if args.quick else (args.prompts, args.tokens)
+    base = torch_config(args.model, args.draft_model, turns=1, tokens=tokens)
     ckpt = load_checkpoint(args.model)
     results: dict[str, Any] = {"env": {"python": platform.python_version(),
                                        "torch": torch.__version__,
                                        "threads": args.threads},
-                               "config": base.to_dict()}
-
-    # 1. one code conversation, every configuration side by side
-    table = {"plain": run(base, ckpt)}
-    for drafter in DRAFTERS:
-        for strategy in STRATEGIES:
-            table[f"{drafter}/{strategy}"] = run(base, ckpt, drafter=drafter,
-                                                  strategy=strategy)
-    plain = table["plain"]
-    results["conversation"] = {
-        k: {key: v[key] for key in ("generated", "tok_s", "ms_per_token", "acceptance",
-                                    "drafted")} | {"speedup": v["tok_s"] / plain["tok_s"],
-                                                   "lossless": v["answers"] == plain["answers"]}
-        for k, v in table.items()}
-
-    # 2. lossless over many one-turn prompts (the first, long, question of each seed)
-    one = base.replace(turns=1)
-    checked = {"prompts": n_prompts, "tokens_compared": 0, "mismatches": []}
-    # every drafter once, every strategy once (the full cross product runs in the tests)
-    combos = [(d, "checkpoint") for d in DRAFTERS] + [
-        ("mtp", s) for s in STRATEGIES[1:]]
-    for seed in range(n_prompts):
-        ref = run(one, ckpt, seed=seed)
-        checked["tokens_compared"] += len(ref["answers"])
-        for drafter, strategy in combos:
-            got = run(one, ckpt, seed=seed, drafter=drafter, strategy=strategy)
-            if got["answers"] != ref["answers"]:
-                checked["mismatches"].append({"seed": seed, "drafter": drafter,
-                                              "strategy": strategy})
-    checked["combinations"] = [f"{d}/{s}" for d, s in combos]
-    results["lossless"] = checked
-
-    # 3. plain decode against transformers' generate on the same weights
+                               "config": base.to_dict(), "quick": args.quick}
+    results["lossless"] = lossless(base, ckpt, prompts)
     prompt = TorchBackend(base, ckpt).question(0, 1, first=True)
-    results["vs_transformers"] = vs_transformers(args.model, prompt, args.tokens)
+    results["vs_transformers"] = vs_transformers(args.model, prompt, tokens)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
@@ -146,25 +107,16 @@ def main() -> None:
 
 
 def markdown(r: dict[str, Any]) -> str:
-    """The README table."""
-    lines = ["| configuration | tok/s | speedup | acceptance | ms/token draft | verify | "
-             "rollback | commit | lossless |", "|---|---|---|---|---|---|---|---|---|"]
-    for name, v in r["conversation"].items():
-        ms = v["ms_per_token"]
-        lines.append(
-            f"| {name} | {v['tok_s']:.0f} | {v['speedup']:.2f}x | {v['acceptance']:.2f} | "
-            f"{ms.get('draft', 0):.2f} | {ms.get('verify', 0):.2f} | "
-            f"{ms.get('rollback', 0):.2f} | {ms.get('commit', 0):.2f} | "
-            f"{'yes' if v['lossless'] else 'NO'} |")
+    """The README lines."""
     lo, vt = r["lossless"], r["vs_transformers"]
-    lines.append("")
-    lines.append(f"Lossless: {lo['prompts']} prompts, {lo['tokens_compared']} reference tokens, "
-                 f"{len(lo['combinations'])} drafter/strategy combinations, "
-                 f"{len(lo['mismatches'])} mismatches.")
-    lines.append(f"Plain decode: ours {vt['ours_tok_s']:.0f} tok/s, transformers generate "
-                 f"{vt['transformers_tok_s']:.0f} tok/s ({vt['speedup']:.2f}x), same tokens: "
-                 f"{vt['same_tokens']}.")
-    return "\n".join(lines)
+    return "\n".join([
+        f"Lossless: {lo['prompts']} prompts, {lo['tokens_compared']} reference tokens, "
+        f"{len(lo['combinations'])} drafter/strategy combinations, "
+        f"{len(lo['mismatches'])} mismatches.",
+        f"Plain decode: ours {vt['ours_tok_s']:.0f} tok/s, transformers generate "
+        f"{vt['transformers_tok_s']:.0f} tok/s ({vt['speedup']:.2f}x), same tokens: "
+        f"{vt['same_tokens']}.",
+    ])
 
 
 if __name__ == "__main__":

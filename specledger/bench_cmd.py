@@ -63,8 +63,8 @@ def collect_goals(out: Path) -> list[Goal]:
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """The `bench` subcommand's options."""
     p = sub.add_parser("bench", parents=[common],
-                       help="measure: conversation cost, rollback strategies, recorder cost, "
-                            "sim calibration",
+                       help="measure: conversation cost, rollback strategies, drafters, "
+                            "recorder cost, sim calibration",
                        description="Run benchmark suites; their sessions go to --db "
                                    "(default: <out>/bench.db), their results under --out.")
     # No argparse `choices`: with nargs="*" it rejects the empty default (Python 3.11).
