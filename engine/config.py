@@ -71,6 +71,7 @@ class RunConfig:
     draft_model: str = "models/draft"
     draft_checkpoints: str = "keep"
     kernels: str = "auto"
+    device: str = "auto"
     temperature: float = 0.0
     top_k: int = 0
     top_p: float = 1.0
@@ -108,6 +109,8 @@ class RunConfig:
         _positive("ctx_checkpoint_every", self.ctx_checkpoint_every, lo=1)
         _positive("livelock_guard", self.livelock_guard, lo=0)
         _positive("top_k", self.top_k, lo=0)
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
         if self.kernels not in ("auto", "torch", "triton"):
             raise ConfigError(f"kernels: '{self.kernels}' is not auto, torch or triton")
         if self.draft_checkpoints not in ("keep", "discard"):

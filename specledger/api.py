@@ -59,7 +59,7 @@ def run_session(
         backend = make_backend(config)
     resolved = getattr(backend, "kernels", None)
     if resolved is not None:  # record what ran, not what was asked for ("auto")
-        config = config.replace(kernels=resolved.value)
+        config = config.replace(kernels=resolved.value, device=backend.device.type)
     engine = open_db(db, create=True)
     sid = create_session(
         engine,

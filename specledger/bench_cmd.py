@@ -19,7 +19,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
                         threads=args.threads, model=args.model, draft_model=args.draft_model,
-                        seed=args.seed)
+                        seed=args.seed, device=args.device)
     names = args.suites or list(SUITES)
     unknown = [n for n in names if n not in SUITES]
     if unknown:  # before any suite runs: a typo must not cost the suites before it
@@ -74,6 +74,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="tiny sizes: checks that everything runs; not numbers to quote")
     p.add_argument("--out", default="bench/results", help="results folder (bench/results)")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="torch backend's device (auto: CUDA when torch sees one)")
     p.add_argument("--model", default="models/target", help="torch: target checkpoint")
     p.add_argument("--draft-model", default="models/draft", help="torch: draft checkpoint")
     p.add_argument("--seed", type=int, default=0)

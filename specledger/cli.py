@@ -81,6 +81,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernels", choices=["auto", "torch", "triton"], default=d.kernels,
                    help="torch: GDN state kernels (auto: Triton on CUDA, torch references "
                         "elsewhere); the resolved choice is recorded with the session")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=d.device,
+                   help="torch: where the models run (auto: CUDA when torch sees one); the "
+                        "resolved device is recorded with the session")
     p.add_argument("--top-p", type=float, default=d.top_p)
     p.add_argument("--ctx-checkpoints", type=int, default=d.ctx_checkpoints)
     p.add_argument("--ctx-checkpoint-every", type=int, default=d.ctx_checkpoint_every)

@@ -45,7 +45,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tie_flip_rate=args.tie_flip_rate, seed=args.seed, profile=args.profile,
         model=args.model, draft_model=args.draft_model,
         draft_checkpoints=args.draft_checkpoints, temperature=args.temperature,
-        top_k=args.top_k, top_p=args.top_p, kernels=args.kernels,
+        top_k=args.top_k, top_p=args.top_p, kernels=args.kernels, device=args.device,
         ctx_checkpoints=args.ctx_checkpoints, ctx_checkpoint_every=args.ctx_checkpoint_every,
         livelock_guard=args.livelock_guard, audit=not args.no_audit, strict=args.strict,
     )

@@ -101,17 +101,21 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
             return NgramMod(params, pool)
         case "mtp":
             from engine.drafters.mtp import MtpDrafter
+            from engine.hybrid.device import resolve_device
             from engine.hybrid.mtp import load_mtp
 
             if "mtp" not in shared:
-                shared["mtp"] = load_mtp(config.model)
+                shared["mtp"] = load_mtp(config.model, device=resolve_device(config.device))
             return MtpDrafter(shared["mtp"])
         case "draft-model":
             from engine.drafters.draft_model import DraftModelDrafter
+            from engine.hybrid.device import resolve_device
             from engine.hybrid.loader import load_checkpoint
 
             if "draft-model" not in shared:
-                shared["draft-model"] = load_checkpoint(config.draft_model).model.eval()
+                device = resolve_device(config.device)
+                shared["draft-model"] = load_checkpoint(config.draft_model,
+                                                        device=device).model.eval()
             return DraftModelDrafter(shared["draft-model"],
                                      keep_checkpoints=config.draft_checkpoints == "keep")
     raise ConfigError(f"drafter: '{name}' is not available on the {config.backend} backend")

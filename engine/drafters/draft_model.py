@@ -51,7 +51,8 @@ class DraftModelDrafter(BaseDrafter):
     def _forward(self, tokens: Sequence[int]) -> torch.Tensor:
         logits = None
         for i in range(0, len(tokens), UBATCH):
-            ids = torch.tensor([list(tokens[i:i + UBATCH])], dtype=torch.long)
+            ids = torch.tensor([list(tokens[i:i + UBATCH])], dtype=torch.long,
+                               device=self.model.embed_tokens.weight.device)
             logits = self.model.forward(ids, self.state, last_only=True)
         assert logits is not None
         return logits[0, -1]

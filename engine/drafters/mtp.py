@@ -41,13 +41,15 @@ class MtpDrafter(BaseDrafter):
         if self.cache.position > keep:
             self.cache.trim(keep)
         hidden = hidden_states(state, keep, p)  # (p - keep, H)
-        ids = torch.tensor([list(tokens[keep + 1:p + 1])], dtype=torch.long)
+        device = hidden.device
+        ids = torch.tensor([list(tokens[keep + 1:p + 1])], dtype=torch.long, device=device)
         logits, own = self.head.step(hidden[None], ids, self.cache)
         self.seen = list(tokens[:p + 1])
         drafts = [int(logits[0, -1].argmax())]
         h = own[:, -1:]
         while len(drafts) < k:
-            logits, own = self.head.step(h, torch.tensor([[drafts[-1]]]), self.cache)
+            logits, own = self.head.step(h, torch.tensor([[drafts[-1]]], device=device),
+                                         self.cache)
             drafts.append(int(logits[0, -1].argmax()))
             h = own[:, -1:]
         return drafts

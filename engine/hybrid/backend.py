@@ -13,6 +13,7 @@ from tokenizers import Tokenizer
 from engine.backend import VerifyMode, VerifyOut
 from engine.config import RunConfig
 from engine.errors import BackendError
+from engine.hybrid.device import resolve_device, synchronize
 from engine.hybrid.gdn import GatedDeltaNet
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
@@ -82,13 +83,15 @@ class TorchBackend:
     clock = "wall"
 
     def __init__(self, config: RunConfig, checkpoint: LoadedCheckpoint | None = None) -> None:
-        ckpt = checkpoint or load_checkpoint(config.model)
+        # A checkpoint handed in (shared by many backends) is used where it lies.
+        ckpt = checkpoint or load_checkpoint(config.model, device=resolve_device(config.device))
         if ckpt.tokenizer is None:
             raise BackendError(f"{ckpt.path} has no tokenizer.json; the torch backend needs one")
         self.checkpoint = ckpt
         self.model = ckpt.model.eval()
+        self.device = self.model.embed_tokens.weight.device
         try:
-            self.kernels = resolve_backend(config.kernels, self.model.embed_tokens.weight.device)
+            self.kernels = resolve_backend(config.kernels, self.device)
         except RuntimeError as exc:
             raise BackendError(f"kernels: {exc}") from None
         for module in self.model.modules():
@@ -121,7 +124,9 @@ class TorchBackend:
         return h.hexdigest()[:16]
 
     def now(self) -> float:
-        """Wall seconds since the backend was built."""
+        """Wall seconds since the backend was built, once the device's queued work is
+        done (so an event's duration is the work's, not its launch's)."""
+        synchronize(self.device)
         return time.perf_counter() - self._t0
 
     def question(self, slot: int, turn: int, first: bool) -> list[int]:
@@ -154,7 +159,8 @@ class TorchBackend:
         length = h.shape[1]
         buf = self._hidden.get(state)
         if buf is None or buf.shape[0] < start + length:
-            grown = torch.zeros(max(2 * (start + length), 256), h.shape[-1], dtype=h.dtype)
+            grown = torch.zeros(max(2 * (start + length), 256), h.shape[-1], dtype=h.dtype,
+                                device=h.device)
             if buf is not None:
                 grown[:buf.shape[0]] = buf
             buf = self._hidden[state] = grown
@@ -168,13 +174,19 @@ class TorchBackend:
                                f"(position {state.position})")
         return self._hidden[state][start:end]
 
-    @staticmethod
-    def _ids(tokens: Sequence[int]) -> torch.Tensor:
-        return torch.tensor([list(tokens)], dtype=torch.long)  # (1, T)
+    def _ids(self, tokens: Sequence[int]) -> torch.Tensor:
+        return torch.tensor([list(tokens)], dtype=torch.long, device=self.device)  # (1, T)
 
     def _pick(self, logits: torch.Tensor) -> int:
         """The target's token from one row of logits (V,)."""
-        return verify_targets(logits[None], [], None, self.params, self.gen)[0]
+        return self._targets(logits[None], [])[0]
+
+    def _targets(self, logits: torch.Tensor, drafts: list[int]) -> list[int]:
+        """Verification targets from logits (T, V). The seeded generator lives on the CPU,
+        so sampled verification reads the logits there; greedy stays on the device."""
+        if not self.params.greedy:
+            logits = logits.float().cpu()
+        return verify_targets(logits, drafts, None, self.params, self.gen)
 
     def _consume(self, state: HybridState, tokens: Sequence[int]) -> torch.Tensor:
         """Run `tokens` in chunks; the last position's logits (V,)."""
@@ -205,7 +217,7 @@ class TorchBackend:
         else:
             logits = self.model.forward(ids, state)
         self._store_hidden(state, start)
-        targets = verify_targets(logits[0], list(batch[1:]), None, self.params, self.gen)
+        targets = self._targets(logits[0], list(batch[1:]))
         return VerifyOut(targets, kept)
 
     def forward(self, state: HybridState, tokens: Sequence[int]) -> list[int]:

@@ -97,11 +97,13 @@ class MtpHead(nn.Module):
         return F.linear(x, target.output_weight), x
 
 
-def load_mtp(path: str | Path, target: HybridModel | None = None) -> MtpHead:
+def load_mtp(path: str | Path, target: HybridModel | None = None,
+             device: str | torch.device = "cpu") -> MtpHead:
     """The MTP head stored under `mtp.` in the checkpoint at `path`, bound to `target`
-    (loaded from the same directory when None); eval mode, no grad."""
+    (loaded from the same directory onto `device` when None; the head goes where its
+    target is); eval mode, no grad."""
     root = Path(path)
-    target = load_checkpoint(root).model if target is None else target
+    target = load_checkpoint(root, device=device).model if target is None else target
     head = MtpHead(target)
     weights = {}
     for file in sorted(root.glob("*.safetensors")):

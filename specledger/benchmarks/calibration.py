@@ -30,8 +30,8 @@ The profile is written as JSON into the suite's folder, and into `engine/sim/pro
 by a full (not quick) run, where `--profile hybrid-tiny-cpu-measured` finds it. The
 suite reports no goal: its table holds the fit and validation errors.
 
-The torch backend has no device selection (it builds its inputs on the CPU), so the
-calibration runs on the CPU even where a GPU is present.
+It runs on the benchmark's device (`--device`, CUDA when present under `auto`); a CUDA
+run stores its profile as `hybrid-tiny-cuda-measured`, beside the CPU one.
 
 The cost model and its fit are in `calibration_fit`, the timings in `calibration_measure`,
 the validation conversations in `calibration_validate`; this module runs them and reports.
@@ -64,7 +64,7 @@ from specledger.benchmarks.common import (
     save_figure,
 )
 
-PROFILE_NAME = "hybrid-tiny-cpu-measured"
+PROFILE_NAME = "hybrid-tiny-cpu-measured"  # the shipped one, measured on this project's CPU
 COMMAND = "specledger bench calibration"
 DRAFTERS = ("none", "mtp")  # the validation conversations: plain decode, then MTP
 
@@ -151,15 +151,15 @@ def run(opts: BenchOptions) -> SuiteResult:
     import torch
 
     from engine.hybrid.backend import TorchBackend
-    from engine.hybrid.loader import load_checkpoint
 
     torch.set_num_threads(opts.threads)
     grid = QUICK if opts.quick else FULL
     base = RunConfig(backend="torch", model=opts.model, draft_model=opts.draft_model,
                      turns=1, audit=False, max_answer_tokens=grid.answer_tokens,
-                     seed=opts.seed)
-    checkpoint = load_checkpoint(opts.model)
+                     seed=opts.seed, device=opts.device)
+    checkpoint = opts.checkpoint(opts.model)
     backend = TorchBackend(base.replace(drafter="none"), checkpoint)
+    name = PROFILE_NAME.replace("-cpu-", f"-{backend.device.type}-")
     configs = {d: base.replace(drafter=d) for d in DRAFTERS}
     runs: dict[str, list[TorchRun]] = {d: [] for d in DRAFTERS}
 
@@ -172,14 +172,15 @@ def run(opts: BenchOptions) -> SuiteResult:
     points = measure(backend, grid, opts.seed, opts, between=conversations)
     measure_s = time.perf_counter() - start
     opts.log(f"calibration: fitting {len(points)} points")
-    profile = fit(points, physical_profile(backend, opts.model, PROFILE_NAME))
+    profile = fit(points, physical_profile(backend, opts.model, name))
     errors = fit_errors(points, profile)
     validation = [validate(configs[d], runs[d], profile) for d in DRAFTERS]
     now = datetime.now(UTC)
     profile = replace(profile, description=f"{profile.description}, {opts.threads} "
                                            f"thread(s), measured {now:%Y-%m-%d}")
     calibration = {
-        "date": now.isoformat(timespec="seconds"), "machine": machine(opts.threads),
+        "date": now.isoformat(timespec="seconds"),
+        "machine": machine(opts.threads, backend.device.type),
         "model": opts.model, "model_digest": backend.model_digest, "quick": opts.quick,
         "fitted": list(FITTED), "grid": asdict(grid), "measure_s": measure_s,
         "fit_error": errors, "validation": validation, "command": COMMAND,

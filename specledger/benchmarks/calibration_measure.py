@@ -7,7 +7,6 @@ import os
 import platform
 import random
 import statistics
-import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,15 +69,14 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine(threads: int) -> dict[str, Any]:
+def machine(threads: int, device: str) -> dict[str, Any]:
     """Where the profile was measured."""
     import torch
 
     return {"cpu": cpu_name(), "cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "torch": torch.__version__,
-            "device": "cpu", "threads": threads,
-            "device_note": "the torch backend has no device selection (it builds its "
-                           "inputs on the CPU): calibrated on the CPU"}
+            "device": device, "threads": threads,
+            "gpu": torch.cuda.get_device_name() if device == "cuda" else None}
 
 
 def physical_profile(backend: TorchBackend, model: str, name: str) -> CostProfile:
@@ -154,9 +152,9 @@ def measure(backend: TorchBackend, grid: Grid, seed: int, opts: BenchOptions,
             state = states[ctx]
             snap = backend.snapshot(state)
             call = _thunk(backend, state, op, tokens[key])
-            start = time.perf_counter()
+            start = backend.now()  # the backend's clock waits for queued device work
             call()
-            took = time.perf_counter() - start
+            took = backend.now() - start
             backend.restore(state, snap)
             if r:
                 samples[key].append(took)

@@ -34,10 +34,21 @@ class BenchOptions:
     model: str = "models/target"
     draft_model: str = "models/draft"
     seed: int = 0
+    device: str = "auto"  # the torch backend's: auto (CUDA when present), cpu or cuda
 
     def __post_init__(self) -> None:
         if self.threads < 1:
             raise ConfigError(f"threads: {self.threads} must be at least 1")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
+
+    def checkpoint(self, path: str) -> Any:
+        """The checkpoint at `path`, loaded once onto the benchmark's device, for the
+        backends a suite builds over it."""
+        from engine.hybrid.device import resolve_device
+        from engine.hybrid.loader import load_checkpoint
+
+        return load_checkpoint(path, device=resolve_device(self.device))
 
     def suite_dir(self, suite: str) -> Path:
         """The folder a suite writes into (created)."""
@@ -150,8 +161,11 @@ def main(suite: str, doc: str | None = None) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--db", default=DEFAULT_BENCH_DB, help="the benchmark's session log")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="torch backend's device (auto: CUDA when present)")
     args = parser.parse_args()
-    opts = BenchOptions(out=args.out, db=args.db, quick=args.quick, threads=args.threads)
+    opts = BenchOptions(out=args.out, db=args.db, quick=args.quick, threads=args.threads,
+                        device=args.device)
     result = run_suite(suite, opts)
     print(result.table)
     if result.goals:

@@ -76,6 +76,7 @@ def sim_config(opts: BenchOptions) -> RunConfig:
 def torch_config(opts: BenchOptions) -> RunConfig:
     """The real engine's conversation: the shipped models, MTP drafter, audit off."""
     base = RunConfig(backend="torch", model=opts.model, draft_model=opts.draft_model,
+                     device=opts.device,
                      drafter="mtp", draft_max=4, audit=False, seed=opts.seed)
     if opts.quick:
         return base.replace(turns=2, max_answer_tokens=24)

@@ -94,10 +94,12 @@ def sim_plan(quick: bool) -> SimPlan:
 
 
 def torch_config(model: str, draft_model: str, *, turns: int, tokens: int, draft: int = 8,
+                 device: str = "auto",
                  seed: int = 0) -> RunConfig:
     """Plain greedy decode of the code conversation on the real engine, audit off; a
     drafter is a `.replace(drafter=...)` away (`bench/torch_speculative.py` shares it)."""
     return RunConfig(backend="torch", model=model, draft_model=draft_model, drafter=PLAIN,
+                     device=device,
                      strategy=STRATEGY, draft_max=draft, turns=turns,
                      max_answer_tokens=tokens, audit=False, seed=seed)
 
@@ -112,11 +114,11 @@ def run_torch(opts: BenchOptions, plan: TorchPlan, log: Any) -> list[Run]:
     """The interleaved rounds on the real engine with `opts.threads` torch threads."""
     import torch
 
-    from engine.hybrid.loader import load_checkpoint
 
     torch.set_num_threads(opts.threads)
-    ckpt = load_checkpoint(opts.model)
+    ckpt = opts.checkpoint(opts.model)
     base = torch_config(opts.model, opts.draft_model, turns=plan.turns, tokens=plan.tokens,
+                        device=opts.device,
                         draft=plan.draft, seed=opts.seed)
     configs = [base, *(base.replace(drafter=d) for d in plan.drafters)]
     # Unrecorded warm-ups (one short turn each), so first-call costs (allocations, the

@@ -71,6 +71,7 @@ def torch_overhead(sizes: Sizes, workdir: Path, opts: BenchOptions) -> dict[str,
 
     torch.set_num_threads(opts.threads)
     config = RunConfig(backend="torch", model=opts.model, draft_model=opts.draft_model,
+                       device=opts.device,
                        drafter="mtp", turns=sizes.torch_turns, audit=False,
                        max_answer_tokens=sizes.torch_answer_tokens, seed=opts.seed)
     make, digest, config = torch_backends(config)

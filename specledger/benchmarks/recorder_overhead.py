@@ -143,11 +143,12 @@ def torch_backends(config: RunConfig) -> tuple[BackendFactory, str, RunConfig]:
     first: the held-out functions they come from are parsed once per process (seconds),
     which is not what is measured."""
     from engine.hybrid.backend import TorchBackend
+    from engine.hybrid.device import resolve_device
     from engine.hybrid.loader import load_checkpoint
 
-    checkpoint = load_checkpoint(config.model)
+    checkpoint = load_checkpoint(config.model, device=resolve_device(config.device))
     probe = TorchBackend(config, checkpoint)
     probe.question(0, 1, first=True)
     # Record what ran, not what was asked for ("auto"), as `run_session` does.
-    resolved = config.replace(kernels=probe.kernels.value)
+    resolved = config.replace(kernels=probe.kernels.value, device=probe.device.type)
     return lambda: TorchBackend(resolved, checkpoint), probe.model_digest, resolved

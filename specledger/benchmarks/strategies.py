@@ -102,20 +102,19 @@ def run_sim(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
     return points
 
 
-def torch_memory(model_dir: str, drafts: Iterable[int]) -> dict[str, dict[int, int]]:
+def torch_memory(opts: BenchOptions, drafts: Iterable[int]) -> dict[str, dict[int, int]]:
     """Bytes each strategy keeps per sequence at one verify of `draft` drafts on the real
     model: the snapshot, the per-position states, the recorded GDN inputs, nothing."""
     import torch
 
-    from engine.hybrid.loader import load_checkpoint
-
-    model = load_checkpoint(model_dir).model.eval()
+    model = opts.checkpoint(opts.model).model.eval()
+    device = model.embed_tokens.weight.device
     state = model.new_state()
     with torch.inference_mode():
-        model.forward(torch.arange(32).view(1, -1), state)
+        model.forward(torch.arange(32, device=device).view(1, -1), state)
     out: dict[str, dict[int, int]] = {s: {} for s in STRATEGIES}
     for k in drafts:
-        batch = torch.arange(k + 1).view(1, -1)
+        batch = torch.arange(k + 1, device=device).view(1, -1)
         _, states = model.verify_per_token(batch, state.copy())
         _, inputs = model.verify_deferred(batch, state)  # leaves `state` where it was
         out["checkpoint"][k] = state.state_bytes
@@ -135,12 +134,13 @@ def run_torch(opts: BenchOptions, grid: Grid, log: Engine
     from eventlog import NullRecorder
 
     torch.set_num_threads(opts.threads)
-    memory = torch_memory(opts.model, sorted({*MEMORY_DRAFTS, *grid.drafts}))
+    memory = torch_memory(opts, sorted({*MEMORY_DRAFTS, *grid.drafts}))
 
     def config(p: float, k: int, s: str, tokens: int) -> RunConfig:
         return RunConfig(backend="torch", drafter="synthetic", acceptance=p, draft_max=k,
                          strategy=s, turns=1, audit=False, max_answer_tokens=tokens,
-                         model=opts.model, draft_model=opts.draft_model, seed=opts.seed)
+                         model=opts.model, draft_model=opts.draft_model, seed=opts.seed,
+                         device=opts.device)
 
     if not opts.quick:  # an unrecorded warm-up: first-call costs skip the first point
         Session(config(*GOAL_POINT, "checkpoint", 8), NullRecorder()).run()
