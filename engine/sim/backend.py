@@ -109,16 +109,14 @@ class SimBackend:
 
     def _consume(
         self, h: int, kv: list[int], start: int | None, tokens: Sequence[int], batch: int,
-        last_only: bool = False,
-    ) -> tuple[int, int | None, list[int], list[int], list[int | None]]:
-        """Run `tokens` through the chain; return the final digest and answer start, the
-        target after each token (after the last only, for a prefill), and the digests /
-        answer starts after each token."""
+        predict_last: int,
+    ) -> tuple[int, int | None, list[int]]:
+        """Run `tokens` through the chain; return the final digest and answer start, and
+        the targets after the last `predict_last` tokens (a prefill needs one, a replay
+        forward all, an input replay none: each target costs a hash)."""
         targets: list[int] = []
-        hs: list[int] = []
-        starts: list[int | None] = []
         n = len(kv)
-        last = len(tokens) - 1
+        first = len(tokens) - predict_last
         predict = self._predict
         for i, tok in enumerate(tokens):
             h = chain(h, tok)
@@ -126,11 +124,9 @@ class SimBackend:
             n += 1
             if tok == NL and n >= 3 and kv[-2] == ASSISTANT and kv[-3] == IM_START:
                 start = n
-            if not last_only or i == last:
+            if i >= first:
                 targets.append(predict(h, n, start, batch))
-            hs.append(h)
-            starts.append(start)
-        return h, start, targets, hs, starts
+        return h, start, targets
 
     # state operations ----------------------------------------------------------------
     def new_state(self) -> SimState:
@@ -146,9 +142,8 @@ class SimBackend:
         pos = state.position
         for i in range(0, len(tokens), UBATCH):
             self._t += self.costs.forward_s(min(UBATCH, len(tokens) - i), pos + i)
-        state.h, state.answer_start, targets, _, _ = self._consume(
-            state.h, state.kv, state.answer_start, tokens, min(len(tokens), UBATCH),
-            last_only=True,
+        state.h, state.answer_start, targets = self._consume(
+            state.h, state.kv, state.answer_start, tokens, min(len(tokens), UBATCH), 1
         )
         return targets[-1]
 
@@ -176,8 +171,8 @@ class SimBackend:
     def forward(self, state: SimState, tokens: Sequence[int]) -> list[int]:
         """A replay forward: consume `tokens`, return the target after each."""
         self._t += self.costs.forward_s(len(tokens), state.position)
-        state.h, state.answer_start, targets, _, _ = self._consume(
-            state.h, state.kv, state.answer_start, tokens, len(tokens)
+        state.h, state.answer_start, targets = self._consume(
+            state.h, state.kv, state.answer_start, tokens, len(tokens), len(tokens)
         )
         return targets
 
@@ -209,7 +204,7 @@ class SimBackend:
         h, pos0, start, tokens = kept
         self._t += self.costs.recurrence_s(n)
         del state.kv[pos0:]
-        state.h, state.answer_start, _, _, _ = self._consume(h, state.kv, start, tokens[:n], n)
+        state.h, state.answer_start, _ = self._consume(h, state.kv, start, tokens[:n], n, 0)
 
     def trim(self, state: SimState, position: int) -> None:
         """Cut the attention KV; the digest keeps whatever it has absorbed."""

@@ -116,6 +116,9 @@ def table(data: dict[str, Any]) -> str:
         ("read back (iter_events)", f"{tp['read_events_per_s']:,.0f} events/s"),
         ("projection fold", f"{tp['projection_events_per_s']:,.0f} events/s"),
         ("database size", f"{tp['db_bytes_per_event']:.0f} bytes/event"),
+        ("one transition: RoundMachine.fire, event built",
+         f"{tp['fire']['round_machine_us']:.1f} us"),
+        ("one transition: bare `transitions` trigger", f"{tp['fire']['transitions_us']:.1f} us"),
         *_overhead_rows("sim", data["overhead"]["sim"]),
         *_overhead_rows("torch", data["overhead"]["torch"]),
     ]

@@ -1,5 +1,7 @@
 """The recorder suite's throughput: synthetic speculative rounds written to SQLite (group
-commit and a commit per round), read back and projected, and the bytes each event takes."""
+commit and a commit per round), read back and projected, the bytes each event takes, and
+what firing one transition costs (the round machine's table against a bare `transitions`
+trigger)."""
 
 import time
 from pathlib import Path
@@ -9,6 +11,7 @@ from sqlalchemy import Engine
 
 from eventlog import NullRecorder, Recorder, create_session, iter_events, open_db, project
 from fsm.event import Event
+from fsm.machine import RoundMachine, reference_machine
 from fsm.states import RoundState, Trigger
 from specledger.api import code_version
 
@@ -65,6 +68,34 @@ def _bench_session(engine: Engine, config: dict[str, Any], backend: str) -> int:
                           code_version=code_version())
 
 
+def transition_cost(rounds: int) -> dict[str, float]:
+    """Microseconds per transition over `rounds` reject rounds: `RoundMachine.fire` (table
+    lookup, guards and the Event it records, into a sink that drops it) and the same
+    trigger on a bare `transitions` model (no callbacks, no event)."""
+    path = (Trigger.BEGIN, Trigger.DRAFT, Trigger.VERIFY, Trigger.REJECT, Trigger.RESTORE,
+            Trigger.REPLAY, Trigger.COMMIT, Trigger.NEXT)
+    n = rounds * len(path)
+
+    class Model:
+        state: str
+
+    model = Model()
+    reference_machine(model)
+    start = time.perf_counter()
+    for _ in range(rounds):
+        for trigger in path:
+            getattr(model, trigger.value)()
+    bare = time.perf_counter() - start
+    machine = RoundMachine(0, NullRecorder(), iter(range(n)).__next__, lambda: 0.0)
+    payload = {"drafts": [1], "append": [1]}
+    start = time.perf_counter()
+    for _ in range(rounds):
+        for trigger in path:
+            machine.fire(trigger, 0.0, **payload)
+    ours = time.perf_counter() - start
+    return {"round_machine_us": ours / n * 1e6, "transitions_us": bare / n * 1e6}
+
+
 def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
     """Write rates, read-back and projection speed and bytes per event for `n_events`
     synthetic events."""
@@ -111,4 +142,5 @@ def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
         "read_events_per_s": n / read_s,
         "projection_events_per_s": n / fold_s,
         "db_bytes_per_event": size / n,
+        "fire": transition_cost(max(n // 8, 100)),
     }

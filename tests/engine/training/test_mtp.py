@@ -9,15 +9,6 @@ from engine.hybrid import CheckpointFormatError, HybridModel, load_checkpoint
 from engine.hybrid.mtp import MtpHead, load_mtp
 from engine.training.checkpoint import save_checkpoint
 from engine.training.loop import init_weights
-from tests.engine.training.tiny import tiny_config
-
-
-@pytest.fixture
-def model() -> HybridModel:
-    torch.manual_seed(0)
-    model = HybridModel(tiny_config())
-    init_weights(model)
-    return model
 
 
 def _head(model: HybridModel) -> MtpHead:

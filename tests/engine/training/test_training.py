@@ -28,14 +28,6 @@ def _stream() -> TokenStream:
     return TokenStream(conversations)
 
 
-@pytest.fixture
-def model() -> HybridModel:
-    torch.manual_seed(0)
-    model = HybridModel(tiny_config())
-    init_weights(model)
-    return model
-
-
 @pytest.fixture(scope="module")
 def trained() -> tuple[HybridModel, list[float]]:
     """The tiny model after 40 steps on the toy conversations, and its losses."""
