@@ -35,7 +35,7 @@ class Event:
     payload: dict[str, Any] = field(default_factory=dict)
 
     def to_row(self) -> dict[str, Any]:
-        """Plain-typed mapping (enums as strings) for storage and JSON output."""
+        """Plain-typed mapping (enums as strings) for JSON output."""
         return {
             "seq": self.seq,
             "slot": self.slot,
@@ -48,19 +48,3 @@ class Event:
             "duration": self.duration,
             "payload": self.payload,
         }
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Event":
-        """Inverse of `to_row`."""
-        return cls(
-            seq=row["seq"],
-            slot=row["slot"],
-            turn=row["turn"],
-            round=row["round"],
-            trigger=Trigger(row["trigger"]),
-            source=RoundState(row["source"]),
-            dest=RoundState(row["dest"]),
-            t=row["t"],
-            duration=row["duration"],
-            payload=row["payload"] or {},
-        )
