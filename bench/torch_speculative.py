@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from engine.config import RunConfig
+from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET, RunConfig
 from engine.hybrid.backend import TorchBackend
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from specledger.benchmarks.drafters import DRAFTERS, torch_config
@@ -79,8 +79,8 @@ def main() -> None:
     """Run the sweep and the comparison, write the results."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="models/target")
-    p.add_argument("--draft-model", default="models/draft")
+    p.add_argument("--model", default=SHIPPED_TARGET)
+    p.add_argument("--draft-model", default=SHIPPED_DRAFT)
     p.add_argument("--prompts", type=int, default=50)
     p.add_argument("--tokens", type=int, default=256)
     p.add_argument("--quick", action="store_true",

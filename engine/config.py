@@ -1,6 +1,6 @@
 """The run configuration: one typed dataclass, validated once at the edge."""
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -40,46 +40,84 @@ class ReplayPolicy(StrEnum):
 DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
 DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
+SHIPPED_TARGET = "shipped:target"
+SHIPPED_DRAFT = "shipped:draft"
+
+
+def option(default: Any, help: str, *, lo: float | None = None, hi: float | None = None,
+           above: float | None = None, choices: tuple[str, ...] = (),
+           cli_default: Any = None, negate: str = "") -> Any:
+    """A `RunConfig` field with what the CLI and the validation need to know of it: help,
+    bounds (`lo <= v <= hi`, `v > above`), choices, a command-line default where it differs
+    (`cli_default`) and, for a bool that is on by default, the flag that turns it off."""
+    meta = {"help": help, "lo": lo, "hi": hi, "above": above, "choices": choices,
+            "cli_default": cli_default, "negate": negate}
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that determines a session; stored whole with the session so it can be
-    re-executed. Lengths are in tokens."""
+    re-executed. Lengths are in tokens. The field metadata (see `option`) is the one
+    source of the `specledger run` flags and of the range checks."""
 
-    backend: BackendKind = BackendKind.SIM
-    strategy: Strategy = Strategy.CHECKPOINT
-    eog_policy: EogPolicy = EogPolicy.TRUNCATE
-    replay_policy: ReplayPolicy = ReplayPolicy.RECONSTRUCT
-    drafter: str = ""  # empty: the backend's default drafter (DEFAULT_DRAFTER)
-    draft_max: int = 8
-    draft_min: int = 0
-    ngram_n: int = 4
-    ngram_min_hits: int = 1
-    acceptance: float = 0.7
-    turns: int = 3
-    slots: int = 1
-    prompt_tokens: int = 1024
-    question_tokens: int = 32
-    answer_tokens: int = 512
-    max_answer_tokens: int = 0
-    eog_prob: float = 0.0
-    tie_flip_rate: float = 0.0
-    seed: int = 0
-    profile: str = "qwen3.5-27b-h200"
-    model: str = "models/target"
-    draft_model: str = "models/draft"
-    draft_checkpoints: str = "keep"
-    kernels: str = "auto"
-    device: str = "auto"
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    ctx_checkpoints: int = 8
-    ctx_checkpoint_every: int = 4096
-    livelock_guard: int = 3
-    audit: bool = True
-    strict: bool = False
+    # The CLI runs the real engine by default; the sim stands in for hardware we lack.
+    backend: BackendKind = option(BackendKind.SIM, "engine: torch (the shipped model) or sim",
+                                  cli_default=BackendKind.TORCH)
+    strategy: Strategy = option(Strategy.CHECKPOINT, "how rejected drafts leave the state")
+    eog_policy: EogPolicy = option(EogPolicy.TRUNCATE,
+                                   "EOG inside an accepted block: truncate (the fix) or legacy")
+    replay_policy: ReplayPolicy = option(ReplayPolicy.RECONSTRUCT,
+                                         "after a restore: reconstruct, or verify again")
+    drafter: str = option("", "none | synthetic | ngram-simple | ngram-map-k | ngram-mod | "
+                              "draft-model | mtp, or a chain in order of precedence such as "
+                              "mtp,ngram-mod (default: synthetic on sim, mtp on torch)")
+    draft_max: int = option(8, "most draft tokens per round", lo=1, hi=64)
+    draft_min: int = option(0, "drop shorter drafts (n-gram drafters)", lo=0, hi=64)
+    ngram_n: int = option(4, "n-gram key length", lo=1, hi=64)
+    ngram_min_hits: int = option(1, "ngram-map-k: repetitions a key needs before it drafts",
+                                 lo=1)
+    acceptance: float = option(0.7, "synthetic drafter: chance that each draft is the "
+                                    "target's token", lo=0.0, hi=1.0)
+    turns: int = option(3, "turns per conversation", lo=1)
+    slots: int = option(1, "concurrent conversations", lo=1)
+    prompt_tokens: int = option(1024, "first user message (sim)", lo=1)
+    question_tokens: int = option(32, "later user messages (sim)", lo=1)
+    answer_tokens: int = option(512, "answer length before EOG (sim)", lo=1)
+    max_answer_tokens: int = option(0, "cut an answer without EOG here (0: 4x answer-tokens "
+                                       "+ 64 on sim, 512 on torch)", lo=0)
+    eog_prob: float = option(0.0, "chance of an early EOG per token (sim)", lo=0.0, hi=1.0)
+    tie_flip_rate: float = option(0.0, "share of near-tie positions whose argmax depends on "
+                                       "batch shape (sim)", lo=0.0, hi=1.0)
+    seed: int = option(0, "seed of every random choice")
+    profile: str = option("qwen3.5-27b-h200", "sim cost profile (engine/sim/profiles)")
+    model: str = option(SHIPPED_TARGET, "torch: target checkpoint directory (default: the "
+                                        "shipped target)")
+    draft_model: str = option(SHIPPED_DRAFT, "torch: draft checkpoint directory, drafter "
+                                             "draft-model (default: the shipped draft)")
+    draft_checkpoints: str = option("keep", "draft-model checkpoints across requests "
+                                            "(discard: PR 22521's bug)",
+                                    choices=("keep", "discard"))
+    kernels: str = option("auto", "torch: GDN state kernels (auto: Triton on CUDA, torch "
+                                  "references elsewhere); the resolved choice is recorded",
+                          choices=("auto", "torch", "triton"))
+    device: str = option("auto", "torch: where the models run (auto: CUDA when torch sees "
+                                 "one); the resolved device is recorded",
+                         choices=("auto", "cpu", "cuda"))
+    threads: int = option(1, "torch: intra-op threads (the shipped model is tiny: one is "
+                             "fastest, and far faster on a busy machine)", lo=1)
+    temperature: float = option(0.0, "0: greedy verification; > 0: lossless rejection "
+                                     "sampling", lo=0.0)
+    top_k: int = option(0, "sample from the k likeliest tokens (0: all)", lo=0)
+    top_p: float = option(1.0, "sample from the smallest set holding this much probability",
+                          above=0.0, hi=1.0)
+    ctx_checkpoints: int = option(8, "context checkpoints a slot keeps", lo=0)
+    ctx_checkpoint_every: int = option(4096, "a context checkpoint every M prefill tokens",
+                                       lo=1)
+    livelock_guard: int = option(3, "restores at one position that count as a livelock "
+                                    "(0: off)", lo=0)
+    audit: bool = option(True, "skip the state-truth audit", negate="--no-audit")
+    strict: bool = option(False, "stop at the first violation")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -95,35 +133,13 @@ class RunConfig:
         self._check()
 
     def _check(self) -> None:
-        _positive("draft_max", self.draft_max, lo=1, hi=64)
-        _positive("draft_min", self.draft_min, lo=0, hi=self.draft_max)
-        _positive("ngram_n", self.ngram_n, lo=1, hi=64)
-        _positive("ngram_min_hits", self.ngram_min_hits, lo=1)
-        _positive("turns", self.turns, lo=1)
-        _positive("slots", self.slots, lo=1)
-        _positive("prompt_tokens", self.prompt_tokens, lo=1)
-        _positive("question_tokens", self.question_tokens, lo=1)
-        _positive("answer_tokens", self.answer_tokens, lo=1)
-        _positive("max_answer_tokens", self.max_answer_tokens, lo=0)
-        _positive("ctx_checkpoints", self.ctx_checkpoints, lo=0)
-        _positive("ctx_checkpoint_every", self.ctx_checkpoint_every, lo=1)
-        _positive("livelock_guard", self.livelock_guard, lo=0)
-        _positive("top_k", self.top_k, lo=0)
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
-        if self.kernels not in ("auto", "torch", "triton"):
-            raise ConfigError(f"kernels: '{self.kernels}' is not auto, torch or triton")
-        if self.draft_checkpoints not in ("keep", "discard"):
-            raise ConfigError(f"draft_checkpoints: '{self.draft_checkpoints}' is not keep or "
-                              "discard")
-        if not isinstance(self.temperature, int | float) or self.temperature < 0:
-            raise ConfigError(f"temperature: {self.temperature!r} must be >= 0")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(f"top_p: {self.top_p} must be in (0, 1]")
-        for name in ("acceptance", "eog_prob", "tie_flip_rate"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{name}: {value} is not a probability in [0, 1]")
+        for f in fields(self):
+            problem = out_of_bounds(f, getattr(self, f.name))
+            if problem:
+                raise ConfigError(f"{f.name}: {problem}")
+        if self.draft_min > self.draft_max:
+            raise ConfigError(f"draft_min: {self.draft_min} must not exceed draft_max "
+                              f"({self.draft_max})")
         names = self.drafter_names
         unknown = [n for n in names if n not in DRAFTERS]
         if unknown or ("none" in names and len(names) > 1):
@@ -166,7 +182,22 @@ class RunConfig:
         return RunConfig.from_dict({**self.to_dict(), **changes})
 
 
-def _positive(name: str, value: int, lo: int, hi: int | None = None) -> None:
-    if not isinstance(value, int) or value < lo or (hi is not None and value > hi):
-        bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise ConfigError(f"{name}: {value!r} must be an integer {bound}")
+def out_of_bounds(f: Field[Any], value: Any) -> str:
+    """Why `value` is not allowed in field `f` (its type, bounds and choices), or ''."""
+    meta = f.metadata
+    kind = f.type
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        return f"{value!r} must be an integer"
+    if kind is float and (isinstance(value, bool) or not isinstance(value, int | float)):
+        return f"{value!r} must be a number"
+    if kind is bool and not isinstance(value, bool):
+        return f"{value!r} must be true or false"
+    lo, hi, above = meta.get("lo"), meta.get("hi"), meta.get("above")
+    if (lo is not None and value < lo) or (hi is not None and value > hi) or (
+            above is not None and value <= above):
+        low = f"above {above}" if above is not None else f"at least {lo}"
+        return f"{value!r} must be {low}" + (f" and at most {hi}" if hi is not None else "")
+    choices = meta.get("choices") or ()
+    if choices and value not in choices:
+        return f"'{value}' is not one of {', '.join(choices)}"
+    return ""

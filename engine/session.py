@@ -1,7 +1,6 @@
 """A session: the configured conversations, run turn by turn, every transition journaled."""
 
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -9,6 +8,7 @@ from engine.backend import Backend
 from engine.config import BackendKind, RunConfig
 from engine.drafters import make_drafter
 from engine.metrics import TurnMetrics
+from engine.progress import Progress
 from engine.slot import Slot
 from engine.turn import run_turn
 from fsm.event import Event
@@ -53,8 +53,13 @@ def make_backend(config: RunConfig) -> Backend:
         from engine.sim.backend import SimBackend
 
         return SimBackend(config)
+    import torch
+
     from engine.hybrid.backend import TorchBackend
 
+    # Process-wide in torch. Set where a configuration makes its own backend (a run, a
+    # re-execution); benchmarks that hand in backends choose their threads themselves.
+    torch.set_num_threads(config.threads)
     return TorchBackend(config)
 
 
@@ -66,12 +71,12 @@ class Session:
         config: RunConfig,
         journal: Journal,
         backend: Backend | None = None,
-        on_tokens: Callable[[int], None] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.config = config
         self.journal = journal
         self.backend = backend or make_backend(config)
-        self.on_tokens = on_tokens
+        self.progress = progress
         seq = itertools.count(1)
         next_seq = seq.__next__
         shared: dict[str, object] = {}
@@ -93,12 +98,15 @@ class Session:
         turn = slot.machine.turn + 1
         question = self.backend.question(slot.id, turn, first=turn == 1)
         try:
-            return run_turn(slot, question, self.journal.end_unit, self.on_tokens)
+            metrics = run_turn(slot, question, self.journal.end_unit, self.progress)
         except Exception as exc:
             self.journal.end_unit()
             slot.machine.fire(Trigger.FAIL, error=f"{type(exc).__name__}: {exc}")
             self.journal.end_unit()
             raise
+        if self.progress is not None:
+            self.progress.turn_done()
+        return metrics
 
     def run(self) -> list[TurnMetrics]:
         """All turns of all slots (turn-major, so slots interleave like a server's)."""

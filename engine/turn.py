@@ -4,6 +4,7 @@ check the slot against the transcript."""
 from collections.abc import Callable, Sequence
 
 from engine.metrics import TurnMetrics
+from engine.progress import Progress
 from engine.round import run_round
 from engine.slot import CtxCheckpoint, Slot, plan_reuse
 from engine.speculative import visible_answer
@@ -16,7 +17,7 @@ def run_turn(
     s: Slot,
     question: Sequence[int],
     end_unit: Callable[[], None],
-    on_tokens: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> TurnMetrics:
     """Run one request/answer turn on slot `s`. `end_unit` is called after every whole
     unit of events (a prefill, a round), where the journal may write."""
@@ -24,6 +25,8 @@ def run_turn(
     prompt = start_turn(s, question)
     end_unit()
     answer_start = len(prompt)
+    if progress is not None:  # the prefill committed the answer's first token
+        progress.tokens(len(s.tokens) - answer_start)
     while s.tokens[-1] not in b.template.eog_ids:
         if len(s.tokens) - answer_start >= cfg.answer_cap:
             break
@@ -31,8 +34,8 @@ def run_turn(
         t = b.now()
         block = run_round(s, cfg.answer_cap - (len(s.tokens) - answer_start))
         s.stats.decode_s += b.now() - t
-        if on_tokens is not None:
-            on_tokens(len(s.tokens) - before)
+        if progress is not None:
+            progress.tokens(len(s.tokens) - before)
         if block.eog is not None:
             break
         m.fire(Trigger.NEXT)

@@ -1,7 +1,6 @@
 """The small public facade: run a configured session into a log, read turn tables back."""
 
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -12,6 +11,7 @@ from sqlalchemy import Engine
 from engine.backend import Backend
 from engine.config import RunConfig
 from engine.metrics import TurnMetrics
+from engine.progress import Progress
 from engine.session import Session, make_backend
 from eventlog import Recorder, create_session, iter_events, open_db
 from fsm.states import Trigger
@@ -48,7 +48,7 @@ def run_session(
     config: RunConfig,
     db: str,
     *,
-    on_tokens: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
     parent_id: int | None = None,
     backend: Backend | None = None,
 ) -> RunResult:
@@ -71,7 +71,7 @@ def run_session(
         parent_id=parent_id,
     )
     with Recorder(engine, sid) as rec:
-        turns = Session(config, rec, backend=backend, on_tokens=on_tokens).run()
+        turns = Session(config, rec, backend=backend, progress=progress).run()
     return RunResult(sid, turns, rec.written)
 
 

@@ -8,10 +8,12 @@ from typing import Any
 
 from rich.markdown import Markdown
 
+from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from specledger import output
 from specledger.benchmarks import SUITES, BenchOptions, Goal, run_suite
 from specledger.benchmarks.common import goals_table
+from specledger.cli_common import add_common
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -60,9 +62,9 @@ def collect_goals(out: Path) -> list[Goal]:
     return goals
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_parser(sub: Any) -> None:
     """The `bench` subcommand's options."""
-    p = sub.add_parser("bench", parents=[common],
+    p = sub.add_parser("bench",
                        help="measure: conversation cost, rollback strategies, drafters, "
                             "recorder cost, sim calibration",
                        description="Run benchmark suites; their sessions go to --db "
@@ -76,7 +78,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="torch backend's device (auto: CUDA when torch sees one)")
-    p.add_argument("--model", default="models/target", help="torch: target checkpoint")
-    p.add_argument("--draft-model", default="models/draft", help="torch: draft checkpoint")
+    p.add_argument("--model", default=SHIPPED_TARGET, help="torch: target checkpoint")
+    p.add_argument("--draft-model", default=SHIPPED_DRAFT, help="torch: draft checkpoint")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(db=None)  # default: <out>/bench.db, beside the results it produced
+    add_common(p, db_default=None, db_help="path or SQLAlchemy URL (default: <out>/bench.db, "
+                                           "beside the results it produced)")

@@ -10,7 +10,9 @@ from eventlog import Projector, get_session, list_sessions, open_db
 from eventlog.reader import scan_events
 from specledger import analysis_cmds, bench_cmd, output
 from specledger.api import RunResult, run_session, turn_table
+from specledger.errors import UsageError
 from specledger.graphs import GraphKind, default_name, graph_dot
+from specledger.run_flags import config_from_args
 from viz import GraphFormat, write
 
 
@@ -32,29 +34,9 @@ def dispatch(args: argparse.Namespace) -> int:
     return handler(args)
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The validated run configuration the flags describe."""
-    return RunConfig(
-        backend=args.backend, strategy=args.strategy, eog_policy=args.eog_policy,
-        replay_policy=args.replay_policy, drafter=args.drafter, draft_max=args.draft_max,
-        draft_min=args.draft_min, ngram_n=args.ngram_n, ngram_min_hits=args.ngram_min_hits,
-        acceptance=args.acceptance, turns=args.turns, slots=args.slots,
-        prompt_tokens=args.prompt_tokens, question_tokens=args.question_tokens,
-        answer_tokens=args.answer_tokens, max_answer_tokens=args.max_answer_tokens,
-        eog_prob=args.eog_prob,
-        tie_flip_rate=args.tie_flip_rate, seed=args.seed, profile=args.profile,
-        model=args.model, draft_model=args.draft_model,
-        draft_checkpoints=args.draft_checkpoints, temperature=args.temperature,
-        top_k=args.top_k, top_p=args.top_p, kernels=args.kernels, device=args.device,
-        ctx_checkpoints=args.ctx_checkpoints, ctx_checkpoint_every=args.ctx_checkpoint_every,
-        livelock_guard=args.livelock_guard, audit=not args.no_audit, strict=args.strict,
-    )
-
-
 def _run(config: RunConfig, db: str, show_progress: bool, label: str) -> RunResult:
-    total = config.slots * config.turns * config.answer_tokens
-    with output.progress_bar(total, label, show_progress) as tick:
-        return run_session(config, db, on_tokens=tick)
+    with output.progress_bar(config, label, show_progress) as progress:
+        return run_session(config, db, progress=progress)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -108,11 +90,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     re-execution."""
     if args.rerun:
         if args.at is not None:
-            raise ConfigError("--at projects the log; it does not combine with --rerun")
+            raise UsageError("--at projects the log; it does not combine with --rerun")
         return analysis_cmds.cmd_rerun(args)
     if args.set or args.backend:
-        raise ConfigError("--set and --backend change a re-execution: add --rerun")
+        raise UsageError("--set and --backend change a re-execution: add --rerun")
     engine = open_db(args.db, create=False)
+    info = get_session(engine, args.session)
+    if args.at is not None and args.at > info.events:
+        raise ConfigError(f"--at {args.at}: session {args.session} has {info.events} events "
+                          f"(seq 1..{info.events}; 0 is the state before the first)")
     projector = Projector()
     last = 0
     for ev in scan_events(engine, args.session, upto_seq=args.at):

@@ -5,9 +5,9 @@ from enum import StrEnum
 import graphviz
 from sqlalchemy import Engine
 
-from engine.errors import ConfigError
 from eventlog import get_session
 from eventlog.reader import scan_events
+from specledger.errors import UsageError
 from viz import (
     divergence_dot,
     divergence_tree,
@@ -57,6 +57,6 @@ def default_name(kind: GraphKind, sessions: list[int]) -> str:
 
 def _check_count(kind: GraphKind, sessions: list[int]) -> None:
     if kind is GraphKind.DIVERGENCE and len(sessions) < 2:
-        raise ConfigError("--kind divergence needs two or more sessions")
+        raise UsageError("--kind divergence needs two or more sessions")
     if kind in (GraphKind.FSM, GraphKind.TIMELINE) and len(sessions) != 1:
-        raise ConfigError(f"--kind {kind.value} draws one session (got {len(sessions)})")
+        raise UsageError(f"--kind {kind.value} draws one session (got {len(sessions)})")

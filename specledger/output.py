@@ -2,15 +2,18 @@
 
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
 from rich.table import Table
 
+from engine.config import RunConfig
 from engine.metrics import TurnMetrics
+from engine.progress import Progress
 from eventlog import SessionInfo
 
 TURN_FIELDS = (
@@ -93,14 +96,46 @@ def session_json(s: SessionInfo) -> dict[str, Any]:
     }
 
 
+class TurnBar:
+    """A session's progress in turns: the total (slots x turns) is known on every backend,
+    while an answer's length is known only on the sim. Within a turn the bar creeps by
+    tokens over the answer cap and never past the turn; a finished turn sets it exactly."""
+
+    def __init__(self, bar: RichProgress, task: TaskID, cap: int) -> None:
+        self.bar, self.task, self.cap = bar, task, cap
+        self.turns = 0
+        self.in_turn = 0
+        self.total_tokens = 0
+
+    def tokens(self, n: int) -> None:
+        """`n` more tokens committed."""
+        self.in_turn += n
+        self.total_tokens += n
+        self._show()
+
+    def turn_done(self) -> None:
+        """A turn ended."""
+        self.turns += 1
+        self.in_turn = 0
+        self._show()
+
+    def _show(self) -> None:
+        partial = min(self.in_turn / self.cap, 0.99)
+        self.bar.update(self.task, completed=self.turns + partial, done=self.turns,
+                        tokens=self.total_tokens)
+
+
 @contextmanager
-def progress_bar(total: int, label: str, show: bool) -> Iterator[Callable[[int], None] | None]:
-    """A token progress bar on stderr when it is a terminal; None otherwise."""
+def progress_bar(config: RunConfig, label: str, show: bool) -> Iterator[Progress | None]:
+    """A progress bar over the session's turns on stderr when it is a terminal; None
+    otherwise."""
     if not (show and sys.stderr.isatty()):
         yield None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} tokens"), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+    with RichProgress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("turn {task.fields[done]}/{task.total:.0f}, "
+                             "{task.fields[tokens]} tokens"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=config.slots * config.turns, tokens=0, done=0)
+        turns = TurnBar(bar, task, config.answer_cap)
+        yield turns

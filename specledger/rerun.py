@@ -7,7 +7,6 @@ and stops at the first divergence, like Temporal's NondeterminismError. A counte
 first divergence.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +15,7 @@ from sqlalchemy import Engine
 from engine.backend import Backend
 from engine.config import RunConfig
 from engine.errors import BackendError
+from engine.progress import Progress
 from engine.session import Session, make_backend
 from eventlog import Recorder, create_session, get_session, open_db
 from eventlog.compare import EXACT, Tolerance
@@ -88,7 +88,7 @@ class RerunResult:
 
 
 def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
-          tol: Tolerance = EXACT, on_tokens: Callable[[int], None] | None = None
+          tol: Tolerance = EXACT, progress: Progress | None = None
           ) -> RerunResult:
     """Re-execute session `session_id` of the log at `db`, with `changes` applied."""
     engine = open_db(db, create=True)
@@ -114,13 +114,13 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
         engine, config=after, backend=config.backend.value, seeds={"seed": config.seed},
         code_version=code_version(), model_digest=digest, parent_id=session_id)
     if changed:
-        error = _run(engine, new_id, config, backend, None, on_tokens)
+        error = _run(engine, new_id, config, backend, None, progress)
         result = diff_streams(scan_events(engine, session_id), scan_events(engine, new_id), tol)
         return RerunResult(session_id, new_id, changed, tol, result.compared,
                            result.divergence, result.turns, error)
     follower = Follower(scan_events(engine, session_id), tol)
     try:
-        error = _run(engine, new_id, config, backend, follower, on_tokens)
+        error = _run(engine, new_id, config, backend, follower, progress)
         return RerunResult(session_id, new_id, changed, tol, follower.compared,
                            follower.finish(), [], error)
     finally:
@@ -128,13 +128,13 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
 
 
 def _run(engine: Engine, session_id: int, config: RunConfig, backend: Backend,
-         follower: Follower | None, on_tokens: Callable[[int], None] | None) -> str | None:
+         follower: Follower | None, progress: Progress | None) -> str | None:
     """Run `config` into `session_id`, following the recorded log if `follower` is given;
     the failure it ended with, if any."""
     try:
         with Recorder(engine, session_id) as rec:
             journal = rec if follower is None else FollowingJournal(rec, follower)
-            Session(config, journal, backend=backend, on_tokens=on_tokens).run()
+            Session(config, journal, backend=backend, progress=progress).run()
     except _Diverged:
         return None
     except SpecledgerError as exc:  # a recorded failure (strict mode) may reproduce too

@@ -6,10 +6,10 @@ session re-executes like any other and the fix is one `--set` away.
 """
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from engine.config import RunConfig
+from engine.shipped import model_dir
 from eventlog import open_db
 from eventlog.postmortem import Kind, Postmortem, Severity, postmortem_session
 from fsm.errors import SpecledgerError
@@ -109,7 +109,7 @@ def _base(s: Scenario, backend: str, seed: int, model: str | None,
     paths = {"model": model or defaults.model,
              "draft_model": draft_model or defaults.draft_model}
     for key, path in paths.items():
-        if not Path(path).is_dir():
+        if not model_dir(path).is_dir():
             raise ScenarioError(f"scenario {s.name} on torch needs a checkpoint directory at "
                                 f"{path} (--{key.replace('_', '-')} DIR)")
     return defaults.replace(**{**_TORCH_BASE, **paths, "seed": seed, "drafter": "draft-model"})

@@ -1,7 +1,7 @@
 """Train the shipped models (target + MTP head, draft) on the Python standard library and
 evaluate them; or, with --eval-only, evaluate the models already in --out.
 
-    python tools/train.py --out models --minutes 30 --seed 0
+    python tools/train.py --out engine/shipped --minutes 30 --seed 0
 """
 
 import argparse
@@ -24,7 +24,7 @@ from engine.training.train import save, train
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, train unless --eval-only, evaluate and write eval.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("models"))
+    parser.add_argument("--out", type=Path, default=Path("engine/shipped"))
     parser.add_argument("--minutes", type=float, default=30.0,
                         help="wall-clock budget of the whole training (default 30)")
     parser.add_argument("--seed", type=int, default=0)

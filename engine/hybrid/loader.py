@@ -14,6 +14,7 @@ from torch import Tensor
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.errors import CheckpointFormatError, CheckpointNotFoundError
 from engine.hybrid.model import HybridModel
+from engine.shipped import model_dir
 
 # Qwen3_5ForCausalLM saves `model.*`; the multimodal Qwen3_5ForConditionalGeneration saves
 # the text decoder under `model.language_model.*`.
@@ -36,7 +37,7 @@ def load_checkpoint(
     path: str | Path, *, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
 ) -> LoadedCheckpoint:
     """Load the checkpoint directory at `path` in `dtype` on `device` (eval mode, no grad)."""
-    root = Path(path)
+    root = model_dir(path)
     if not root.is_dir():
         raise CheckpointNotFoundError(
             f"checkpoint directory {root} does not exist: pass a local directory holding "

@@ -23,6 +23,7 @@ from engine.hybrid.layers import ZeroCentredRMSNorm, rotary_tables
 from engine.hybrid.loader import load_checkpoint
 from engine.hybrid.model import DecoderLayer, HybridModel
 from engine.hybrid.state import HybridState
+from engine.shipped import model_dir
 
 PREFIX = "mtp."
 
@@ -102,7 +103,7 @@ def load_mtp(path: str | Path, target: HybridModel | None = None,
     """The MTP head stored under `mtp.` in the checkpoint at `path`, bound to `target`
     (loaded from the same directory onto `device` when None; the head goes where its
     target is); eval mode, no grad."""
-    root = Path(path)
+    root = model_dir(path)
     target = load_checkpoint(root, device=device).model if target is None else target
     head = MtpHead(target)
     weights = {}

@@ -98,7 +98,7 @@ def train(config: TrainConfig, log: Log = print) -> Trained:
 
 
 def save(trained: Trained, out: Path, config: TrainConfig) -> dict[str, Path]:
-    """Write models/target (with the MTP head under `mtp.`) and models/draft."""
+    """Write OUT/target (with the MTP head under `mtp.`) and OUT/draft."""
     record = _record(trained, config)
     dirs = {"target": out / "target", "draft": out / "draft"}
     save_checkpoint(dirs["target"], trained.target, trained.mtp.state_dict())

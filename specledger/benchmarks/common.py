@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 
 DEFAULT_OUT = Path("bench/results")
@@ -31,8 +32,8 @@ class BenchOptions:
     db: str = DEFAULT_BENCH_DB
     quick: bool = False
     threads: int = 1
-    model: str = "models/target"
-    draft_model: str = "models/draft"
+    model: str = SHIPPED_TARGET
+    draft_model: str = SHIPPED_DRAFT
     seed: int = 0
     device: str = "auto"  # the torch backend's: auto (CUDA when present), cpu or cuda
 

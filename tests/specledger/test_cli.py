@@ -70,21 +70,32 @@ def test_bad_input_is_one_line_and_nonzero(db: str, tmp_path: Path) -> None:
     assert _cli("run", "--db", db, *SMALL, "--json").returncode == 0
     junk = tmp_path / "junk.db"
     junk.write_text("not a database at all " * 100)
+    # (argv, exit status, text of the one line): 2 for the command line's shape, as
+    # argparse's own errors; 1 for what the shape cannot tell (the database, the session).
     cases = [
-        (("show", "99", "--db", db), "no session 99"),
-        (("replay", "99", "--db", db), "no session 99"),
-        (("sessions", "--db", str(tmp_path / "missing.db")), "no database"),
-        (("sessions", "--db", str(junk)), "not a specledger database"),
-        (("sessions", "--db", "nosuchdialect://x"), ""),
-        (("run", "--db", db, "--acceptance", "1.5"), "acceptance"),
-        (("run", "--db", db, "--draft-max", "0"), "draft_max"),
-        (("run", "--backend", "sim", "--db", db, "--profile", "nope"), "unknown 'nope'"),
-        (("run", "--db", db, "--strategy", "bogus"), "invalid choice"),
-        (("graph", "1", "--db", db, "--format", "gif"), "invalid choice"),
+        (("show", "99", "--db", db), 1, "no session 99"),
+        (("replay", "99", "--db", db), 1, "no session 99"),
+        (("sessions", "--db", str(tmp_path / "missing.db")), 1, "no database"),
+        (("sessions", "--db", str(junk)), 1, "not a specledger database"),
+        (("sessions", "--db", "nosuchdialect://x"), 1, ""),
+        (("run", "--db", db, "--acceptance", "1.5"), 2, "--acceptance: 1.5 must be"),
+        (("run", "--db", db, "--draft-max", "0"), 2, "--draft-max: 0 must be at least 1"),
+        (("run", "--db", db, "--turns", "two"), 2, "--turns: 'two' is not an integer"),
+        (("run", "--backend", "sim", "--db", db, "--profile", "nope"), 1, "unknown 'nope'"),
+        (("run", "--db", db, "--strategy", "bogus"), 2, "invalid choice"),
+        (("graph", "1", "--db", db, "--format", "gif"), 2, "invalid choice"),
+        (("graph", "1", "2", "--db", db, "--kind", "fsm"), 2, "draws one session"),
+        (("graph", "1", "--db", db, "--kind", "divergence"), 2, "two or more sessions"),
+        (("replay", "1", "--db", db, "--at", "-5"), 2, "--at: -5 must be at least 0"),
+        (("replay", "1", "--db", db, "--at", "999999"), 1, "--at 999999: session 1 has"),
+        (("replay", "1", "--db", db, "--at", "3", "--rerun"), 2, "does not combine"),
+        (("replay", "1", "--db", db, "--set", "seed=1"), 2, "add --rerun"),
+        (("replay", "1", "--db", db, "--rerun", "--set", "seed"), 2, "expected key=value"),
+        (("diff", "1", "1", "--db", db, "--tolerance", "-1"), 2, "--tolerance: -1"),
     ]
-    for argv, needle in cases:
+    for argv, status, needle in cases:
         r = _cli(*argv)
-        assert r.returncode != 0, argv
+        assert r.returncode == status, (argv, r.returncode, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, (argv, r.stderr)
         assert "Traceback" not in r.stderr and needle in lines[0], (argv, lines)

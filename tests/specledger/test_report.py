@@ -83,9 +83,11 @@ def test_graph_kinds(report: tuple[Path, list[int]], tmp_path: Path,
         doc = _doc(capsys, "graph", *sessions, "--kind", kind, "--db", db, "--out", str(out),
                    "--json")
         assert doc["kind"] == kind and needle in out.read_bytes()
-    for argv, needle in [(["graph", "1", "--kind", "divergence"], "two or more"),
-                         (["graph", "1", "2", "--kind", "timeline"], "one session"),
-                         (["report", "9", "--out", str(tmp_path / "x.html")], "no session 9")]:
-        assert main([*argv, "--db", db]) == 1
+    # A wrong number of sessions is the command line's shape (2); a missing one is not (1).
+    for argv, status, needle in [(["graph", "1", "--kind", "divergence"], 2, "two or more"),
+                                 (["graph", "1", "2", "--kind", "timeline"], 2, "one session"),
+                                 (["report", "9", "--out", str(tmp_path / "x.html")], 1,
+                                  "no session 9")]:
+        assert main([*argv, "--db", db]) == status
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0]

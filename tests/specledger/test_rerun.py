@@ -90,21 +90,32 @@ def test_counterfactual_is_compared_turn_by_turn(
     assert diff["divergence"] == doc["divergence"]
 
 
+def _status(argv: list[str]) -> int:
+    """main's exit status, whether it returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def test_bad_rerun_and_diff_input_is_one_line(
     recorded: tuple[str, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     db, sid = recorded
+    # A malformed command line exits 2; a session that is not there, 1.
     cases = [
-        (["replay", str(sid), "--db", db, "--rerun", "--set", "nope=1"], "unknown setting"),
-        (["replay", str(sid), "--db", db, "--rerun", "--set", "draft_max"], "key=value"),
-        (["replay", str(sid), "--db", db, "--rerun", "--set", "draft_max=x"], "integer"),
-        (["replay", str(sid), "--db", db, "--rerun", "--set", "strategy=bogus"], "strategy"),
-        (["replay", str(sid), "--db", db, "--set", "strategy=none"], "--rerun"),
-        (["replay", str(sid), "--db", db, "--rerun", "--tolerance", "-1"], "tolerance"),
-        (["replay", "99", "--db", db, "--rerun"], "no session 99"),
-        (["diff", str(sid), "99", "--db", db], "no session 99"),
+        (["replay", str(sid), "--db", db, "--rerun", "--set", "nope=1"], 2, "unknown setting"),
+        (["replay", str(sid), "--db", db, "--rerun", "--set", "draft_max"], 2, "key=value"),
+        (["replay", str(sid), "--db", db, "--rerun", "--set", "draft_max=x"], 2, "integer"),
+        (["replay", str(sid), "--db", db, "--rerun", "--set", "draft_max=99"], 2, "at most 64"),
+        (["replay", str(sid), "--db", db, "--rerun", "--set", "strategy=bogus"], 2,
+         "strategy"),
+        (["replay", str(sid), "--db", db, "--set", "strategy=none"], 2, "--rerun"),
+        (["replay", str(sid), "--db", db, "--rerun", "--tolerance", "-1"], 2, "tolerance"),
+        (["replay", "99", "--db", db, "--rerun"], 1, "no session 99"),
+        (["diff", str(sid), "99", "--db", db], 1, "no session 99"),
     ]
-    for argv, needle in cases:
-        assert main(argv) == 1, argv
+    for argv, status, needle in cases:
+        assert _status(argv) == status, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (argv, err)

@@ -9,11 +9,12 @@ import torch
 from engine.config import RunConfig
 from engine.errors import BackendError, ConfigError
 from engine.hybrid.device import resolve_device
+from engine.shipped import ROOT as SHIPPED_ROOT
 from eventlog import get_session, open_db
 from specledger.api import run_session
 from specledger.cli import main
 
-MODELS = Path(__file__).resolve().parents[3] / "models"
+MODELS = SHIPPED_ROOT
 
 
 def test_auto_follows_what_torch_sees(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,7 +29,7 @@ def test_cuda_without_a_gpu_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(BackendError, match="sees no CUDA device; use --device cpu"):
         resolve_device("cuda")
-    with pytest.raises(ConfigError, match="device: 'gpu' is not auto, cpu or cuda"):
+    with pytest.raises(ConfigError, match="device: 'gpu' is not one of auto, cpu, cuda"):
         RunConfig(device="gpu")
 
 

@@ -3,7 +3,6 @@ transformers implementation, and end held-out answers with <|im_end|>."""
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -11,9 +10,10 @@ import torch
 from engine.hybrid import LoadedCheckpoint, load_checkpoint
 from engine.hybrid.mtp import load_mtp
 from engine.hybrid.tokenizer import IM_END, build_tokenizer, encode
+from engine.shipped import ROOT as SHIPPED_ROOT
 from engine.training.evaluate import greedy, held_out_turns
 
-MODELS = Path(__file__).resolve().parents[3] / "models"
+MODELS = SHIPPED_ROOT
 MiB = 1024 * 1024
 
 

@@ -4,18 +4,18 @@ truncate never does, the files and the recorded sessions are there."""
 import json
 import math
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
 from engine.metrics import TurnMetrics
+from engine.shipped import ROOT as SHIPPED_ROOT
 from eventlog import list_sessions, open_db
 from specledger.api import turn_table
 from specledger.benchmarks import BenchOptions, SuiteResult, run_suite
 
-MODELS = Path(__file__).resolve().parents[3] / "models"
+MODELS = SHIPPED_ROOT
 
 
 @pytest.fixture(scope="module")

@@ -4,18 +4,18 @@ against plain decode, the sim's speedup rising with acceptance, the plot and the
 import json
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from engine.shipped import ROOT as SHIPPED_ROOT
 from eventlog import list_sessions, open_db
 from specledger.benchmarks import BenchOptions, SuiteResult, run_suite
 from specledger.benchmarks.drafters import QUICK_DRAFTERS
 from specledger.benchmarks.drafters_runs import PLAIN
 
-MODELS = Path(__file__).resolve().parents[3] / "models"
+MODELS = SHIPPED_ROOT
 
 
 @pytest.fixture(scope="module")
