@@ -2,6 +2,7 @@
 found from any directory by a non-editable install."""
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -69,9 +70,13 @@ def test_engine_commands_name_the_extra_without_it(tmp_path: Path) -> None:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package installed non-editable (the wheel's files, dependencies from this
     environment) into a folder of its own."""
+    # From a copy: setuptools builds in the source tree, and the checkout stays clean.
+    source = tmp_path_factory.mktemp("src") / "specledger"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", "tests", "bench", ".*cache"))
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--target", str(target), str(ROOT)],
+                    "--no-build-isolation", "--target", str(target), str(source)],
                    check=True, capture_output=True, timeout=300)
     return target
 
