@@ -15,7 +15,7 @@ class BackendKind(StrEnum):
 
 
 class Strategy(StrEnum):
-    """How rejected drafts are taken out of the recurrent state (DESIGN.md table)."""
+    """How rejected drafts leave the recurrent state (docs/design.md#rollback-strategies)."""
 
     CHECKPOINT = "checkpoint"
     PER_TOKEN = "per_token"

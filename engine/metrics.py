@@ -13,7 +13,7 @@ class TurnMetrics:
     counts history tokens processed a second time because the recurrent state had to
     fall back to an older context checkpoint.
 
-    Conversation cost (DESIGN.md), `conversation_s`, is the sum of three parts:
+    Conversation cost (docs/design.md#conversation-cost), `conversation_s`, sums three parts:
     generation (`generation_s`: decode time less rollbacks), state repair
     (`state_repair_s`: in-round rollbacks plus the context-checkpoint restore at the turn
     boundary, `repair_s`) and repeated prefill (`reprefill_s`: prefill time of the

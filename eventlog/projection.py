@@ -18,7 +18,7 @@ class SlotView:
     """One slot as the log says it is after the events folded so far.
 
     `tokens` are the committed tokens and `position` how many the model state has
-    consumed (DESIGN.md "Positions"); `digest` is the state digest at `position`.
+    consumed (docs/design.md#positions); `digest` is the state digest at `position`.
     `rounds` counts commits; `drafted` and `accepted` sum the payload counts; `restores`
     and `ctx_restores` count those events; `reprefill_tokens` sums the tokens processed
     again after a context restore; `violations` holds the invariant-violation payloads.

@@ -1,4 +1,4 @@
-"""The invariants of DESIGN.md as pure checks over plain facts.
+"""The invariants of docs/design.md#invariants as pure checks over plain facts.
 
 The engine checks them at commit and turn end; `postmortem` re-checks them from the
 log. A check returns violations; raising is the caller's choice (`--strict`).
@@ -11,7 +11,7 @@ from typing import Any
 
 
 class Invariant(StrEnum):
-    """The six invariants, numbered as in DESIGN.md."""
+    """The six invariants, numbered as in docs/design.md#invariants."""
 
     SLOT_PREFIX = "slot_prefix"            # 1
     STATE_TRUTH = "state_truth"            # 2

@@ -1,4 +1,4 @@
-"""State and trigger names: the contract the event log stores (spelled as in DESIGN.md)."""
+"""State and trigger names: the contract the event log stores (docs/design.md#round-transaction)."""
 
 from enum import StrEnum
 

@@ -52,7 +52,7 @@ class Violations:
                 Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, evs[-1].seq,
                 f"Invariant {name} failed {len(evs)} time(s); first: "
                 f"{first.payload.get('message', '')}",
-                _FIX.get(name, "See the invariant's definition in DESIGN.md."),
+                _FIX.get(name, "See the invariant's definition in docs/design.md#invariants."),
                 {"invariant": name, "count": len(evs),
                  "first": examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
                                      **(e.payload.get("details") or {})} for e in evs], 5)},
