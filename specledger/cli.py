@@ -12,7 +12,7 @@ from specledger import bench_cmd, commands
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
 from specledger.graphs import GraphKind
-from specledger.run_flags import add_run_flags
+from specledger.run_flags import add_run_flags, checked
 from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
 
@@ -25,20 +25,9 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _at_least(kind: type[int] | type[float], lo: float) -> Callable[[str], float]:
-    """An argparse type: a number of `kind` no smaller than `lo` (else a usage error)."""
-
-    def convert(raw: str) -> float:
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{raw}' is not a number") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"{raw} must be at least {lo}")
-        return value
-
-    convert.__name__ = kind.__name__
-    return convert
+def _at_least(kind: type, lo: float) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` no smaller than `lo`."""
+    return checked(kind, lambda v: f"{v} must be at least {lo}" if v < lo else "")
 
 
 def _tolerance_options(p: argparse.ArgumentParser) -> None:

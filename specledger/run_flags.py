@@ -5,6 +5,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import Field, fields
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from engine.config import RunConfig, out_of_bounds
@@ -16,9 +17,9 @@ def flag_name(f: Field[Any]) -> str:
     return f.metadata.get("negate") or "--" + f.name.replace("_", "-")
 
 
-def _converter(f: Field[Any]) -> Callable[[str], Any]:
-    """Parse and range-check one value, so that a bad one is argparse's usage error."""
-    kind = f.type
+def checked(kind: type, problem: Callable[[Any], str]) -> Callable[[str], Any]:
+    """An argparse type: `kind(raw)`, refused (a usage error, exit 2) when it does not parse
+    or when `problem(value)` says why not."""
 
     def convert(raw: str) -> Any:
         try:
@@ -26,9 +27,9 @@ def _converter(f: Field[Any]) -> Callable[[str], Any]:
         except ValueError:
             what = {int: "an integer", float: "a number"}.get(kind, "a value")
             raise argparse.ArgumentTypeError(f"'{raw}' is not {what}") from None
-        problem = out_of_bounds(f, value)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
+        why = problem(value)
+        if why:
+            raise argparse.ArgumentTypeError(why)
         return value
 
     convert.__name__ = kind.__name__  # argparse names the type in its messages
@@ -54,7 +55,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         else:
             choices = list(meta["choices"]) or None
             if f.type is not str:
-                convert = _converter(f)
+                convert = checked(f.type, partial(out_of_bounds, f))
         shown = "" if default == "" else f" (default: {default})"
         p.add_argument(name, dest=dest, type=convert, choices=choices, default=default,
                        help=text + shown)
