@@ -1,0 +1,113 @@
+"""Export one of our HF-format checkpoints (the target with its MTP head, or the draft
+model) to a GGUF file that llama-server loads without extra flags.
+
+The conversion is llama.cpp's own converter with our vocabulary step (`engine.llama.convert`,
+whose docstring says why), run in a child process of this interpreter; this module checks
+what it can before starting it and turns a failure into one line.
+"""
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+from engine.llama.errors import GgufExportError
+from engine.llama.paths import LLAMA_PY_VERSION, cache_root, require_converter
+from engine.shipped import model_dir as resolve_model
+
+# What the vendored converter imports besides the standard library.
+CONVERTER_MODULES = ("torch", "transformers", "numpy", "yaml", "tqdm")
+TIMEOUT_S = 600.0
+
+
+class OutType(StrEnum):
+    """The GGUF tensor type of the exported weights (norms and other 1-D tensors stay f32
+    either way, as the converter keeps them)."""
+
+    F32 = "f32"
+    F16 = "f16"
+
+
+def check_checkpoint(model_dir: Path) -> None:
+    """Refuse, in one line, a directory the export cannot convert: no config.json, no
+    weights, not the Qwen3.5 text architecture, or a tokenizer other than the shipped
+    byte-level one (the vocabulary step writes only that one)."""
+    config_path = model_dir / "config.json"
+    if not config_path.is_file():
+        raise GgufExportError(f"{model_dir} has no config.json: pass an HF-format checkpoint "
+                              f"directory")
+    if not any(model_dir.glob("*.safetensors")):
+        raise GgufExportError(f"{model_dir} has no *.safetensors weights")
+    try:
+        archs = json.loads(config_path.read_text()).get("architectures", [])
+    except json.JSONDecodeError as err:
+        raise GgufExportError(f"{config_path} is not valid JSON: {err}") from None
+    if "Qwen3_5ForCausalLM" not in archs:
+        raise GgufExportError(f"{config_path}: architectures {archs} is not "
+                              f"['Qwen3_5ForCausalLM'], the only one the export writes")
+    tok_path = model_dir / "tokenizer.json"
+    if not tok_path.is_file():
+        raise GgufExportError(f"{model_dir} has no tokenizer.json")
+    from tokenizers import Tokenizer
+
+    from engine.hybrid.tokenizer import build_tokenizer
+
+    expected = build_tokenizer().get_vocab(with_added_tokens=True)
+    if Tokenizer.from_file(str(tok_path)).get_vocab(with_added_tokens=True) != expected:
+        raise GgufExportError(f"{tok_path} is not the shipped byte-level tokenizer (259 ids, "
+                              f"ChatML specials), the only vocabulary the export writes")
+
+
+def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32") -> Path:
+    """Convert the checkpoint at `model_dir` (a directory, or `shipped:NAME`) to the GGUF
+    file `out` (its folder is created) with weights in `outtype` (f32 or f16); return
+    `out`."""
+    model_dir, out = resolve_model(model_dir), Path(out)
+    try:
+        kind = OutType(outtype)
+    except ValueError:
+        raise GgufExportError(f"outtype '{outtype}' is not one of "
+                              f"{', '.join(t.value for t in OutType)}") from None
+    if not model_dir.is_dir():
+        raise GgufExportError(f"checkpoint directory {model_dir} does not exist")
+    check_checkpoint(model_dir)
+    converter = require_converter()
+    missing = [m for m in CONVERTER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise GgufExportError(f"the GGUF converter needs the Python package(s) "
+                              f"{', '.join(missing)}: pip install {' '.join(missing)}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")  # never leave a truncated file at `out`
+    cmd = [sys.executable, "-m", "engine.llama.convert", str(model_dir), str(partial),
+           "--outtype", kind.value, "--converter", str(converter)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        partial.unlink(missing_ok=True)
+        raise GgufExportError(f"GGUF conversion of {model_dir} took over {TIMEOUT_S:.0f} s"
+                              ) from None
+    if done.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {done.returncode}"
+        raise GgufExportError(f"GGUF conversion of {model_dir} failed: {last}")
+    partial.replace(out)
+    return out
+
+
+def cached_gguf(model: str | Path, outtype: str = "f32") -> Path:
+    """The GGUF of checkpoint `model`, exported once into specledger's cache. The file
+    name carries a digest of the checkpoint's files, the llama.cpp version and our
+    conversion step, so a changed model or converter makes a new export."""
+    root = resolve_model(model)
+    h = hashlib.sha256(f"{LLAMA_PY_VERSION}/{outtype}".encode())
+    h.update(Path(__file__).with_name("convert.py").read_bytes())
+    for file in sorted([*root.glob("*.json"), *root.glob("*.safetensors")]):
+        h.update(file.name.encode())
+        h.update(file.read_bytes())
+    path = cache_root() / "gguf" / f"{root.name}-{h.hexdigest()[:16]}-{outtype}.gguf"
+    return path if path.is_file() else export_gguf(root, path, outtype)

@@ -1,0 +1,50 @@
+"""`specledger export gguf`: its options, the file it writes, its JSON, its errors."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.llama.errors import GgufExportError
+from engine.llama.paths import require_converter
+from specledger import export_cmd
+from tests.engine.llama.conftest import require_llama
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """`argv` parsed by a parser holding only the export subcommand (plus --json)."""
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    export_cmd.add_parser(sub)
+    sub.choices["export"].add_argument("--json", action="store_true")
+    return parser.parse_args(argv)
+
+
+def test_options_and_default_out() -> None:
+    args = parse(["export", "gguf", "shipped:draft"])
+    assert (args.format, args.model_dir, args.out, args.outtype) == ("gguf", "shipped:draft",
+                                                                     None, "f32")
+    assert export_cmd.default_out("shipped:draft", "f16") == Path("draft-f16.gguf")
+    with pytest.raises(SystemExit):
+        parse(["export", "onnx", "shipped:draft"])
+    with pytest.raises(SystemExit):
+        parse(["export", "gguf", "shipped:draft", "--outtype", "q8_0"])
+
+
+def test_export_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_llama(require_converter)
+    out = tmp_path / "d.gguf"
+    args = parse(["export", "gguf", "shipped:draft", "--out", str(out), "--outtype", "f16",
+                  "--json"])
+    assert export_cmd.cmd_export(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"format": "gguf", "model": "shipped:draft", "out": str(out),
+                   "outtype": "f16", "bytes": out.stat().st_size}
+    assert out.read_bytes()[:4] == b"GGUF"
+
+
+def test_export_error(tmp_path: Path) -> None:
+    args = parse(["export", "gguf", str(tmp_path / "absent"), "--out", str(tmp_path / "x")])
+    with pytest.raises(GgufExportError, match="does not exist"):
+        export_cmd.cmd_export(args)
