@@ -33,7 +33,7 @@ def test_bench_rejects_an_unknown_suite_before_running_any(
     assert main(["bench", "conversation", "nonsense", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["specledger: error: bench: unknown suite 'nonsense' (known: conversation, "
-                   "strategies, recorder, calibration, drafters)"]
+                   "strategies, recorder, calibration, drafters, llama)"]
     assert not (tmp_path / "conversation").exists()
 
 
