@@ -29,12 +29,15 @@ llama: install
 	@PYTHON=$(PY) sh $(ROOT)/tools/build_llama.sh
 
 # The tests' models are tiny: one intra-op thread is faster, and far faster on a busy machine.
-# The llama.cpp tests skip without the binary when pytest runs alone; here they must run.
+# The llama.cpp and PostgreSQL tests skip without their binaries when pytest runs alone; here
+# they must run (tests/conftest.py starts a throwaway PostgreSQL server).
 test: install llama
 	@sh $(ROOT)/tools/ensure_apt.sh dot graphviz "graphviz renders the graphs"
 	@sh $(ROOT)/tools/ensure_apt.sh chromium chromium "the HTML report's browser test" optional
+	@sh $(ROOT)/tools/ensure_apt.sh pg_ctlcluster postgresql "the PostgreSQL ledger tests"
 	cd $(ROOT) && $(VENV)/bin/ruff check .
-	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 $(PY) -m pytest
+	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 SPECLEDGER_REQUIRE_POSTGRES=1 \
+		$(PY) -m pytest
 
 lint: install
 	cd $(ROOT) && $(VENV)/bin/ruff check .

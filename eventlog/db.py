@@ -1,52 +1,29 @@
 """Opening a specledger database from a path or a SQLAlchemy URL, with errors a user can act on."""
 
-import json
-import json.encoder
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
 from eventlog.errors import DatabaseUnavailableError, NotASpecledgerDatabaseError
+from eventlog.jsoncodec import encode_json
+from eventlog.liveness import LOCK_SPACE
 from eventlog.schema import SCHEMA_VERSION, meta, metadata
 
 DEFAULT_DB = "specledger.db"
 """The CLI's default `--db`: a SQLite file in the working directory."""
 
 
-
-def _compact_json() -> Callable[[Any], str]:
-    """Compact JSON for payloads (once per event). `JSONEncoder.encode` builds a new C
-    encoder on every call, which cost more than the encoding of a small payload; one C
-    encoder made once halves it. Without the C accelerator, the plain encoder."""
-    plain = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-    make = json.encoder.c_make_encoder
-    if make is None:
-        return plain.encode
-    # (markers, default, str encoder, indent, key sep, item sep, sort_keys, skipkeys, allow_nan)
-    c_encode = make(None, plain.default, json.encoder.encode_basestring_ascii, None, ":", ",",
-                    False, False, True)
-
-    def encode(obj: Any) -> str:
-        return "".join(c_encode(obj, 0))
-
-    return encode
-
-
-encode_json = _compact_json()
-"""Compact JSON text of a payload or configuration."""
-
-
 def open_db(db: str, create: bool) -> Engine:
     """Open the database `db` (a filesystem path, or any SQLAlchemy URL: it contains '://').
 
     Writers pass `create=True`: a missing SQLite file (and its directory) is created with the
-    schema. Readers pass `create=False`: nothing is created and SQLite connections are
-    query-only. Either way the database must be a specledger database of this schema version.
+    schema; on a server (PostgreSQL) the database must exist, and an empty one gets the schema.
+    Readers pass `create=False`: nothing is created and their connections are query-only.
+    Either way the database must be a specledger database of this schema version.
     """
     url = _parse(db)
     shown = url.render_as_string(hide_password=True) if "://" in db else db
@@ -70,10 +47,10 @@ def open_db(db: str, create: bool) -> Engine:
     try:
         version = _stored_version(engine, shown)
         if version is None and create:
-            _create_schema(engine, shown)
-        elif version is None:
+            version = _create_schema(engine, shown)
+        if version is None:
             raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
-        elif version != str(SCHEMA_VERSION):
+        if version != str(SCHEMA_VERSION):
             raise NotASpecledgerDatabaseError(
                 f"{shown} has specledger schema version {version}; this specledger "
                 f"reads version {SCHEMA_VERSION}: use a matching specledger or another --db"
@@ -124,9 +101,11 @@ def _engine(url: URL, shown: str, writer: bool) -> Engine:
             "sqlite:///FILE or postgresql://USER@HOST/DB"
         ) from exc
     except ImportError as exc:
+        hint = ("pip install 'specledger[postgres]'" if url.get_backend_name() == "postgresql"
+                else "install it")
         raise DatabaseUnavailableError(
             f"cannot open {shown}: the Python driver '{exc.name}' of {url.drivername} is "
-            "not installed; install it or name an installed driver (e.g. postgresql+psycopg2://)"
+            f"not installed; {hint}, or name an installed driver (e.g. postgresql+psycopg://)"
         ) from exc
     except ArgumentError as exc:
         raise DatabaseUnavailableError(f"bad database URL {shown}: {exc}") from exc
@@ -139,6 +118,17 @@ def _engine(url: URL, shown: str, writer: bool) -> Engine:
             for pragma in pragmas:
                 cursor.execute(pragma)
             cursor.close()
+
+    elif engine.dialect.name == "postgresql" and not writer:
+
+        @event.listens_for(engine, "connect")
+        def _read_only(dbapi_conn: Any, _record: Any) -> None:
+            # PostgreSQL's query_only: a reader that tried to write fails. Committed, since
+            # a SET rolled back with the DBAPI's implicit transaction would be undone.
+            cursor = dbapi_conn.cursor()
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            cursor.close()
+            dbapi_conn.commit()
 
     return engine
 
@@ -183,17 +173,30 @@ def _schema_version(conn: Connection, shown: str) -> str | None:
     return str(version)
 
 
-def _create_schema(engine: Engine, shown: str) -> None:
+def _create_schema(engine: Engine, shown: str) -> str | None:
+    """Create the tables and stamp the version; the version stored when we are done.
+
+    Writers that start together on a new database race to create it, so a creator first
+    takes the database's write lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
+    transaction lock) and looks again under it: the loser finds the winner's schema.
+    """
     try:
         with engine.begin() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"),
+                             {"space": LOCK_SPACE})
+            found = _schema_version(conn, shown)
+            if found is not None:
+                return found
             metadata.create_all(conn)
             conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            return str(SCHEMA_VERSION)
     except DBAPIError as exc:
-        # A concurrent writer may have created the schema between our look and now.
-        if _stored_version(engine, shown) != str(SCHEMA_VERSION):
-            raise DatabaseUnavailableError(
-                f"cannot create the schema in {shown}: {_first_line(exc)}"
-            ) from exc
+        raise DatabaseUnavailableError(
+            f"cannot create the schema in {shown}: {_first_line(exc)}"
+        ) from exc
 
 
 def _first_line(exc: DBAPIError) -> str:

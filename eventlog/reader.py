@@ -1,22 +1,18 @@
 """Reading sessions and events back. Readers never write."""
 
-import json
-import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Row, Select, String, func, select, type_coerce
+from sqlalchemy import Connection, Engine, Row, Select, Text, cast, func, select
 
 from eventlog.errors import UnknownSessionError
+from eventlog.jsoncodec import decode_json
+from eventlog.liveness import locked_sessions, writer_gone
 from eventlog.schema import SessionStatus, events, sessions
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
-
-STALE_HEARTBEAT = timedelta(minutes=10)
-"""A `running` session on another host whose heartbeat is older than this is `incomplete`."""
 
 _TRIGGERS = {t.value: t for t in Trigger}
 _STATES = {s.value: s for s in RoundState}
@@ -46,17 +42,17 @@ def list_sessions(engine: Engine) -> list[SessionInfo]:
     """Every session, oldest first."""
     with engine.connect() as conn:
         rows = conn.execute(select(sessions).order_by(sessions.c.id)).all()
-    return [_info(row) for row in rows]
+        locked = locked_sessions(conn)
+    return [_info(row, locked) for row in rows]
 
 
 def get_session(engine: Engine, session_id: int) -> SessionInfo:
     """The session `session_id`; `UnknownSessionError` names the ids that do exist."""
     with engine.connect() as conn:
         row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
-        if row is None:
-            low, high = conn.execute(select(func.min(sessions.c.id), func.max(sessions.c.id))).one()
-    if row is not None:
-        return _info(row)
+        if row is not None:
+            return _info(row, _locked_if_running(conn, row))
+        low, high = conn.execute(select(func.min(sessions.c.id), func.max(sessions.c.id))).one()
     known = "the database has no sessions" if low is None else f"known ids are {low}..{high}"
     raise UnknownSessionError(f"no session {session_id}: {known} (see `specledger sessions`)")
 
@@ -118,51 +114,48 @@ def scan_events(
     """The same events as `iter_events`, for whole-session scans (projection of a long log,
     postmortem, diff): 1.7x as fast on a million events (bench/postmortem_scale.py).
 
-    One streamed query instead of keyset pages, and the payload read as text and decoded
-    here rather than through SQLAlchemy's per-row JSON processing. The query reads one
-    snapshot, so a live session yields the whole rounds committed when it began.
+    One streamed query (a server-side cursor on PostgreSQL) instead of keyset pages, and
+    the payload read as text and decoded here rather than through SQLAlchemy's per-row JSON
+    processing. The query reads one snapshot, so a live session yields the whole rounds
+    committed when it began.
     """
     get_session(engine, session_id)
     c = events.c
+    # As text: psycopg would decode json itself, and more slowly.
     query = select(
         c.seq, c.slot, c.turn, c.round, c.trigger, c.source, c.dest, c.t, c.duration,
-        type_coerce(c.payload, String),
+        cast(c.payload, Text),
     ).where(c.session_id == session_id)
     if upto_seq is not None:
         query = query.where(c.seq <= upto_seq)
     return _scan(engine, query.order_by(c.seq), batch)
 
 
-# The C scanner behind json.loads, without its two whitespace regexes per call: the
-# recorder writes compact JSON, and at a million payloads the regexes are a fifth of a scan.
-_SCAN_JSON = json.JSONDecoder().scan_once
-
-
-def _loads(text: str) -> Any:
-    try:
-        return _SCAN_JSON(text, 0)[0]
-    except StopIteration:  # not compact (another writer): the full parser says why
-        return json.loads(text)
-
-
 def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
-    triggers, states, loads = _TRIGGERS, _STATES, _loads
+    triggers, states, loads = _TRIGGERS, _STATES, decode_json
     with engine.connect() as conn:
         result = conn.execution_options(yield_per=batch).execute(query)
         for rows in result.partitions():
             for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
                 yield Event(
                     seq, slot, turn, rnd, triggers[trigger], states[source], states[dest],
-                    t, duration,
-                    # drivers that decode JSON themselves (psycopg) hand over a dict
-                    loads(payload) if isinstance(payload, str) else payload,
+                    t, duration, loads(payload),
                 )
 
 
-def _info(row: Row[Any]) -> SessionInfo:
+def _locked_if_running(conn: Connection, row: Row[Any]) -> frozenset[int] | None:
+    """The writer locks, asked for only when the session's status depends on them."""
+    if row.status != SessionStatus.RUNNING.value:
+        return frozenset()
+    return locked_sessions(conn)
+
+
+def _info(row: Row[Any], locked: frozenset[int] | None) -> SessionInfo:
+    """`locked`: the sessions whose writer lock is held; None where there are no locks."""
     status = SessionStatus(row.status)
-    if status is SessionStatus.RUNNING and _writer_gone(
-        row.writer_host, row.writer_pid, row.heartbeat
+    if status is SessionStatus.RUNNING and writer_gone(
+        row.writer_host, row.writer_pid, row.heartbeat,
+        None if locked is None else row.id in locked,
     ):
         status = SessionStatus.INCOMPLETE
     return SessionInfo(
@@ -180,16 +173,3 @@ def _info(row: Row[Any]) -> SessionInfo:
         writer_host=row.writer_host,
         heartbeat=row.heartbeat,
     )
-
-
-def _writer_gone(host: str, pid: int, heartbeat: datetime) -> bool:
-    """Whether the process that writes a `running` session has died without closing it."""
-    if host != socket.gethostname():
-        return datetime.now(UTC) - heartbeat > STALE_HEARTBEAT
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, owned by another user
-    return False

@@ -15,10 +15,11 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError
 
-from eventlog.db import encode_json
 from eventlog.errors import StaleWriterError, UnknownSessionError
+from eventlog.inserts import integrity_errors, row_inserter
+from eventlog.jsoncodec import encode_json
+from eventlog.liveness import hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
 from fsm.event import Event
 
@@ -55,21 +56,6 @@ def create_session(
         return int(result.inserted_primary_key[0])
 
 
-_COLUMNS = ("session_id", "seq", "slot", "turn", "round", "trigger", "source", "dest", "t",
-            "duration", "payload")
-
-
-def _insert_sql(engine: Engine) -> tuple[str, bool]:
-    """The events INSERT in the dialect's own parameter style, and whether it takes
-    positional rows (SQLite's `?`) or named ones (PostgreSQL's `%(name)s`)."""
-    compiled = events.insert().compile(dialect=engine.dialect, column_keys=list(_COLUMNS))
-    if compiled.positional:
-        order = tuple(compiled.positiontup or ())
-        if order != _COLUMNS:
-            raise RuntimeError(f"unexpected parameter order {order} for the events insert")
-    return compiled.string, bool(compiled.positional)
-
-
 class Recorder:
     """The `fsm.machine.EventSink` that writes one session's events to the database.
 
@@ -103,7 +89,9 @@ class Recorder:
         if not claimed:
             raise UnknownSessionError(f"no session {session_id} to record into; create it first")
         self._last_flush = time.monotonic()
-        self._insert = _insert_sql(engine)
+        self._insert = row_inserter(engine)
+        self._integrity = integrity_errors(engine)
+        self._lock = hold_writer_lock(engine, session_id)
 
     def append(self, event: Event) -> None:
         """Buffer one event; it is written once its unit is complete."""
@@ -130,9 +118,12 @@ class Recorder:
         if status not in (SessionStatus.FINISHED, SessionStatus.FAILED):
             raise ValueError(f"a session closes 'finished' or 'failed', not '{status}'")
         if not self._closed:
-            self._write(status)
-            self._closed = True
-            self._buffer.clear()
+            try:
+                self._write(status)
+            finally:
+                self._closed = True
+                self._buffer.clear()
+                self._release()
 
     def __enter__(self) -> Self:
         return self
@@ -159,17 +150,12 @@ class Recorder:
         if n == 0 and status is None:
             return
         sid = self.session_id
-        sql, positional = self._insert
         encode = encode_json
-        # Rows go to the driver as they are: SQLAlchemy's per-row parameter processing
-        # cost more than SQLite's own insert.
-        rows: list[Any] = [
+        rows = [
             (sid, e.seq, e.slot, e.turn, e.round, e.trigger._value_, e.source._value_,
              e.dest._value_, e.t, e.duration, encode(e.payload))
             for e in self._buffer[:n]
         ]
-        if not positional:
-            rows = [dict(zip(_COLUMNS, r, strict=True)) for r in rows]
         # Re-stamping the writer at each flush takes the session back from a stale writer
         # that claimed it, so readers judge liveness by the process that really writes.
         values: dict[str, Any] = {
@@ -182,16 +168,21 @@ class Recorder:
         try:
             with self.engine.begin() as conn:
                 if rows:
-                    conn.exec_driver_sql(sql, rows)
+                    self._insert(conn, rows)
                 conn.execute(sessions.update().where(sessions.c.id == sid).values(**values))
-        except IntegrityError as exc:
+        except self._integrity as exc:
             self._closed = True
+            self._release()
             first, last = self._buffer[0].seq, self._buffer[n - 1].seq
             raise self._stale(first, last) from exc
         del self._buffer[:n]
         self._complete = 0
         self.written += n
         self._last_flush = time.monotonic()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
     def _stale(self, first: int, last: int) -> StaleWriterError:
         with self.engine.connect() as conn:

@@ -44,9 +44,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         return None if value is None else value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        """Re-attach the UTC zone SQLite dropped."""
-        if value is None or value.tzinfo is not None:
-            return value
+        """Re-attach the UTC zone SQLite dropped; PostgreSQL's zone is converted to UTC."""
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            return value.astimezone(UTC)
         return value.replace(tzinfo=UTC)
 
 

@@ -1,7 +1,6 @@
 """Fixtures of the event-log tests: a fresh database and realistic rounds of events."""
 
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import Engine
@@ -50,15 +49,11 @@ def make_rounds() -> MakeRounds:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> str:
-    """Path of a database file that does not exist yet."""
-    return str(tmp_path / "log.db")
-
-
-@pytest.fixture
-def engine(db_path: str) -> Engine:
-    """A writer engine on a fresh database."""
-    return open_db(db_path, True)
+def engine(db_url: str) -> Iterator[Engine]:
+    """A writer engine on a fresh database (SQLite and PostgreSQL: see tests/conftest.py)."""
+    engine = open_db(db_url, True)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture

@@ -62,3 +62,11 @@ def test_float_tolerance_is_relative_and_ints_stay_exact() -> None:
     assert compare_events(a, _ev(f_keep=0.5000001, position=10)).field == "payload.f_keep"
     assert compare_events(a, _ev(f_keep=0.5000001, position=10), Tolerance(rel=1e-5)) is None
     assert compare_events(a, _ev(f_keep=0.5, position=11), Tolerance(rel=0.5)) is not None
+
+
+def test_a_live_non_finite_float_equals_its_stored_name() -> None:
+    stored = _ev(details={"error": "Infinity", "spread": ["NaN", 1.0]})
+    live = _ev(details={"error": float("inf"), "spread": [float("nan"), 1.0]})
+    assert compare_events(stored, live) is None
+    m = compare_events(stored, _ev(details={"error": float("-inf"), "spread": ["NaN", 1.0]}))
+    assert (m.field, m.expected) == ("payload.details.error", "Infinity")

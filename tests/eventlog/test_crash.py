@@ -34,14 +34,14 @@ while True:
 """
 
 
-def test_sigkilled_writer_leaves_whole_rounds_and_an_incomplete_session(db_path: str) -> None:
+def test_sigkilled_writer_leaves_whole_rounds_and_an_incomplete_session(db_url: str) -> None:
     writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, db_path], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _WRITER, db_url], stdout=subprocess.PIPE, text=True
     )
     try:
         assert writer.stdout is not None
         sid = int(writer.stdout.readline())
-        reader = open_db(db_path, False)
+        reader = open_db(db_url, False)
         assert get_session(reader, sid).status is SessionStatus.RUNNING
         deadline = time.monotonic() + 20
         while count_events(reader, sid) < 3000 and time.monotonic() < deadline:
@@ -49,7 +49,7 @@ def test_sigkilled_writer_leaves_whole_rounds_and_an_incomplete_session(db_path:
     finally:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()  # reaped: a zombie would still answer kill(pid, 0)
-    reader = open_db(db_path, False)
+    reader = open_db(db_url, False)
     info = get_session(reader, sid)
     assert info.status is SessionStatus.INCOMPLETE
     n = count_events(reader, sid)

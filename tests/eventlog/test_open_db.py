@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from eventlog import (
     DatabaseUnavailableError,
@@ -30,10 +30,10 @@ def test_writer_creates_a_wal_database_that_readers_open(tmp_path: Path) -> None
     assert open_db(str(path), True).url == writer.url  # reopening is fine
 
 
-def test_readers_never_write(db_path: str) -> None:
-    open_db(db_path, True)
-    reader = open_db(db_path, False)
-    with pytest.raises(OperationalError, match="readonly"):
+def test_readers_never_write(db_url: str) -> None:
+    open_db(db_url, True)
+    reader = open_db(db_url, False)
+    with pytest.raises(DBAPIError, match=r"readonly|read-only transaction"):
         create_session(reader, config={}, backend="sim", seeds={}, code_version="t")
 
 
@@ -73,11 +73,11 @@ def test_a_foreign_sqlite_database_is_refused_untouched(tmp_path: Path, create: 
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("meta",)]
 
 
-def test_another_schema_version_is_refused(db_path: str) -> None:
-    with open_db(db_path, True).begin() as conn:
+def test_another_schema_version_is_refused(db_url: str) -> None:
+    with open_db(db_url, True).begin() as conn:
         conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="99"))
     with pytest.raises(NotASpecledgerDatabaseError, match="schema version 99"):
-        open_db(db_path, False)
+        open_db(db_url, False)
 
 
 def test_an_empty_file_is_refused_to_readers_and_initialised_by_writers(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, text, update
 
 from eventlog import (
     Recorder,
@@ -26,7 +26,7 @@ def _set(engine: Engine, session_id: int, **values: object) -> None:
 
 
 def test_sessions_are_listed_oldest_first_with_their_lineage(
-    engine: Engine, session_id: int
+    db_url: str, engine: Engine, session_id: int
 ) -> None:
     child = create_session(
         engine,
@@ -38,7 +38,7 @@ def test_sessions_are_listed_oldest_first_with_their_lineage(
         parent_id=session_id,
     )
     Recorder(engine, child).close(SessionStatus.FAILED)
-    listed = list_sessions(open_db(str(engine.url.database), False))
+    listed = list_sessions(open_db(db_url, False))
     assert [(s.id, s.status, s.parent_id) for s in listed] == [
         (session_id, SessionStatus.RUNNING, None),
         (child, SessionStatus.FAILED, session_id),
@@ -70,12 +70,36 @@ def test_dead_writer_on_this_host_is_incomplete(engine: Engine, session_id: int)
     assert get_session(engine, session_id).status is SessionStatus.FINISHED
 
 
-def test_writer_on_another_host_is_judged_by_its_heartbeat(engine: Engine, session_id: int) -> None:
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_without_writer_locks_another_host_is_judged_by_its_heartbeat(
+    engine: Engine, session_id: int
+) -> None:
     now = datetime.now(UTC)
     _set(engine, session_id, writer_host="elsewhere", heartbeat=now - timedelta(minutes=2))
     assert get_session(engine, session_id).status is SessionStatus.RUNNING
     _set(engine, session_id, heartbeat=now - timedelta(minutes=11))
     assert get_session(engine, session_id).status is SessionStatus.INCOMPLETE
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_on_postgresql_the_writer_lock_decides_for_any_host(
+    engine: Engine, session_id: int
+) -> None:
+    rec = Recorder(engine, session_id)
+    _set(engine, session_id, writer_host="elsewhere",
+         heartbeat=datetime.now(UTC) - timedelta(hours=1))
+    assert get_session(engine, session_id).status is SessionStatus.RUNNING
+    assert [s.status for s in list_sessions(engine)] == [SessionStatus.RUNNING]
+    with engine.begin() as conn:  # the writer's connection dies, as with a SIGKILL
+        killed = conn.scalar(text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+            "WHERE locktype = 'advisory' AND objid = :sid"), {"sid": session_id})
+    assert killed == 1
+    _set(engine, session_id, heartbeat=datetime.now(UTC))  # fresh, yet the lock is gone
+    assert get_session(engine, session_id).status is SessionStatus.INCOMPLETE
+    assert [s.status for s in list_sessions(engine)] == [SessionStatus.INCOMPLETE]
+    rec.close()  # the lock went with its connection: closing still records the end
+    assert get_session(engine, session_id).status is SessionStatus.FINISHED
 
 
 def test_live_writer_is_running(engine: Engine, session_id: int) -> None:

@@ -1,6 +1,7 @@
 """Recorder semantics: round trip, whole units only, group commit, closing, stale writers."""
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from eventlog import (
     iter_events,
     open_db,
 )
+from eventlog.reader import scan_events
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
 
@@ -46,6 +48,20 @@ def test_round_trip_preserves_every_field_in_seq_order(
     assert info.config == {"strategy": "checkpoint", "draft_max": 4, "nested": {"k": [1, 2]}}
     assert info.seeds == {"run": 7}
     assert info.heartbeat >= info.created
+
+
+def test_payloads_are_standard_json_with_non_finite_floats_named(
+    engine: Engine, session_id: int
+) -> None:
+    payload = {"error": float("inf"), "low": float("-inf"), "x": [float("nan"), 0.5],
+               "text": "nul \u0000 and ✓"}
+    with Recorder(engine, session_id) as rec:
+        rec.append(_note(0, payload))
+        rec.end_unit()
+    for read in (iter_events, scan_events):
+        (event,) = read(engine, session_id)
+        assert event.payload == {"error": "Infinity", "low": "-Infinity", "x": ["NaN", 0.5],
+                                 "text": "nul \u0000 and ✓"}
 
 
 def test_upto_seq_gives_the_prefix(
@@ -165,7 +181,6 @@ def test_null_recorder_discards(engine: Engine, session_id: int, make_rounds: Ma
     assert count_events(engine, session_id) == 0
 
 
-def _note(seq: int) -> Event:
-    return Event(
-        seq, 0, 0, seq, Trigger.LIVELOCK, RoundState.IDLE, RoundState.IDLE, 0.0, 0.0, {"i": seq}
-    )
+def _note(seq: int, payload: dict[str, Any] | None = None) -> Event:
+    return Event(seq, 0, 0, seq, Trigger.LIVELOCK, RoundState.IDLE, RoundState.IDLE, 0.0, 0.0,
+                 {"i": seq} if payload is None else payload)

@@ -19,8 +19,9 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "log.db")
+def db(db_url: str) -> str:
+    """A fresh ledger, on SQLite and on PostgreSQL."""
+    return db_url
 
 
 def test_run_sessions_show_replay_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,7 +67,8 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, check=False)
 
 
-def test_bad_input_is_one_line_and_nonzero(db: str, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_and_nonzero(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
     assert _cli("run", "--db", db, *SMALL, "--json").returncode == 0
     junk = tmp_path / "junk.db"
     junk.write_text("not a database at all " * 100)
@@ -78,6 +80,8 @@ def test_bad_input_is_one_line_and_nonzero(db: str, tmp_path: Path) -> None:
         (("sessions", "--db", str(tmp_path / "missing.db")), 1, "no database"),
         (("sessions", "--db", str(junk)), 1, "not a specledger database"),
         (("sessions", "--db", "nosuchdialect://x"), 1, ""),
+        (("sessions", "--db", "postgresql+psycopg://nobody:pw@127.0.0.1:1/x"), 1,
+         "cannot use postgresql+psycopg://nobody:***@127.0.0.1:1/x"),
         (("run", "--db", db, "--acceptance", "1.5"), 2, "--acceptance: 1.5 must be"),
         (("run", "--db", db, "--draft-max", "0"), 2, "--draft-max: 0 must be at least 1"),
         (("run", "--db", db, "--turns", "two"), 2, "--turns: 'two' is not an integer"),
@@ -99,3 +103,16 @@ def test_bad_input_is_one_line_and_nonzero(db: str, tmp_path: Path) -> None:
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, (argv, r.stderr)
         assert "Traceback" not in r.stderr and needle in lines[0], (argv, lines)
+
+
+def test_what_only_the_data_tells_is_one_line_on_every_backend(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sessions", "--db", db]) == 1  # nothing recorded yet
+    assert "specledger: error:" in capsys.readouterr().err
+    _json(capsys, "run", "--db", db, "--json", *SMALL)
+    for argv, needle in ((("show", "99"), "no session 99: known ids are 1..1"),
+                         (("replay", "1", "--at", "999999"), "--at 999999: session 1 has")):
+        assert main([*argv, "--db", db]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], (argv, err)

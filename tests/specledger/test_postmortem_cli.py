@@ -22,8 +22,9 @@ def _doc(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> dic
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "log.db")
+def db(db_url: str) -> str:
+    """A fresh ledger, on SQLite and on PostgreSQL."""
+    return db_url
 
 
 def test_postmortem_json_and_exit_status(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,11 +100,11 @@ def test_sim_scenarios_reproduce_and_fix(db: str, name: str, kind: str,
     capsys.readouterr()
 
 
-def test_draft_checkpoint_scenario_is_torch_only(db: str,
+def test_draft_checkpoint_scenario_is_torch_only(db: str, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scenario", "draft-ckpt-discard", "--db", db]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--backend torch" in err[0]
     assert main(["scenario", "eog-tail", "--db", db, "--backend", "torch", "--model",
-                 str(Path(db).parent / "nothing")]) == 1
+                 str(tmp_path / "nothing")]) == 1
     assert "checkpoint directory" in capsys.readouterr().err

@@ -2,7 +2,6 @@
 lineage, and a tampered log caught at the exact event."""
 
 import json
-from pathlib import Path
 
 import pytest
 from sqlalchemy import update
@@ -22,8 +21,8 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> dic
 
 
 @pytest.fixture
-def recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, int]:
-    db = str(tmp_path / "log.db")
+def recorded(db_url: str, capsys: pytest.CaptureFixture[str]) -> tuple[str, int]:
+    db = db_url
     sid = _run(capsys, "run", "--db", db, "--json", "--eog-policy", "legacy", *SMALL)["session"]
     return db, sid
 
