@@ -51,17 +51,26 @@ def turn_table(turns: Sequence[TurnMetrics], title: str) -> Table:
     for c in cols:
         t.add_column(c, justify="right")
     for m in turns:
+        restores = None if m.restores is None or m.ctx_restores is None else (
+            m.restores + m.ctx_restores)
         row = ([str(m.slot)] if multi else []) + [
-            str(m.turn), str(m.prompt_tokens), str(m.generated_tokens), str(m.drafted),
-            str(m.accepted), str(m.kept_tokens), f"{m.f_keep:.4f}",
-            _flag(m.reprefill_tokens), str(m.restores + m.ctx_restores), _flag(m.stray_tokens),
+            str(m.turn), _known(m.prompt_tokens), str(m.generated_tokens), str(m.drafted),
+            str(m.accepted), _known(m.kept_tokens), _known(m.f_keep, "{:.4f}"),
+            _flag(m.reprefill_tokens), _known(restores), _flag(m.stray_tokens),
             f"{m.decode_tps:.1f}",
         ]
         t.add_row(*row)
     return t
 
 
-def _flag(n: int) -> str:
+def _known(value: float | None, fmt: str = "{}") -> str:
+    """A metric, or '?' where the session's source could not tell it (an imported log)."""
+    return "?" if value is None else fmt.format(value)
+
+
+def _flag(n: int | None) -> str:
+    if n is None:
+        return "?"
     return f"[bold red]{n}[/]" if n else "0"
 
 

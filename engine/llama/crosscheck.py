@@ -1,0 +1,93 @@
+"""The engine's own numbers against the fold of the imported rounds: every disagreement
+becomes an invariant violation (bookkeeping) in the ledger, never a silent correction.
+
+llama-server counts per task (print_timing): drafted tokens over the first verification
+of each round, accepted drafts (`n_accepted`, a replay's own token not counted), the
+speculative rounds (`mean len = 1 + accepted / rounds`) and the share of rounds that
+accepted at least i drafts (`acc per pos`, over all speculative rounds, 3 decimals). Its
+answers (`timings`) repeat the counts and add the reuse (`cache_n`).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.llama.logrecords import AccPerPos, DraftTotals
+from engine.llama.responses import ResponseFacts
+from fsm.invariants import Invariant, Violation
+
+RATE_TOLERANCE = 0.0005  # the log prints rates with 3 decimals
+MEAN_TOLERANCE = 0.005   # and the mean length with 2
+
+
+@dataclass(frozen=True)
+class RoundFold:
+    """What the imported rounds of one task add up to: per speculative round, the drafts
+    of its first verification and the drafts it accepted."""
+
+    rounds: tuple[tuple[int, int], ...]
+
+    @property
+    def drafted(self) -> int:
+        """Draft tokens verified (first verifications only)."""
+        return sum(k for k, _ in self.rounds)
+
+    @property
+    def accepted(self) -> int:
+        """Draft tokens accepted."""
+        return sum(a for _, a in self.rounds)
+
+    @property
+    def mean_len(self) -> float:
+        """Tokens per speculative round, as llama-server's `mean len` counts them."""
+        return 1.0 + self.accepted / len(self.rounds) if self.rounds else 1.0
+
+    def rate_at(self, position: int) -> float:
+        """The share of speculative rounds that accepted at least `position` drafts."""
+        if not self.rounds:
+            return 0.0
+        return sum(a >= position for _, a in self.rounds) / len(self.rounds)
+
+
+def _violation(check: str, source: str, engine: object, ledger: object) -> Violation:
+    return Violation(Invariant.BOOKKEEPING,
+                     f"llama-server's {check} ({source}) is {engine}, the imported rounds "
+                     f"give {ledger}",
+                     {"check": check, "source": source, "engine": engine, "ledger": ledger})
+
+
+def totals_violations(fold: RoundFold, totals: DraftTotals | None,
+                      per_pos: AccPerPos | None) -> list[Violation]:
+    """print_timing's totals of one task against its rounds."""
+    out: list[Violation] = []
+    if totals is not None:
+        for check, engine, ledger in (("drafted tokens", totals.generated, fold.drafted),
+                                      ("accepted tokens", totals.accepted, fold.accepted)):
+            if engine != ledger:
+                out.append(_violation(check, "print_timing", engine, ledger))
+        if abs(totals.mean_len - fold.mean_len) > MEAN_TOLERANCE + 1e-9:
+            out.append(_violation("mean accepted length", "print_timing", totals.mean_len,
+                                  round(fold.mean_len, 4)))
+    elif fold.rounds:
+        out.append(_violation("drafted tokens", "print_timing", "not logged", fold.drafted))
+    if per_pos is not None and fold.rounds:
+        ours = [fold.rate_at(i + 1) for i in range(len(per_pos.rates))]
+        if any(abs(a - b) > RATE_TOLERANCE + 1e-9
+               for a, b in zip(per_pos.rates, ours, strict=True)):
+            out.append(_violation("acceptance per draft position", "print_timing",
+                                  list(per_pos.rates), [round(r, 4) for r in ours]))
+    return out
+
+
+def response_violations(resp: ResponseFacts, *, n_past: int | None, prompt: int | None,
+                        generated: int | None, drafted: int | None,
+                        accepted: int | None) -> list[Violation]:
+    """One answer's `timings` against what the log shows of its task (None: not shown)."""
+    pairs: Sequence[tuple[str, object, object]] = (
+        ("cache_n", resp.cache_n, n_past),
+        ("prompt tokens", resp.prompt_tokens, prompt),
+        ("predicted_n", resp.predicted_n, generated),
+        ("draft_n", resp.draft_n, drafted),
+        ("draft_n_accepted", resp.draft_accepted, accepted),
+    )
+    return [_violation(check, f"response {resp.index}", engine, ledger)
+            for check, engine, ledger in pairs if ledger is not None and engine != ledger]

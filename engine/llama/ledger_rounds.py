@@ -1,0 +1,147 @@
+"""One imported llama-server round, fired through the round machine with the triggers our
+own engine fires for the same steps (engine/round.py), so a llama.cpp session reads,
+projects and is checked like ours.
+
+How llama-server rolls a partial acceptance back depends on the target's memory, which the
+log names: with a FULL-rollback context (`speculative decoding will use checkpoints`) it
+saves a speculative checkpoint before the verify (`begin`, strategy `checkpoint`),
+restores it (`restore`) and verifies the accepted tokens again (`replay`, policy
+`reverify`: the replay judges them anew, which is what can livelock); with per-sequence
+recurrent states (`n_rs_seq` > 0, strategy `per_token`) it keeps the state after every
+verified position and selects the accepted one, which it does not log: that `restore`
+(mode `select`) carries `logged: false`.
+
+What the log does not show is absent or None, never guessed: a drafted token is known
+when the drafter printed its candidates or when it was accepted (it equals the target's
+token), a target token only up to the first rejection, no state digest ever.
+"""
+
+from collections.abc import Generator
+from dataclasses import dataclass
+
+from engine.config import Strategy
+from engine.llama.logrecords import StopReason
+from engine.llama.tasks import LlamaRound
+from fsm.machine import RoundMachine
+from fsm.states import Trigger
+
+MIB = 2**20
+Step = tuple[int, float | None]
+"""Where the next events happened: a log line and its time (None: no timestamp)."""
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one round committed: the block (None where an id is unknown), the state
+    position after it, the EOG index in the block, drafted/accepted, restores."""
+
+    block: list[int | None]
+    position: int
+    eog: int | None
+    drafted: int
+    accepted: int
+    restores: int
+
+
+def accepted_drafts(rnd: LlamaRound) -> int:
+    """Drafts the round accepted, as llama-server counts them: the kept ids less the
+    target's own token, and less the replayed correction after a checkpoint restore."""
+    if not rnd.speculative or rnd.kept is None:
+        return 0
+    return rnd.kept.ids - 1 - (1 if rnd.restores else 0)
+
+
+def first_verdict(rnd: LlamaRound) -> int:
+    """Drafts the first verification accepted: after a restore, the replay re-verifies
+    those and the correction (its batch is one longer)."""
+    if rnd.verdicts:
+        return rnd.verdicts[0].accepted
+    if rnd.restores and rnd.replays:
+        return rnd.replays[0] - 1
+    return accepted_drafts(rnd)
+
+
+def round_block(rnd: LlamaRound) -> tuple[list[int | None], int | None]:
+    """The tokens the round put in the slot, and the index of the EOG among them. A task
+    that stopped inside the block emitted only its head; the rest stayed in the slot
+    (accepted drafts where the log names them, the last kept id as `sampled`)."""
+    emitted: list[int | None] = list(rnd.tokens)
+    eog = len(emitted) - 1 if rnd.stop is StopReason.EOS else None
+    if not rnd.speculative or rnd.kept is None or len(emitted) >= rnd.kept.ids:
+        return emitted, eog
+    known_drafts = len(rnd.draft_ids) if not rnd.restores else first_verdict(rnd)
+    for j in range(len(emitted), rnd.kept.ids - 1):
+        emitted.append(rnd.draft_ids[j] if j < min(known_drafts, len(rnd.draft_ids)) else None)
+    emitted.append(rnd.kept.sampled)
+    return emitted, eog
+
+
+def _drafts(rnd: LlamaRound, block: list[int | None], matched: int) -> list[int | None]:
+    """The drafted ids: the logged candidates, else the accepted ones (equal to the
+    target's) and None for the rest."""
+    if rnd.draft_ids:
+        return list(rnd.draft_ids)
+    head = block[:matched]
+    return [*head, *[None] * (rnd.drafted - len(head))]
+
+
+def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | None
+                ) -> Generator[Step, None, RoundResult]:
+    """Fire one round's transitions on `m` (its turn and round already set); before each
+    group of them, yield the log line and time they happened at. Returns what the round
+    committed."""
+    block, eog = round_block(rnd)
+    position = rnd.n_tokens + len(block)
+    yield rnd.first_line, rnd.t
+    if not rnd.speculative:
+        m.fire(Trigger.DECODE, targets=block, drafted=0, batch=1)
+        m.fire(Trigger.ACCEPT, matched=0, eog=eog)
+        yield rnd.last_line, rnd.t_end
+        m.fire(Trigger.COMMIT, _span(rnd), append=block, position=position, accepted=0, cut=0)
+        return RoundResult(block, position, eog, 0, 0, 0)
+    k, matched, accepted = rnd.drafted, first_verdict(rnd), accepted_drafts(rnd)
+    ckpt = rnd.spec_ckpt
+    strategy = Strategy.CHECKPOINT if ckpt is not None or rnd.restores else Strategy.PER_TOKEN
+    begin = {"strategy": strategy.value, "position": rnd.n_tokens}
+    if ckpt is not None and ckpt.size_mib is not None:
+        begin |= {"bytes": round(ckpt.size_mib * MIB), "draft_bytes":
+                  round((ckpt.draft_mib or 0.0) * MIB)}
+    m.fire(Trigger.BEGIN, **begin)
+    drafts = _drafts(rnd, block, matched)
+    m.fire(Trigger.DRAFT, drafts=drafts, drafter=drafter)
+    targets = [*block[:matched + 1], *[None] * (k - matched)]
+    m.fire(Trigger.VERIFY, drafts=drafts, targets=targets, batch=k + 1, drafted=k)
+    if matched == k:
+        m.fire(Trigger.ACCEPT, matched=matched, eog=eog)
+    else:
+        m.fire(Trigger.REJECT, matched=matched, eog=eog, cut=0)
+    restores = yield from _rollback(m, rnd, matched, n_rs_seq)
+    yield rnd.last_line, rnd.t_end
+    m.fire(Trigger.COMMIT, _span(rnd), append=block, position=position, accepted=accepted,
+           cut=0)
+    return RoundResult(block, position, eog, k, accepted, restores)
+
+
+def _rollback(m: RoundMachine, rnd: LlamaRound, matched: int, n_rs_seq: int | None
+              ) -> Generator[Step, None, int]:
+    """The restores and replays of a partial acceptance; returns how many restores."""
+    if rnd.restores:
+        for i, ckpt in enumerate(rnd.restores):
+            yield ckpt.line, ckpt.t
+            size = {"bytes": round(ckpt.size_mib * MIB)} if ckpt.size_mib is not None else {}
+            m.fire(Trigger.RESTORE, mode="checkpoint", position=rnd.n_tokens, **size)
+            if i < len(rnd.replays):
+                m.fire(Trigger.REPLAY, mode="reverify", tokens=rnd.replays[i] + 1)
+        return len(rnd.restores)
+    if matched < rnd.drafted:
+        m.fire(Trigger.RESTORE, mode="select", index=matched, position=rnd.n_tokens + matched + 1,
+               logged=False, n_rs_seq=n_rs_seq)
+        return 1
+    return 0
+
+
+def _span(rnd: LlamaRound) -> float:
+    """The round's wall time on the server's clock, when the log has timestamps."""
+    if rnd.t is None or rnd.t_end is None:
+        return 0.0
+    return max(0.0, rnd.t_end - rnd.t)

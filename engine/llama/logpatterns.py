@@ -1,0 +1,210 @@
+"""The message formats of llama-server's slot and speculative-decoding lines, as regular
+expressions, and the pure functions that turn one matched message into a record.
+
+Each pattern is the printf format of the pinned llama.cpp source (tools/server/
+server-context.cpp, common/speculative.cpp) with its numbers captured; messages that the
+ledger does not need but that are known (NOISE) are told apart from unknown ones, so a
+format change in a newer server shows up as unknown lines instead of silently missing
+records.
+"""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from engine.llama.logrecords import (
+    Accepted,
+    AccPerPos,
+    Candidate,
+    Checkpoint,
+    Count,
+    Decode,
+    Draft,
+    DrafterReset,
+    DraftTotals,
+    LcpCheck,
+    Record,
+    RecordKind,
+    Released,
+    SlotSelected,
+    Stopped,
+    StopReason,
+    Timing,
+    TimingPhase,
+    Token,
+    Verdict,
+)
+
+K = RecordKind
+_INT, _NUM = r"(-?\d+)", r"(-?[\d.]+)"
+# Checkpoint geometry as create/restore/erase print it.
+_GEOM = rf"pos_min = {_INT}, pos_max = {_INT}, n_tokens = {_INT}"
+
+Builder = Callable[[re.Match[str], dict[str, Any]], Record]
+
+
+def _f(m: re.Match[str], i: int) -> float:
+    return float(m.group(i))
+
+
+def _i(m: re.Match[str], i: int) -> int:
+    return int(m.group(i))
+
+
+def _erased(reason: str) -> Builder:
+    return lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
+                                   n_tokens=_i(m, 3), size_mib=_f(m, 4), reason=reason, **c)
+
+
+def _stopped(reason: StopReason) -> Builder:
+    return lambda m, c: Stopped(kind=K.STOPPED, reason=reason, **c)
+
+
+def _timing(phase: TimingPhase) -> Builder:
+    return lambda m, c: Timing(kind=K.TIMING, phase=phase, ms=_f(m, 1), tokens=_i(m, 2), **c)
+
+
+SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
+    (re.compile(p), b) for p, b in (
+        (rf"^selected slot by LCP similarity, f_sim_best = {_NUM} \(> {_NUM} thold\), "
+         rf"f_keep = {_NUM}",
+         lambda m, c: SlotSelected(kind=K.SLOT_SELECTED, method="lcp", f_sim=_f(m, 1),
+                                   f_keep=_f(m, 3), **c)),
+        (r"^selected slot by LRU", lambda m, c: SlotSelected(kind=K.SLOT_SELECTED,
+                                                             method="lru", **c)),
+        (r"^selected slot by id", lambda m, c: SlotSelected(kind=K.SLOT_SELECTED,
+                                                            method="id", **c)),
+        (rf"^ - checking sim = {_NUM} \({_INT}/{_INT}\)",
+         lambda m, c: LcpCheck(kind=K.LCP_CHECK, lcp=_i(m, 2), prompt=_i(m, 3), **c)),
+        (rf"^processing task, is_child = {_INT}",
+         lambda m, c: Count(kind=K.TASK_STARTED, n=_i(m, 1), **c)),
+        (rf"^new prompt, n_ctx_slot = {_INT}, n_keep = {_INT}, task\.n_tokens = {_INT}",
+         lambda m, c: Count(kind=K.PROMPT, n=_i(m, 3), **c)),
+        (rf"^cached n_tokens = {_INT}, memory_seq_rm \[{_INT}, end\)",
+         lambda m, c: Count(kind=K.CACHED, n=_i(m, 1), **c)),
+        (rf"^created context checkpoint {_INT} of {_INT} \({_GEOM}, size = {_NUM} MiB\)",
+         lambda m, c: Checkpoint(kind=K.CTX_CREATED, index=_i(m, 1), limit=_i(m, 2),
+                                 pos_min=_i(m, 3), pos_max=_i(m, 4), n_tokens=_i(m, 5),
+                                 size_mib=_f(m, 6), **c)),
+        (rf"^restored context checkpoint \({_GEOM}, n_past = {_INT}, size = {_NUM} MiB\)",
+         lambda m, c: Checkpoint(kind=K.CTX_RESTORED, pos_min=_i(m, 1), pos_max=_i(m, 2),
+                                 n_tokens=_i(m, 3), n_past=_i(m, 4), size_mib=_f(m, 5), **c)),
+        (rf"^erased invalidated context checkpoint \({_GEOM}, n_swa = {_INT}, "
+         rf"pos_next = {_INT}, size = {_NUM} MiB\)",
+         lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
+                                 n_tokens=_i(m, 3), size_mib=_f(m, 6), reason="invalidated",
+                                 **c)),
+        (rf"^erasing old context checkpoint \({_GEOM}, size = {_NUM} MiB\)", _erased("old")),
+        (rf"^erasing context checkpoint too close to an earlier one \({_GEOM}, "
+         rf"size = {_NUM} MiB\)", _erased("too_close")),
+        (rf"^superseding context checkpoint at n_tokens = {_INT}",
+         lambda m, c: Checkpoint(kind=K.CTX_ERASED, n_tokens=_i(m, 1), reason="superseded",
+                                 **c)),
+        (r"^forcing full prompt re-processing",
+         lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
+        (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
+        (rf"^created speculative checkpoint \({_GEOM}, size = {_NUM} MiB, "
+         rf"draft = {_NUM} MiB\)",
+         lambda m, c: Checkpoint(kind=K.SPEC_CREATED, pos_min=_i(m, 1), pos_max=_i(m, 2),
+                                 n_tokens=_i(m, 3), size_mib=_f(m, 4), draft_mib=_f(m, 5),
+                                 **c)),
+        (rf"^restoring speculative checkpoint \(pos_min = {_INT}, pos_max = {_INT}, "
+         rf"size = {_INT}\)",
+         lambda m, c: Checkpoint(kind=K.SPEC_RESTORED, pos_min=_i(m, 1), pos_max=_i(m, 2),
+                                 size_mib=_i(m, 3) / 2**20, **c)),
+        (rf"^generate_draft: id={_INT}, #tokens={_INT}, #draft={_INT}, pos_next={_INT}",
+         lambda m, c: Draft(kind=K.DRAFT, last=_i(m, 1), n_tokens=_i(m, 2), n_draft=_i(m, 3),
+                            pos_next=_i(m, 4), **c)),
+        (rf"^slot decode token, id={_INT}, n_ctx = {_INT}, n_tokens = {_INT}",
+         lambda m, c: Decode(kind=K.DECODE, last=_i(m, 1), n_tokens=_i(m, 3), **c)),
+        (rf"^accepted {_INT}/{_INT} draft tokens, new n_tokens = {_INT}",
+         lambda m, c: Verdict(kind=K.ROUND_DONE, accepted=_i(m, 1), drafted=_i(m, 2),
+                              n_tokens=_i(m, 3), **c)),
+        (r"^accepted\s+(\d+)/\s*(\d+) draft tokens( \(restore checkpoint\))?\s*$",
+         lambda m, c: Verdict(kind=K.VERDICT, accepted=_i(m, 1), drafted=_i(m, 2),
+                              restore=m.group(3) is not None, **c)),
+        (rf"^add accepted tokens: sampled={_INT}, ids\.size={_INT}, n_draft={_INT}",
+         lambda m, c: Accepted(kind=K.ACCEPTED, sampled=_i(m, 1), ids=_i(m, 2),
+                               n_draft=_i(m, 3), **c)),
+        (rf"^n_gen = {_INT}, n_remaining = {_INT}, next token:\s*{_INT} '",
+         lambda m, c: Token(kind=K.TOKEN, n_gen=_i(m, 1), n_remaining=_i(m, 2),
+                            token=_i(m, 3), **c)),
+        (r"^stopped by EOS", _stopped(StopReason.EOS)),
+        (r"^stopped by limit", _stopped(StopReason.LIMIT)),
+        (r"^stopped due to running out of context", _stopped(StopReason.CONTEXT)),
+        (r"^stopped by time limit", _stopped(StopReason.TIME)),
+        (r"^stopped by indentation limit", _stopped(StopReason.INDENT)),
+        (rf"^\s*prompt eval time =\s*{_NUM} ms /\s*{_INT} tokens", _timing(TimingPhase.PROMPT)),
+        (rf"^\s*eval time =\s*{_NUM} ms /\s*{_INT} tokens", _timing(TimingPhase.EVAL)),
+        (rf"^draft acceptance = {_NUM} \(\s*{_INT} accepted /\s*{_INT} generated\), "
+         rf"mean len =\s*{_NUM}",
+         lambda m, c: DraftTotals(kind=K.DRAFT_TOTALS, ratio=_f(m, 1), accepted=_i(m, 2),
+                                  generated=_i(m, 3), mean_len=_f(m, 4), **c)),
+        (r"^\s*acc per pos = \(([^)]*)\)",
+         lambda m, c: AccPerPos(kind=K.ACC_PER_POS, rates=tuple(
+             float(x) for x in m.group(1).split(",") if x.strip()), **c)),
+        (rf"^stop processing: n_tokens = {_INT}, truncated = {_INT}",
+         lambda m, c: Released(kind=K.RELEASED, n_tokens=_i(m, 1), truncated=m.group(2) != "0",
+                               **c)),
+    )
+)
+
+# Known slot messages that carry nothing the ledger uses.
+SLOT_NOISE = (
+    "launching slot", "sampler chain", "sampler params", "init sampler", "main/do_checkpoint",
+    "checking checkpoint with", "max possible draft", "new slot", " - skipping",
+    "prompt processing, n_tokens", "n_gen = ", "total time", "graphs reused",
+    "need to evaluate at least 1 token", "waiting for parent", " - copying state",
+    "clearing prompt", "saving idle slot", "__TEST_TAG", "alora", "trying to reuse chunks",
+    "after context reuse", "reusing chunk", "only caching to alora", "cache reuse is not",
+    "processing pre-alora", "stop prompt batch filling", "slot is not processing",
+    "selected slot by", "clearing cache for lora", "keeping cache for alora",
+)
+
+_CANDIDATE = re.compile(rf"^ - seq_id {_INT}, draft candidate\s+{_INT}, pos\s+{_INT}:\s+{_INT} "
+                        rf"\(\s*{_NUM}\) '")
+_STREAK = re.compile(rf"^low acceptance streak \({_INT}\) - resetting ngram_mod")
+_OCCUPANCY = re.compile(rf"^ngram_mod occupancy {_NUM} exceeds threshold")
+
+
+def slot_record(message: str, ctx: dict[str, Any]) -> Record | None:
+    """The record of one slot line's message (`ctx`: line, t, slot, task), or None when
+    no pattern matches."""
+    for pattern, build in SLOT_PATTERNS:
+        m = pattern.match(message)
+        if m is not None:
+            return build(m, ctx)
+    return None
+
+
+def is_slot_noise(message: str) -> bool:
+    """Whether an unmatched slot message is a known one the ledger does not need (an empty
+    message is `reset`'s)."""
+    stripped = message.strip()
+    return not stripped or any(message.startswith(p) or stripped.startswith(p.strip())
+                               for p in SLOT_NOISE)
+
+
+def spec_record(message: str, line: int, t: float | None) -> Record | None:
+    """The record of one speculative-decoding line (a draft candidate of a slot, or an
+    ngram-mod reset, which names no slot), or None for the other spec lines."""
+    m = _CANDIDATE.match(message)
+    if m is not None:
+        return Candidate(kind=K.CANDIDATE, line=line, t=t, slot=_i(m, 1), task=None,
+                         rank=_i(m, 2), pos=_i(m, 3), token=_i(m, 4), prob=_f(m, 5))
+    for pattern, reason in ((_STREAK, "low_acceptance_streak"), (_OCCUPANCY, "occupancy")):
+        m = pattern.match(message)
+        if m is not None:
+            return DrafterReset(kind=K.DRAFTER_RESET, line=line, t=t, slot=None, task=None,
+                                reason=reason, value=_f(m, 1))
+    return None
+
+
+_PIECE = re.compile(r"(?:next token:\s*-?\d+|draft candidate.*\(\s*-?[\d.]+\)) '(.*)$")
+
+
+def opens_piece(message: str) -> bool:
+    """Whether a token or candidate message leaves its quoted piece open: the token's text
+    held a newline, so the log line continues on the next physical line(s)."""
+    m = _PIECE.search(message)
+    return m is not None and "'" not in m.group(1)

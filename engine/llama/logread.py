@@ -1,0 +1,208 @@
+"""Read a llama-server log into typed records: `read_log(path)` / `parse_log(text)`.
+
+Lines may carry the logger's prefix (`M.ss.mmm.uuu L `, the timestamp and the level
+letter; either may be off) or not; a token whose text holds a newline continues its line
+on the next physical line(s), which are folded back. Every line is counted once as
+parsed (it became a record or a server fact), skipped (a known line the ledger does not
+use) or unknown (a slot line no pattern matches: a format this reader does not know).
+A file whose last line has no newline was cut while being written: that partial line is
+dropped and reported. Text with no llama-server line at all is refused in one line.
+The source digest is of the text as read (after gzip decompression).
+"""
+
+import gzip
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.llama.errors import LlamaError
+from engine.llama.logpatterns import is_slot_noise, opens_piece, slot_record, spec_record
+from engine.llama.logrecords import Record
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
+_SLOT = re.compile(r"^slot\s+[^:|]+:\s+id\s+(\d+)\s+\|\s+task\s+(-?\d+)\s+\|\s?(.*)$")
+_SPEC = re.compile(r"^spec\s+[^:]+:\s(.*)$")
+_SERVER = re.compile(r"^(?:srv|cmn|spec|que|res|main)\s+\S+|^(?:llama_|common_|main:)")
+_MAX_CONTINUATION = 8
+_GZIP_MAGIC = b"\x1f\x8b"
+
+_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(p)) for name, p in (
+        ("build", r"common_params_print_info: (build \d+ \(\w+\).*?)\s*$"),
+        ("verbosity", r"common_params_print_info: verbosity = (\d+)"),
+        ("model", r"load_model: loading model '(.*)'"),
+        ("draft_model", r"loading draft model '(.*)'"),
+        ("n_slots", r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)"),
+        ("ctx_checkpoints", r"context checkpoints enabled, max = (\d+)"),
+        ("ctx_checkpoints", r"context checkpoints (disabled)"),
+        ("spec_type", r"adding speculative implementation '([\w-]+)'"),
+        ("spec_type", r"creating (MTP) draft context"),
+        ("draft_n_max", r"^spec\s+\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
+        ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
+        ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
+        ("listening", r"listening on (\S+)"),
+    )
+)
+
+
+class LogFormatError(LlamaError):
+    """The input is not a llama-server log (or cannot be read as text)."""
+
+
+@dataclass
+class ServerInfo:
+    """What the log says about the server itself: its build line, the model files it
+    loaded, slots, context checkpoints (None: not logged; 0: disabled), the speculative
+    types in order and the first one's draft length, whether verification restores
+    checkpoints (FULL memory) and the target context's recurrent states per sequence
+    (`n_rs_seq`, RS memory)."""
+
+    build: str | None = None
+    verbose: bool | None = None
+    model: str | None = None
+    draft_model: str | None = None
+    n_slots: int | None = None
+    n_ctx_slot: int | None = None
+    ctx_checkpoints: int | None = None
+    spec_types: list[str] = field(default_factory=list)
+    draft_n_max: int | None = None
+    spec_checkpoints: bool = False
+    n_rs_seq: int | None = None
+    listening: str | None = None
+
+    def note(self, name: str, m: re.Match[str]) -> None:
+        """Take one matched fact line (the first occurrence of each counts)."""
+        value = m.group(1)
+        if name == "spec_type":
+            # Without -v only the MTP context's creation names a type.
+            value = "draft-mtp" if value == "MTP" else value
+            if value not in self.spec_types:
+                self.spec_types.append(value)
+        elif name == "spec_checkpoints":
+            self.spec_checkpoints = True
+        elif name == "verbosity":
+            self.verbose = int(value) > 4  # -v sets it to INT_MAX; the default is 3
+        elif name == "n_slots":
+            if self.n_slots is None:
+                self.n_slots, self.n_ctx_slot = int(value), int(m.group(2))
+        elif name == "ctx_checkpoints":
+            if self.ctx_checkpoints is None:
+                self.ctx_checkpoints = 0 if value == "disabled" else int(value)
+        elif getattr(self, name) is None:
+            setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max") else value)
+
+
+@dataclass
+class LogReading:
+    """A parsed log: records in line order, the server's facts, and how every line was
+    counted. `partial_line` is the 1-based number of a last line cut mid-write (dropped),
+    else None."""
+
+    records: list[Record]
+    server: ServerInfo
+    lines: int = 0
+    parsed: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    unknown_examples: list[str] = field(default_factory=list)
+    partial_line: int | None = None
+    sha256: str = ""
+
+
+def _prefix_time(m: re.Match[str]) -> float | None:
+    if m.group(1) is None:
+        return None
+    minutes, sec, ms, us = (int(m.group(i)) for i in range(1, 5))
+    return minutes * 60 + sec + ms / 1e3 + us / 1e6
+
+
+def parse_log(text: str, name: str = "input") -> LogReading:
+    """Parse a whole log held in `text` (`name` is what errors call it)."""
+    if "\x00" in text:
+        raise LogFormatError(f"{name} is binary, not a llama-server log (pass the text file "
+                             "the server's stdout/stderr went to)")
+    physical = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        physical.pop()  # the empty string after the final newline
+    out = LogReading(records=[], server=ServerInfo(), lines=len(physical),
+                     sha256=hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest())
+    if not complete and physical:
+        out.partial_line = len(physical)
+        physical.pop()
+        out.skipped += 1
+    llama_lines = 0
+    continuation = 0
+    for number, raw in enumerate(physical, 1):
+        line = _ANSI.sub("", raw).rstrip("\r")
+        prefix = _PREFIX.match(line)
+        body = line[prefix.end():]
+        has_prefix = prefix.end() > 0
+        if continuation and not has_prefix:
+            continuation = 0 if body.endswith("'") else continuation - 1
+            out.skipped += 1
+            continue
+        continuation = 0
+        t = _prefix_time(prefix)
+        slot_m = _SLOT.match(body)
+        if slot_m is not None:
+            llama_lines += 1
+            message = slot_m.group(3)
+            ctx = {"line": number, "t": t, "slot": int(slot_m.group(1)),
+                   "task": int(slot_m.group(2))}
+            record = slot_record(message, ctx)
+            if record is not None:
+                out.records.append(record)
+                out.parsed += 1
+                continuation = _MAX_CONTINUATION if opens_piece(message) else 0
+            elif is_slot_noise(message):
+                out.skipped += 1
+            else:
+                out.unknown += 1
+                if len(out.unknown_examples) < 5:
+                    out.unknown_examples.append(f"{number}: {message[:120]}")
+            continue
+        spec_m = _SPEC.match(body)
+        record = spec_record(spec_m.group(1), number, t) if spec_m is not None else None
+        if record is not None:
+            out.records.append(record)
+            out.parsed += 1
+            continuation = _MAX_CONTINUATION if opens_piece(spec_m.group(1)) else 0
+            llama_lines += 1
+            continue
+        if _server_fact(body, out.server):
+            out.parsed += 1
+        else:
+            out.skipped += 1
+        llama_lines += bool(has_prefix or _SERVER.match(body))
+    if not llama_lines:
+        raise LogFormatError(f"{name} is not a llama-server log: none of its {out.lines} "
+                             "line(s) has the shape of a server, slot or model-loader line")
+    return out
+
+
+def _server_fact(body: str, server: ServerInfo) -> bool:
+    """Note a server-level fact found in `body`; whether there was one."""
+    for name, pattern in _FACTS:
+        m = pattern.search(body)
+        if m is not None:
+            server.note(name, m)
+            return True
+    return False
+
+
+def read_log(path: str | Path) -> LogReading:
+    """Parse the log file at `path` (plain, or gzip-compressed as rotated logs are);
+    unreadable or non-log files raise LogFormatError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        if data.startswith(_GZIP_MAGIC):
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise LogFormatError(f"cannot read {path}: {why}") from None
+    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
+    return parse_log(data.decode("utf-8", errors="surrogateescape"), str(path))

@@ -1,0 +1,226 @@
+"""The typed records a llama-server log holds: one dataclass per kind of line that says
+something about a slot's state transaction (tools/server/server-context.cpp and
+common/speculative.cpp of the pinned llama.cpp name each format).
+
+Every record carries where it came from (`line`, 1-based) and what the line's prefix
+said: `t`, seconds since the server started (None when the log has no timestamps), the
+slot and the task (-1 while the slot is still being chosen). Fields are the line's own
+numbers, never derived ones.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class RecordKind(StrEnum):
+    """What one parsed line records."""
+
+    SLOT_SELECTED = "slot_selected"        # get_available_slot: LCP similarity / LRU / id
+    LCP_CHECK = "lcp_check"                # " - checking sim = s (lcp/prompt)"
+    TASK_STARTED = "task_started"          # "processing task"
+    PROMPT = "prompt"                      # "new prompt, ... task.n_tokens = N"
+    CACHED = "cached"                      # "cached n_tokens = N, memory_seq_rm [p0, end)"
+    CTX_CREATED = "ctx_created"            # "created context checkpoint i of n (...)"
+    CTX_RESTORED = "ctx_restored"          # "restored context checkpoint (...)"
+    CTX_ERASED = "ctx_erased"              # "erased invalidated" / "erasing old" / ...
+    FULL_REPROCESS = "full_reprocess"      # "forcing full prompt re-processing"
+    N_PAST_SET = "n_past_set"              # "n_past was set to N"
+    SPEC_CREATED = "spec_created"          # "created speculative checkpoint (...)"
+    SPEC_RESTORED = "spec_restored"        # "restoring speculative checkpoint (...)"
+    CANDIDATE = "candidate"                # spec: " - seq_id s, draft candidate c, pos p"
+    DRAFT = "draft"                        # "generate_draft: id=, #tokens=, #draft="
+    DECODE = "decode"                      # "slot decode token, id=, n_tokens ="
+    VERDICT = "verdict"                    # LLAMA_TRACE: "accepted a/k draft tokens[ (..)]"
+    ACCEPTED = "accepted"                  # "add accepted tokens: sampled=, ids.size="
+    ROUND_DONE = "round_done"              # "accepted a/k draft tokens, new n_tokens = N"
+    TOKEN = "token"                        # "n_gen = g, n_remaining = r, next token: id"
+    STOPPED = "stopped"                    # "stopped by EOS" / "stopped by limit" / ...
+    TIMING = "timing"                      # print_timing: prompt eval / eval time
+    DRAFT_TOTALS = "draft_totals"          # "draft acceptance = r (a accepted / g generated)"
+    ACC_PER_POS = "acc_per_pos"            # "acc per pos = (r1, r2, ...)"
+    RELEASED = "released"                  # "stop processing: n_tokens = N, truncated = b"
+    DRAFTER_RESET = "drafter_reset"        # spec: ngram_mod cleared (streak / occupancy)
+
+
+class StopReason(StrEnum):
+    """Why a task stopped generating (process_token's `stopped ...` lines)."""
+
+    EOS = "eos"
+    LIMIT = "limit"
+    CONTEXT = "context"
+    TIME = "time"
+    INDENT = "indent"
+
+
+class TimingPhase(StrEnum):
+    """Which print_timing line."""
+
+    PROMPT = "prompt"
+    EVAL = "eval"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """Fields every record has."""
+
+    kind: RecordKind
+    line: int
+    t: float | None
+    slot: int | None
+    task: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotSelected(Record):
+    """The server chose this slot for the next task: `method` is lcp, lru or id;
+    `f_sim` and `f_keep` (3 decimals in the log) only for lcp."""
+
+    method: str
+    f_sim: float | None = None
+    f_keep: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LcpCheck(Record):
+    """The common prefix of this slot's tokens and the new prompt, exactly."""
+
+    lcp: int
+    prompt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Count(Record):
+    """A record whose content is one count: PROMPT (task.n_tokens), CACHED (n_tokens
+    kept when a prompt batch begins), N_PAST_SET, TASK_STARTED (is_child)."""
+
+    n: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkpoint(Record):
+    """A context or speculative checkpoint created, restored or erased. `n_tokens` is the
+    slot length it belongs to (None where the line omits it); `size_mib` the saved
+    state (a spec restore logs bytes, converted); `draft_mib` the draft model's share
+    of a speculative one; `reason` why a context checkpoint was erased; `n_past` the
+    prefix kept after a context restore; `index`/`limit` of a created context one."""
+
+    pos_min: int | None = None
+    pos_max: int | None = None
+    n_tokens: int | None = None
+    size_mib: float | None = None
+    draft_mib: float | None = None
+    n_past: int | None = None
+    reason: str = ""
+    index: int | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate(Record):
+    """One of the top draft candidates at draft position `pos` (candidate 0 is the token
+    drafted there); `slot` is the line's seq_id."""
+
+    rank: int
+    pos: int
+    token: int
+    prob: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Draft(Record):
+    """A verify batch about to run: the last sampled token `last`, the slot's length
+    `n_tokens` and `n_draft` draft tokens behind it."""
+
+    last: int
+    n_tokens: int
+    n_draft: int
+    pos_next: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decode(Record):
+    """A plain step: the last sampled token `last` alone, at slot length `n_tokens`."""
+
+    last: int
+    n_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict(Record):
+    """`accepted` of `drafted` draft tokens: a verification's outcome (`restore` when the
+    partial acceptance restores the speculative checkpoint), or the end of a round
+    (ROUND_DONE, with the slot's new length `n_tokens`)."""
+
+    accepted: int
+    drafted: int
+    restore: bool = False
+    n_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accepted(Record):
+    """The verification kept `ids` tokens (accepted drafts and the target's own), the last
+    being `sampled`; `n_draft` were verified."""
+
+    sampled: int
+    ids: int
+    n_draft: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Token(Record):
+    """Token `token` emitted as the task's `n_gen`-th."""
+
+    n_gen: int
+    n_remaining: int
+    token: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopped(Record):
+    """The task stopped generating."""
+
+    reason: StopReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timing(Record):
+    """print_timing: `ms` spent on `tokens` tokens of the prompt or the generation."""
+
+    phase: TimingPhase
+    ms: float
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftTotals(Record):
+    """The engine's own draft totals for the task."""
+
+    ratio: float
+    accepted: int
+    generated: int
+    mean_len: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccPerPos(Record):
+    """The engine's acceptance rate at each draft position (3 decimals)."""
+
+    rates: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Released(Record):
+    """The task ended; the slot holds `n_tokens` tokens."""
+
+    n_tokens: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DrafterReset(Record):
+    """ngram-mod cleared its pool: `reason` says why (a low-acceptance streak, or the
+    pool's occupancy); `value` is the streak length or the occupancy."""
+
+    reason: str
+    value: float

@@ -1,0 +1,122 @@
+"""Captured logs fired through the round machine: the projection of the events is the slot
+llama-server released, the engine's totals and the client's answers agree with the
+imported rounds on real logs, and a changed number in either becomes a violation."""
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.llama.ledger import record_log
+from engine.llama.logread import parse_log, read_log
+from engine.llama.responses import parse_responses, read_responses
+from engine.session import MemoryJournal
+from eventlog.projection import project
+from fsm.invariants import Invariant
+from fsm.states import RoundState, Trigger
+from tests.engine.llama.test_logread import FIXTURES, fixture_text
+
+VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots")
+T = Trigger
+
+
+def imported(name: str, text: str | None = None,
+             responses: str | None = None) -> tuple[MemoryJournal, object]:
+    """A fixture (or its changed text) fired into memory with its answers."""
+    reading = parse_log(text) if text is not None else read_log(FIXTURES / f"{name}.log.gz")
+    answers = (parse_responses(responses) if responses is not None
+               else read_responses(FIXTURES / f"{name}.responses.json"))
+    journal = MemoryJournal()
+    result = record_log(reading, journal, responses=answers.facts)
+    return journal, result
+
+
+def violations(journal: MemoryJournal) -> list[dict[str, object]]:
+    """The payloads of the recorded violations."""
+    return [e.payload for e in journal.events if e.trigger is T.INVARIANT_VIOLATION]
+
+
+@pytest.mark.parametrize("name", VERBOSE)
+def test_real_logs_import_without_violations(name: str) -> None:
+    journal, result = imported(name)
+    assert violations(journal) == []
+    assert result.responses_matched == len(result.turns) == len(result.fold.tasks)
+    seqs = [e.seq for e in journal.events]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+@pytest.mark.parametrize("name", VERBOSE)
+def test_projection_is_the_released_slot(name: str) -> None:
+    journal, result = imported(name)
+    views = project(journal.events)
+    for slot, view in views.items():
+        last = [t for t in result.fold.tasks if t.slot == slot][-1]
+        assert view.state is RoundState.DONE
+        assert view.position == last.released.n_tokens == len(view.tokens) - 1
+        answer = [tok for r in last.rounds for tok in r.tokens]
+        assert view.tokens[-len(answer):] == answer
+
+
+def test_rollbacks_follow_the_memory_the_log_names() -> None:
+    ngram, _ = imported("ngram-mod")
+    modes = {e.payload["mode"] for e in ngram.events if e.trigger is T.RESTORE}
+    assert modes == {"checkpoint"}
+    assert {e.payload["mode"] for e in ngram.events if e.trigger is T.REPLAY} == {"reverify"}
+    mtp, _ = imported("mtp")
+    selects = [e.payload for e in mtp.events if e.trigger is T.RESTORE]
+    assert selects and all(p["mode"] == "select" and p["logged"] is False for p in selects)
+    assert not any(e.trigger is T.REPLAY for e in mtp.events)
+
+
+def test_two_slots_keep_log_order() -> None:
+    journal, _ = imported("two-slots")
+    slots = [e.slot for e in journal.events]
+    switches = sum(a != b for a, b in itertools.pairwise(slots))
+    assert set(slots) == {0, 1} and switches > 4  # interleaved, not one slot after the other
+    times = [e.t for e in journal.events]
+    assert times == sorted(times)
+
+
+def test_changed_engine_totals_become_a_violation() -> None:
+    text = fixture_text("ngram-mod")
+    m = re.search(r"draft acceptance = [\d.]+ \(\s*(\d+) accepted", text)
+    assert m is not None
+    changed = text[:m.start(1)] + str(int(m.group(1)) + 1) + text[m.end(1):]
+    journal, _ = imported("ngram-mod", changed)
+    found = violations(journal)
+    assert [v["details"]["check"] for v in found] == ["accepted tokens"]  # type: ignore[index]
+    assert found[0]["invariant"] == Invariant.BOOKKEEPING.value
+
+
+def test_a_changed_answer_becomes_a_violation() -> None:
+    answers = json.loads((FIXTURES / "mtp.responses.json").read_text())
+    answers[1]["timings"]["draft_n_accepted"] += 2
+    journal, result = imported("mtp", responses=json.dumps(answers))
+    found = violations(journal)
+    assert [v["details"]["check"] for v in found] == ["draft_n_accepted"]  # type: ignore[index]
+    assert result.responses_matched == 2
+
+
+def test_a_quiet_log_gives_turn_totals_and_says_what_it_cannot() -> None:
+    journal, result = imported("quiet")
+    triggers = {e.trigger for e in journal.events}
+    assert triggers == {T.START_TURN, T.PREFILL, T.END_TURN}
+    ends = [e.payload["metrics"] for e in journal.events if e.trigger is T.END_TURN]
+    answers = read_responses(FIXTURES / "quiet.responses.json").facts
+    assert [m["drafted"] for m in ends] == [a.draft_n for a in answers]
+    for m in ends:
+        assert m["stray_tokens"] is None and "rounds" in m["unknown"]
+    assert result.violations == 0
+
+
+def test_a_truncated_log_ends_in_a_fail_event(tmp_path: Path) -> None:
+    text = fixture_text("ngram-mod")
+    at = text.index("\n", text.rindex("restoring speculative checkpoint")) + 1
+    journal = MemoryJournal()
+    result = record_log(parse_log(text[:at]), journal)
+    last = journal.events[-1]
+    assert last.trigger is T.FAIL and last.payload["truncated"] is True
+    assert "dropped" in last.payload["error"] and len(result.truncated) == 1
+    assert not any(e.trigger is T.END_TURN and e.turn == last.turn for e in journal.events)

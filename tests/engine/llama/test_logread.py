@@ -1,0 +1,120 @@
+"""The llama-server log reader on logs captured from the real server (fixtures/README.md):
+every line counted once, no unknown line in any of them, the server's facts, the same
+records without the logger's prefix, and one-line refusals of what is not a log."""
+
+import gzip
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from engine.llama.logread import LogFormatError, parse_log, read_log
+from engine.llama.logrecords import Candidate, RecordKind, StopReason
+
+FIXTURES = Path(__file__).with_name("fixtures")
+NAMES = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet")
+K = RecordKind
+
+
+def fixture_text(name: str) -> str:
+    """A fixture log's text."""
+    return gzip.decompress((FIXTURES / f"{name}.log.gz").read_bytes()).decode(
+        errors="surrogateescape")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_line_counted_once_and_none_unknown(name: str) -> None:
+    reading = read_log(FIXTURES / f"{name}.log.gz")
+    assert reading.lines == fixture_text(name).count("\n")
+    assert reading.parsed + reading.skipped + reading.unknown == reading.lines
+    assert reading.unknown == 0, reading.unknown_examples
+    assert reading.partial_line is None
+    assert reading.server.n_slots == (2 if name == "two-slots" else 1)
+
+
+def test_server_facts_name_the_drafter_and_its_rollback() -> None:
+    mtp = read_log(FIXTURES / "mtp.log.gz").server
+    assert mtp.spec_types == ["draft-mtp"] and mtp.draft_n_max == 4
+    assert not mtp.spec_checkpoints and mtp.n_rs_seq == 4 and mtp.verbose
+    ngram = read_log(FIXTURES / "ngram-mod.log.gz").server
+    assert ngram.spec_types == ["ngram-mod"] and ngram.spec_checkpoints
+    simple = read_log(FIXTURES / "draft-simple.log.gz").server
+    assert simple.spec_types == ["draft-simple"] and simple.draft_model is not None
+    quiet = read_log(FIXTURES / "quiet.log.gz").server
+    # Without -v only the MTP context's creation names the type.
+    assert quiet.spec_types == ["draft-mtp"] and quiet.verbose is False
+    assert mtp.build is not None and re.match(r"build \d+ \(\w+\)", mtp.build)
+
+
+def test_records_match_the_raw_lines() -> None:
+    text = fixture_text("draft-simple")
+    kinds = Counter(r.kind for r in parse_log(text).records)
+    assert kinds[K.DRAFT] == text.count("generate_draft:")
+    assert kinds[K.TOKEN] == len(re.findall(r"next token:", text))
+    assert kinds[K.SPEC_RESTORED] == text.count("restoring speculative checkpoint")
+    assert kinds[K.VERDICT] == len(re.findall(r"accepted\s+\d+/\s*\d+ draft tokens(?!,)", text))
+    restored = [r for r in parse_log(text).records if r.kind is K.VERDICT and r.restore]
+    assert len(restored) == text.count("(restore checkpoint)") > 0
+    assert kinds[K.CANDIDATE] == text.count("draft candidate")
+
+
+def test_candidates_with_a_newline_piece_fold_their_continuation() -> None:
+    text = fixture_text("two-slots")
+    newline = [r for r in parse_log(text).records
+               if isinstance(r, Candidate) and r.token == 10]
+    assert newline  # the byte tokenizer's "\n" splits those lines in two
+    assert parse_log(text).unknown == 0
+
+
+def test_without_prefix_the_same_records() -> None:
+    text = fixture_text("ngram-mod")
+    bare = "\n".join(re.sub(r"^\d+\.\d{2}\.\d{3}\.\d{3} [DIWE] ", "", ln)
+                     for ln in text.split("\n"))
+    with_prefix, without = parse_log(text), parse_log(bare)
+    assert [(r.kind, r.slot, r.task) for r in without.records] == [
+        (r.kind, r.slot, r.task) for r in with_prefix.records]
+    assert all(r.t is None for r in without.records)
+    assert all(r.t is not None for r in with_prefix.records)
+
+
+def test_stop_reasons() -> None:
+    records = read_log(FIXTURES / "two-slots.log.gz").records
+    reasons = [r.reason for r in records if r.kind is K.STOPPED]  # type: ignore[attr-defined]
+    assert set(reasons) <= set(StopReason) and StopReason.LIMIT in reasons
+
+
+def test_an_unknown_slot_line_is_counted_not_fatal() -> None:
+    text = fixture_text("mtp")
+    line = "0.00.100.000 I slot   operator(): id  0 | task 0 | a message no pattern knows\n"
+    reading = parse_log(text + line)
+    assert reading.unknown == 1 and "a message no pattern knows" in reading.unknown_examples[0]
+    assert len(reading.records) == len(parse_log(text).records)
+
+
+def test_a_cut_last_line_is_dropped_and_reported() -> None:
+    text = fixture_text("mtp")
+    cut = text[: text.rindex("stop processing") + 10]
+    reading = parse_log(cut)
+    assert reading.partial_line == cut.count("\n") + 1
+    assert K.RELEASED not in {r.kind for r in reading.records[-3:]}
+
+
+@pytest.mark.parametrize("content", ["", '{"choices": []}\n', "# a README\n\nsome prose\n"])
+def test_non_log_text_is_refused_in_one_line(content: str) -> None:
+    with pytest.raises(LogFormatError, match="is not a llama-server log") as info:
+        parse_log(content, "x.txt")
+    assert "\n" not in str(info.value)
+
+
+def test_binary_and_missing_files_are_refused(tmp_path: Path) -> None:
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\x00\x01\x02slot")
+    with pytest.raises(LogFormatError, match="binary"):
+        read_log(blob)
+    with pytest.raises(LogFormatError, match="cannot read"):
+        read_log(tmp_path / "absent.log")
+    bad_gz = tmp_path / "bad.log.gz"
+    bad_gz.write_bytes(b"\x1f\x8b" + b"junk")
+    with pytest.raises(LogFormatError, match="cannot read"):
+        read_log(bad_gz)

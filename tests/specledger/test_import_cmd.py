@@ -1,0 +1,92 @@
+"""`specledger import llama-server LOG`: a captured log becomes a session that show,
+replay and postmortem read; its provenance says what the source was and provides; bad
+input is one line, exit 1."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.llama.logread import read_log
+from eventlog import get_session, open_db
+from eventlog.reader import scan_events
+from fsm.states import Trigger
+from specledger.cli import main
+from tests.engine.llama.test_logread import FIXTURES, fixture_text
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+    """`main(argv + --json)`'s document (exit 0 required)."""
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_import_then_read_it_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "l.db")
+    log, answers = FIXTURES / "ngram-mod.log.gz", FIXTURES / "ngram-mod.responses.json"
+    doc = run_json(["import", "llama-server", str(log), "--responses", str(answers),
+                    "--db", db], capsys)
+    assert doc["violations"] == 0 and doc["responses_matched"] == 2 == len(doc["turns"])
+    assert doc["lines"]["unknown"] == 0 and doc["drafter"] == "ngram-mod"
+    info = get_session(open_db(db, create=False), doc["session"])
+    cfg = info.config
+    assert info.backend == "llama" and cfg["engine"] == "llama.cpp"
+    assert cfg["source"]["sha256"] == __import__("hashlib").sha256(
+        fixture_text("ngram-mod").encode(errors="surrogateescape")).hexdigest()
+    assert cfg["strategy"] == "checkpoint" and cfg["replay_policy"] == "reverify"
+    assert cfg["provides"]["digests"] is False and cfg["fingerprint"] == "b1-0c1e570"
+    shown = run_json(["show", str(doc["session"]), "--db", db], capsys)
+    assert [t["generated_tokens"] for t in shown["turns"]] == [
+        t["generated_tokens"] for t in doc["turns"]]
+    replay = run_json(["replay", str(doc["session"]), "--db", db], capsys)
+    assert replay["slots"][0]["state"] == "done"
+    post = run_json(["postmortem", str(doc["session"]), "--db", db], capsys)
+    assert post["counts"]["error"] == 0
+
+
+def test_text_output_names_the_counts(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "llama-server", str(FIXTURES / "quiet.log.gz"),
+                 "--db", str(tmp_path / "q.db")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    r = read_log(FIXTURES / "quiet.log.gz")
+    assert f"lines {r.lines}: {r.parsed} parsed, {r.skipped} skipped, 0 unknown" in out
+    assert "?" in out  # what a log without -v cannot tell
+
+
+def test_truncated_log_is_imported_and_reported(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    text = fixture_text("ngram-mod")
+    at = text.index("\n", text.rindex("restoring speculative checkpoint")) + 1
+    cut = tmp_path / "cut.log"
+    cut.write_text(text[:at] + "0.02.000.000 D slot   operator(): id  0 | task 3",
+                   errors="surrogateescape")
+    db = str(tmp_path / "t.db")
+    doc = run_json(["import", "llama-server", str(cut), "--db", db], capsys)
+    assert doc["partial_line"] == text[:at].count("\n") + 1
+    assert [t["dropped_round"] for t in doc["truncated_tasks"]] == [True]
+    events = list(scan_events(open_db(db, create=False), doc["session"]))
+    assert events[-1].trigger is Trigger.FAIL
+    assert main(["postmortem", str(doc["session"]), "--db", db, "--json"]) == 1
+    post = json.loads(capsys.readouterr().out)
+    assert "run_failed" in [f["kind"] for f in post["findings"]]
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00binary", b"not a log\n"])
+def test_bad_input_is_one_line_exit_1(tmp_path: Path, content: bytes,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "x.log"
+    path.write_bytes(gzip.compress(content) if content == b"" else content)
+    assert main(["import", "llama-server", str(path), "--db", str(tmp_path / "x.db")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("specledger: error: ") and err.count("\n") == 1
+
+
+def test_bad_responses_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answers = tmp_path / "a.json"
+    answers.write_text('[{"no": "timings"}]')
+    assert main(["import", "llama-server", str(FIXTURES / "mtp.log.gz"), "--responses",
+                 str(answers), "--db", str(tmp_path / "a.db")]) == 1
+    assert "no llama-server answer" in capsys.readouterr().err
