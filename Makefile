@@ -16,7 +16,7 @@ install: $(STAMP)
 $(STAMP): $(ROOT)/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH_PIN)
-	$(PY) -m pip install -q -e '$(ROOT)[engine,test]'
+	$(PY) -m pip install -q -e '$(ROOT)[engine,llama,test]'
 	@sh $(ROOT)/tools/ensure_apt.sh dot graphviz "graphviz renders the graphs"
 	@touch $(STAMP)
 

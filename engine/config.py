@@ -12,6 +12,7 @@ class BackendKind(StrEnum):
 
     SIM = "sim"
     TORCH = "torch"
+    LLAMA = "llama"  # llama.cpp's llama-server on the models' GGUF export
 
 
 class Strategy(StrEnum):
@@ -38,7 +39,7 @@ class ReplayPolicy(StrEnum):
 
 
 DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
-DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp"}
+DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
 SHIPPED_TARGET = "shipped:target"
 SHIPPED_DRAFT = "shipped:draft"
@@ -62,7 +63,8 @@ class RunConfig:
     source of the `specledger run` flags and of the range checks."""
 
     # The CLI runs the real engine by default; the sim stands in for hardware we lack.
-    backend: BackendKind = option(BackendKind.SIM, "engine: torch (the shipped model) or sim",
+    backend: BackendKind = option(BackendKind.SIM, "engine: torch (the shipped model), sim, "
+                                  "or llama (llama-server on its GGUF export)",
                                   cli_default=BackendKind.TORCH)
     strategy: Strategy = option(Strategy.CHECKPOINT, "how rejected drafts leave the state")
     eog_policy: EogPolicy = option(EogPolicy.TRUNCATE,
@@ -118,6 +120,7 @@ class RunConfig:
                                     "(0: off)", lo=0)
     audit: bool = option(True, "skip the state-truth audit", negate="--no-audit")
     strict: bool = option(False, "stop at the first violation")
+    stream: bool = option(False, "llama: stream each answer (server-sent events)")
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -17,6 +17,10 @@ from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
 
 
+# The engines a session can be run again on (a llama.cpp session is read from its log).
+RERUN_BACKENDS = [b.value for b in BackendKind if b is not BackendKind.LLAMA]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit 2)."""
 
@@ -53,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fold events through this seq (0: before the first)")
     replay.add_argument("--rerun", action="store_true",
                         help="run the session again and compare every event with the log")
-    replay.add_argument("--backend", choices=[b.value for b in BackendKind], default=None,
+    replay.add_argument("--backend", choices=RERUN_BACKENDS, default=None,
                         help="--rerun on another backend (a counterfactual)")
     replay.add_argument("--set", action="append", metavar="KEY=VALUE",
                         help="--rerun with a setting changed (a counterfactual), repeatable")
@@ -83,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     scen = sub.add_parser("scenario",
                           help="record a session that reproduces a known bug, and its fix")
     scen.add_argument("name", choices=list(SCENARIOS))
-    scen.add_argument("--backend", choices=[b.value for b in BackendKind], default="sim")
+    scen.add_argument("--backend", choices=RERUN_BACKENDS, default="sim")
     scen.add_argument("--seed", type=int, default=1)
     scen.add_argument("--model", default=None, help="torch: target checkpoint directory")
     scen.add_argument("--draft-model", default=None, help="torch: draft checkpoint directory")

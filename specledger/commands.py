@@ -4,7 +4,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.config import RunConfig
+from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from eventlog import Projector, get_session, list_sessions, open_db
 from eventlog.reader import scan_events
@@ -43,6 +43,10 @@ def _run(config: RunConfig, db: str, show_progress: bool, label: str) -> RunResu
 def cmd_run(args: argparse.Namespace) -> int:
     """`specledger run`."""
     config = config_from_args(args)
+    if config.backend is BackendKind.LLAMA:
+        from specledger.llama_run import cmd_run_llama
+
+        return cmd_run_llama(config, args.db, args.json)
     result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
     if args.json:
         output.emit_json({"session": result.session_id, "events": result.events,

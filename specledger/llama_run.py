@@ -1,0 +1,137 @@
+"""`specledger run --backend llama`: the torch backend's conversations (the same held-out
+questions, chosen by the same seed, answered under the same sampling) asked of llama.cpp's
+llama-server, running the shipped models' GGUF export with the drafter our name maps to
+(engine/llama/options.py), through the OpenAI-compatible API with the `openai` client;
+then the server's -v log and the answers are recorded as the session, by the same ledger
+that `specledger import llama-server` uses.
+
+llama-server runs one slot here (engine/llama/server.py starts it with `-np 1`), so a run
+is one conversation. The server is stopped before its log is read: it writes a task's
+release after the answer is sent.
+"""
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from engine.llama.conversation import Exchange, Messages, Sampling, converse
+from engine.llama.logread import read_log
+from engine.llama.options import Drafter, ServerOptions, parse_drafters, server_args
+from engine.llama.paths import require_server
+from engine.llama.provenance import Provenance, file_sha256
+from engine.llama.responses import parse_responses
+from engine.llama.server import LlamaServer
+from engine.progress import Progress
+from specledger.llama_session import LlamaSession, store_llama_session
+
+
+class LlamaClientMissingError(ConfigError):
+    """The `openai` client (the `llama` extra) is not installed."""
+
+
+@dataclass(frozen=True)
+class LlamaRun:
+    """A recorded llama.cpp session and the files it came from."""
+
+    session: LlamaSession
+    log_path: Path
+    responses_path: Path
+
+
+def questions(config: RunConfig) -> list[str]:
+    """The user messages a torch session of `config` asks in slot 0, as text."""
+    from engine.hybrid.backend import TorchBackend
+
+    backend = TorchBackend(config.replace(backend="torch", device="cpu"))
+    return [bytes(backend.question(0, turn, turn == 1)).decode("utf-8", errors="replace")
+            for turn in range(1, config.turns + 1)]
+
+
+def server_version() -> str:
+    """`llama-server --version`'s output, one line."""
+    done = subprocess.run([str(require_server()), "--version"], capture_output=True,
+                          text=True, timeout=30, check=False)
+    return " ".join((done.stdout + done.stderr).split())
+
+
+def server_options(config: RunConfig) -> ServerOptions:
+    """The server for `config`: the target's GGUF (and the draft model's, when its
+    drafter runs), sizes from the configuration, -v so the log shows every round."""
+    from engine.llama.gguf_export import cached_gguf
+
+    if config.slots != 1:
+        raise ConfigError(f"slots: the llama backend runs one conversation (llama-server "
+                          f"is started with -np 1), not {config.slots}")
+    drafters = parse_drafters(config.drafter)
+    draft = cached_gguf(config.draft_model) if Drafter.DRAFT_MODEL in drafters else None
+    return ServerOptions.from_run_config(config, cached_gguf(config.model), draft,
+                                         threads=config.threads, verbose=True)
+
+
+def run_llama(config: RunConfig, db: str, progress: Progress | None = None) -> LlamaRun:
+    """Run `config`'s conversation on llama-server and record it into the log at `db`."""
+    try:
+        from openai import OpenAI
+    except ImportError:
+        raise LlamaClientMissingError("the llama backend needs the openai client: pip "
+                                      "install 'specledger[llama]'") from None
+    opts = server_options(config)
+    asked = questions(config)
+    sampling = Sampling(config.temperature, config.top_k, config.top_p, config.seed,
+                        config.answer_cap)
+    with LlamaServer(opts) as server:
+        client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="specledger",
+                        max_retries=0)
+
+        def prompt_ids(messages: Messages) -> list[int]:
+            text = server.client.apply_template(messages)
+            return server.client.tokenize([text])[0]
+
+        def answered(exchange: Exchange) -> None:
+            if progress is not None:
+                progress.tokens(int(exchange.response.get("usage", {}).get(
+                    "completion_tokens", 0)))
+                progress.turn_done()
+
+        exchanges = converse(client, asked, sampling, stream=config.stream,
+                             prompt_ids=prompt_ids, on_answer=answered)
+        flags = tuple(server_args(opts, server.port))
+    log_path = server.log_path
+    responses_path = log_path.with_suffix(".responses.json")
+    answers: list[dict[str, Any]] = [e.response for e in exchanges]
+    responses_path.write_text(json.dumps(answers, indent=1))
+    prov = Provenance(log_path=str(log_path), responses_path=str(responses_path), flags=flags,
+                      version=server_version(), model_sha256=file_sha256(opts.model),
+                      draft_model_sha256=file_sha256(opts.draft_model)
+                      if opts.draft_model is not None and Drafter.DRAFT_MODEL in opts.drafters
+                      else None, prompt_ids=True, run=config.to_dict())
+    stored = store_llama_session(db, read_log(log_path), prov,
+                                 responses=parse_responses(json.dumps(answers)),
+                                 prompts=[e.prompt_ids for e in exchanges])
+    return LlamaRun(stored, log_path, responses_path)
+
+
+def cmd_run_llama(config: RunConfig, db: str, as_json: bool) -> int:
+    """`specledger run --backend llama`: run, record, print the turns."""
+    from specledger import output
+
+    with output.progress_bar(config, f"llama {config.drafter}", not as_json) as progress:
+        done = run_llama(config, db, progress)
+    s = done.session
+    if as_json:
+        output.emit_json({"session": s.session_id, "events": s.ledger.events,
+                          "violations": s.ledger.violations, "log": str(done.log_path),
+                          "responses": str(done.responses_path),
+                          "turns": output.turn_rows(s.ledger.turns)})
+        return 0
+    output.console.print(output.turn_table(
+        s.ledger.turns, f"session {s.session_id}: llama.cpp {s.config['build']} drafter="
+                        f"{config.drafter} (--spec-type {','.join(s.config['spec_types'])})"))
+    output.console.print(f"{s.ledger.events} events recorded in {db}; {s.ledger.violations} "
+                         f"violation(s); server log {done.log_path}, answers "
+                         f"{done.responses_path}")
+    return 0

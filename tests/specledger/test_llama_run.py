@@ -1,0 +1,74 @@
+"""`specledger run --backend llama` on the real llama-server (skipped without the binary,
+failed under SPECLEDGER_REQUIRE_LLAMA=1): the torch backend's conversation, streamed or
+not, recorded from the server's log and answers with no violation, the same session as
+importing those files, and the run's provenance."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from engine.llama.logread import read_log
+from engine.llama.paths import require_converter, require_server
+from engine.llama.provenance import file_sha256
+from eventlog import get_session, open_db
+from eventlog.reader import scan_events
+from fsm.states import Trigger
+from specledger.cli import main
+from specledger.llama_run import questions, run_llama
+from tests.engine.llama.conftest import require_llama
+
+
+def config(**changes: object) -> RunConfig:
+    """A short llama run."""
+    return RunConfig(backend="llama", turns=2, max_answer_tokens=24, draft_max=4,
+                     **changes)  # type: ignore[arg-type]
+
+
+def test_questions_are_the_torch_sessions() -> None:
+    from engine.training.conversations import conversation_prompts
+
+    asked = questions(config(seed=3))
+    expected = conversation_prompts(3 * 1009, 2)
+    assert [q.encode() for q in asked] == [bytes(q) for q in expected]
+
+
+def test_one_slot_only() -> None:
+    from specledger.llama_run import server_options
+
+    with pytest.raises(ConfigError, match="one conversation"):
+        server_options(config(slots=2))
+
+
+@pytest.mark.parametrize("drafter,stream", [("mtp", True), ("ngram-mod", False)])
+def test_run_records_the_servers_log(tmp_path: Path, drafter: str, stream: bool) -> None:
+    require_llama(require_server)
+    require_llama(require_converter)
+    db = str(tmp_path / "r.db")
+    done = run_llama(config(drafter=drafter, stream=stream), db)
+    s = done.session
+    assert s.ledger.violations == 0 and len(s.ledger.turns) == 2
+    assert s.ledger.responses_matched == 2
+    assert read_log(done.log_path).unknown == 0
+    engine = open_db(db, create=False)
+    cfg = get_session(engine, s.session_id).config
+    flags = cfg["flags"]
+    assert flags[flags.index("-np") + 1] == "1" and "-v" in flags
+    assert cfg["run"]["stream"] is stream and cfg["provides"]["prompt_ids"] is True
+    assert cfg["model_sha256"] == file_sha256(cfg["model"]) and "version" in cfg["version"]
+    events = list(scan_events(engine, s.session_id))
+    starts = [e.payload for e in events if e.trigger is Trigger.START_TURN]
+    assert all(None not in p["append"] for p in starts)  # the server's own tokenization
+    answers = json.loads(done.responses_path.read_text())
+    assert [a["timings"]["predicted_n"] for a in answers] == [
+        t.generated_tokens for t in s.ledger.turns]
+    # Importing the same files records the same rounds (the prompt ids aside).
+    assert main(["import", "llama-server", str(done.log_path), "--responses",
+                 str(done.responses_path), "--db", db]) == 0
+    again = list(scan_events(engine, s.session_id + 1))
+    assert [(e.trigger, e.slot, e.turn, e.round) for e in again] == [
+        (e.trigger, e.slot, e.turn, e.round) for e in events]
+    commits = [e.payload["append"] for e in events if e.trigger is Trigger.COMMIT]
+    assert commits == [e.payload["append"] for e in again if e.trigger is Trigger.COMMIT]
