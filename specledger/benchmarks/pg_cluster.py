@@ -69,6 +69,13 @@ class PgCluster:
         """The SQLAlchemy URL of `database` on this server (psycopg 3, the unix socket)."""
         return f"postgresql+psycopg://{USER}@/{database}?host={self.root}"
 
+    @property
+    def version(self) -> str:
+        """The server's version, as `postgres --version` prints it."""
+        done = subprocess.run([str(self.bindir / "postgres"), "--version"],
+                              capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
     def create_database(self, name: str) -> str:
         """Create the empty database `name`; its URL."""
         self._admin(f'CREATE DATABASE "{name}" TEMPLATE template0')
