@@ -8,7 +8,7 @@ from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from eventlog import Projector, get_session, list_sessions, open_db
 from eventlog.reader import scan_events
-from specledger import analysis_cmds, bench_cmd, import_cmd, output
+from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, output
 from specledger.api import RunResult, run_session, turn_table
 from specledger.errors import UsageError
 from specledger.graphs import GraphKind, default_name, graph_dot
@@ -31,6 +31,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "report": analysis_cmds.cmd_report,
         "bench": bench_cmd.cmd_bench,
         "import": import_cmd.cmd_import,
+        "export": export_cmd.cmd_export,
     }[args.command]
     return handler(args)
 
