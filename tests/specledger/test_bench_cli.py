@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import list_sessions, open_db
+from specledger.benchmarks import SUITES
 from specledger.cli import build_parser, main
 
 
@@ -32,8 +33,8 @@ def test_bench_rejects_an_unknown_suite_before_running_any(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "conversation", "nonsense", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["specledger: error: bench: unknown suite 'nonsense' (known: conversation, "
-                   "strategies, recorder, calibration, drafters, llama)"]
+    assert err == [f"specledger: error: bench: unknown suite 'nonsense' (known: "
+                   f"{', '.join(SUITES)})"]
     assert not (tmp_path / "conversation").exists()
 
 
