@@ -16,7 +16,6 @@ from specledger.run_flags import add_run_flags, checked
 from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
 
-
 # The engines a session can be run again on (a llama.cpp session is read from its log).
 RERUN_BACKENDS = [b.value for b in BackendKind if b is not BackendKind.LLAMA]
 

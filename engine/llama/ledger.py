@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.llama.crosscheck import RoundFold, response_violations, totals_violations
-from engine.llama.ledger_rounds import Step, accepted_drafts, round_steps
+from engine.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
 from engine.llama.logread import LogReading
 from engine.llama.logrecords import Checkpoint, Count, Record, RecordKind, TimingPhase
 from engine.llama.responses import ResponseFacts, match_responses
@@ -64,11 +64,13 @@ class LedgerResult:
 @dataclass
 class _Slot:
     """A slot across its turns: the server's slot length after its last task (None: the
-    log began while it may have held something) and our view of its tokens."""
+    log began while it may have held something), our view of its tokens and the state's
+    position after the last commit."""
 
     machine: RoundMachine
     length: int | None
     tokens: list[int | None] = field(default_factory=list)
+    position: int = 0
 
 
 @dataclass
@@ -122,7 +124,7 @@ class _Ledger:
         m.fire(Trigger.INVARIANT_VIOLATION, **v.to_payload())
 
     def task_units(self, task: LlamaTask, prompt_ids: list[int] | None,
-                   resp: ResponseFacts | None) -> Iterator[Step]:
+                   resp: ResponseFacts | None, cut: Truncation | None) -> Iterator[Step]:
         """Fire one task's events; before each group of them, yield the log line and
         time it happened at (the driver interleaves the slots by line)."""
         yield task.first_line, task.t
@@ -142,6 +144,7 @@ class _Ledger:
             m.round += 1
             res = yield from round_steps(m, rnd, self.drafter, self.server.n_rs_seq)
             s.tokens.extend(res.block)
+            s.position = res.position
             turn.stats.rounds += 1
             turn.stats.drafted += res.drafted
             turn.stats.accepted += res.accepted
@@ -159,6 +162,16 @@ class _Ledger:
         if task.released is not None:
             yield task.released.line, task.released.t
             self.finish(task, s, turn, resp)
+            self.journal.end_unit()
+        elif cut is not None:
+            if cut.partial is not None:
+                m.round += 1
+                yield from partial_steps(m, cut.partial, self.drafter)
+            what = (f"its last round was cut ({cut.dropped_tokens} emitted token(s) and "
+                    f"{len(cut.partial.restores)} restore(s) so far, nothing committed)"
+                    if cut.partial is not None else "it had no round open")
+            m.fire(Trigger.FAIL, error=f"the log ends inside task {cut.task} (slot {cut.slot}, "
+                                       f"line {cut.line}): {what}", truncated=True)
             self.journal.end_unit()
 
     def start(self, task: LlamaTask, s: _Slot, prompt_ids: list[int] | None,
@@ -206,6 +219,7 @@ class _Ledger:
                    append=[token])
             turn.stats.prefill_tokens += tokens
             s.tokens.append(token)
+            s.position = n_prompt
         if timing is not None:
             turn.stats.prefill_s = timing.ms / 1e3
         return turn
@@ -270,12 +284,11 @@ class _Ledger:
             stats.generated_tokens = len(emitted)
             stats.stray_tokens = max(0, len(s.tokens) - len(transcript))
             found += check_turn_end(s.tokens, transcript)
-            if len(s.tokens) - 1 != task.released.n_tokens:
+            if s.position != task.released.n_tokens:
                 found.append(Violation(
                     Invariant.BOOKKEEPING, f"llama-server released the slot with "
                     f"{task.released.n_tokens} tokens, the imported turn leaves "
-                    f"{len(s.tokens) - 1}",
-                    {"engine": task.released.n_tokens, "ledger": len(s.tokens) - 1}))
+                    f"{s.position}", {"engine": task.released.n_tokens, "ledger": s.position}))
             found += totals_violations(fold, task.totals, task.acc_per_pos)
         else:
             stats.generated_tokens = evals.tokens if evals is not None else 0
@@ -314,8 +327,9 @@ def record_log(reading: LogReading, journal: Sink, *,
     ledger = _Ledger(reading, journal)
     shapes = [(t.prompt_tokens, t.generated_logged) for t in fold.tasks]
     matched = match_responses(shapes, list(responses)) if responses else [None] * len(shapes)
-    units = [ledger.task_units(t, prompts[i] if i < len(prompts) else None, matched[i])
-             for i, t in enumerate(fold.tasks)]
+    cuts = {c.task: c for c in fold.truncated}
+    units = [ledger.task_units(t, prompts[i] if i < len(prompts) else None, matched[i],
+                               cuts.get(t.task)) for i, t in enumerate(fold.tasks)]
     heap = [(step[0], i, step[1]) for i, g in enumerate(units)
             if (step := next(g, None)) is not None]
     heapq.heapify(heap)
@@ -325,12 +339,5 @@ def record_log(reading: LogReading, journal: Sink, *,
         step = next(units[i], None)
         if step is not None:
             heapq.heappush(heap, (step[0], i, step[1]))
-    for cut in fold.truncated:
-        what = (f"its last round ({cut.dropped_tokens} emitted token(s)) was dropped"
-                if cut.dropped_round else "it had no round open")
-        ledger.slot(cut.slot).machine.fire(
-            Trigger.FAIL, error=f"the log ends inside task {cut.task} (slot {cut.slot}, line "
-                                f"{cut.line}): {what}", truncated=True)
-        journal.end_unit()
     return LedgerResult(ledger.turns, fold, ledger.violations,
                         sum(r is not None for r in matched), ledger.events, fold.truncated)

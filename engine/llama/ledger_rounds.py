@@ -61,19 +61,22 @@ def first_verdict(rnd: LlamaRound) -> int:
     return accepted_drafts(rnd)
 
 
-def round_block(rnd: LlamaRound) -> tuple[list[int | None], int | None]:
-    """The tokens the round put in the slot, and the index of the EOG among them. A task
-    that stopped inside the block emitted only its head; the rest stayed in the slot
-    (accepted drafts where the log names them, the last kept id as `sampled`)."""
+def round_block(rnd: LlamaRound) -> tuple[list[int | None], int | None, int]:
+    """The tokens the round put in the slot, the index of the EOG among them, and the
+    state's position after it. Normally the verified tokens are consumed and the last
+    kept id (`sampled`) waits for the next batch, as our engine's last committed token
+    does. A task that stopped inside the block emitted only its head, yet every kept id
+    but the last went into the slot and the state: those stay behind the stop (accepted
+    drafts where the log names them, else None), and the waiting `sampled` is dropped at
+    release, so the block ends before it and the state has consumed all of it."""
     emitted: list[int | None] = list(rnd.tokens)
     eog = len(emitted) - 1 if rnd.stop is StopReason.EOS else None
     if not rnd.speculative or rnd.kept is None or len(emitted) >= rnd.kept.ids:
-        return emitted, eog
+        return emitted, eog, rnd.n_tokens + len(emitted)
     known_drafts = len(rnd.draft_ids) if not rnd.restores else first_verdict(rnd)
     for j in range(len(emitted), rnd.kept.ids - 1):
         emitted.append(rnd.draft_ids[j] if j < min(known_drafts, len(rnd.draft_ids)) else None)
-    emitted.append(rnd.kept.sampled)
-    return emitted, eog
+    return emitted, eog, rnd.n_tokens + rnd.kept.ids
 
 
 def _drafts(rnd: LlamaRound, block: list[int | None], matched: int) -> list[int | None]:
@@ -90,8 +93,7 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | 
     """Fire one round's transitions on `m` (its turn and round already set); before each
     group of them, yield the log line and time they happened at. Returns what the round
     committed."""
-    block, eog = round_block(rnd)
-    position = rnd.n_tokens + len(block)
+    block, eog, position = round_block(rnd)
     yield rnd.first_line, rnd.t
     if not rnd.speculative:
         m.fire(Trigger.DECODE, targets=block, drafted=0, batch=1)
@@ -120,6 +122,25 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | 
     m.fire(Trigger.COMMIT, _span(rnd), append=block, position=position, accepted=accepted,
            cut=0)
     return RoundResult(block, position, eog, k, accepted, restores)
+
+
+def partial_steps(m: RoundMachine, rnd: LlamaRound, drafter: str
+                  ) -> Generator[Step, None, None]:
+    """What the log shows of a round it ends inside: the verification and the restores
+    and replays so far, committing nothing (a livelock the server was killed in ends
+    so)."""
+    yield rnd.first_line, rnd.t
+    if not rnd.speculative:
+        m.fire(Trigger.DECODE, targets=[], drafted=0, batch=1)
+        return
+    strategy = Strategy.CHECKPOINT if rnd.spec_ckpt is not None else Strategy.PER_TOKEN
+    m.fire(Trigger.BEGIN, strategy=strategy.value, position=rnd.n_tokens)
+    drafts: list[int | None] = list(rnd.draft_ids) or [None] * rnd.drafted
+    m.fire(Trigger.DRAFT, drafts=drafts, drafter=drafter)
+    m.fire(Trigger.VERIFY, drafts=drafts, batch=rnd.drafted + 1, drafted=rnd.drafted)
+    if rnd.restores:
+        m.fire(Trigger.REJECT, matched=first_verdict(rnd), eog=None, cut=0)
+        yield from _rollback(m, rnd, first_verdict(rnd), None)
 
 
 def _rollback(m: RoundMachine, rnd: LlamaRound, matched: int, n_rs_seq: int | None

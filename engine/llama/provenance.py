@@ -96,7 +96,7 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         "lines": reading.lines, "parsed": reading.parsed, "skipped": reading.skipped,
         "unknown": reading.unknown, "unknown_examples": reading.unknown_examples,
         "partial_line": reading.partial_line, "tasks": len(fold.tasks),
-        "truncated_tasks": [vars(t) for t in fold.truncated], "orphan_records": fold.orphans,
+        "truncated_tasks": [t.to_dict() for t in fold.truncated], "orphan_records": fold.orphans,
         "drafter_resets": fold.resets,
     }
     if responses is not None:

@@ -125,13 +125,26 @@ class LlamaTask:
 
 @dataclass(frozen=True)
 class Truncation:
-    """A task the log ends inside: its last round (if one was open) was dropped."""
+    """A task the log ends inside, at `line`. Its last round, if the log cuts it, is taken
+    out of the task's rounds (`partial`: it committed nothing) with the tokens it had
+    emitted and the restores it had done by then."""
 
     slot: int
     task: int
     line: int
-    dropped_round: bool
-    dropped_tokens: int
+    partial: LlamaRound | None
+
+    @property
+    def dropped_tokens(self) -> int:
+        """Tokens the partial round emitted before the log ends."""
+        return len(self.partial.tokens) if self.partial is not None else 0
+
+    def to_dict(self) -> dict[str, int | bool]:
+        """JSON form (the stored provenance)."""
+        p = self.partial
+        return {"slot": self.slot, "task": self.task, "line": self.line,
+                "dropped_round": p is not None, "dropped_tokens": self.dropped_tokens,
+                "restores": len(p.restores) if p is not None else 0}
 
 
 @dataclass
@@ -270,11 +283,10 @@ class _Folder:
             if task.released is not None:
                 continue
             rnd = self.open.pop(task.slot, None) if self.current.get(task.slot) is task else None
-            dropped = rnd is not None and not rnd.complete
-            if dropped and rnd is not None:
-                task.rounds.remove(rnd)
-            self.out.truncated.append(Truncation(task.slot, task.task, task.last_line, dropped,
-                                                 len(rnd.tokens) if dropped and rnd else 0))
+            partial = rnd if rnd is not None and not rnd.complete else None
+            if partial is not None:
+                task.rounds.remove(partial)
+            self.out.truncated.append(Truncation(task.slot, task.task, task.last_line, partial))
         return self.out
 
 

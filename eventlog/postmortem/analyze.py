@@ -11,10 +11,12 @@ from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.contamination import Contamination
 from eventlog.postmortem.detector import Detector
 from eventlog.postmortem.draft_ckpt import DraftCheckpoints
+from eventlog.postmortem.draft_sizes import DraftStateSizes
 from eventlog.postmortem.eog import EogTail
 from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
 from eventlog.postmortem.reference import compare_outputs, reference_problem
 from eventlog.postmortem.storms import RestoreStorms
+from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
 from eventlog.reader import SessionInfo, get_session, scan_events
 from eventlog.schema import SessionStatus
@@ -62,7 +64,8 @@ class Postmortem:
 def detectors(config: dict[str, Any]) -> list[Detector]:
     """One of each detector for a session recorded with `config`."""
     return [EogTail(config), RestoreStorms(config), Contamination(config),
-            DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config)]
+            DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config),
+            DraftStateSizes(config), UnknownInputs(config)]
 
 
 def analyze(events: Iterable[Event], config: dict[str, Any],

@@ -31,6 +31,7 @@ class Kind(StrEnum):
     INVARIANT_VIOLATION = "invariant_violation"
     RUN_FAILED = "run_failed"
     INCOMPLETE_LOG = "incomplete_log"
+    CHECK_SKIPPED = "check_skipped"                        # an imported log lacks the input
 
 
 @dataclass(frozen=True)

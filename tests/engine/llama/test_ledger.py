@@ -118,5 +118,8 @@ def test_a_truncated_log_ends_in_a_fail_event(tmp_path: Path) -> None:
     result = record_log(parse_log(text[:at]), journal)
     last = journal.events[-1]
     assert last.trigger is T.FAIL and last.payload["truncated"] is True
-    assert "dropped" in last.payload["error"] and len(result.truncated) == 1
+    assert "nothing committed" in last.payload["error"] and len(result.truncated) == 1
     assert not any(e.trigger is T.END_TURN and e.turn == last.turn for e in journal.events)
+    # What the log shows of the cut round is there, up to its restore, and no commit.
+    tail = [e.trigger for e in journal.events if (e.turn, e.round) == (last.turn, last.round)]
+    assert tail == [T.BEGIN, T.DRAFT, T.VERIFY, T.REJECT, T.RESTORE, T.FAIL]

@@ -78,7 +78,9 @@ def test_a_log_cut_mid_round_drops_that_round_and_reports_it() -> None:
     cut = fold_tasks(parse_log(text[:at]).records)
     assert len(cut.truncated) == 1
     gone = cut.truncated[0]
-    assert (gone.slot, gone.task, gone.dropped_round) == (last.slot, last.task, True)
+    assert (gone.slot, gone.task) == (last.slot, last.task)
+    assert gone.partial is not None and gone.partial.first_line == restored.first_line
+    assert len(gone.partial.restores) == 1 and gone.partial.kept is None
     kept = cut.tasks[-1].rounds
     assert [r.first_line for r in kept] == [r.first_line for r in last.rounds
                                             if r.first_line < restored.first_line]

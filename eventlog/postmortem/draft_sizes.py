@@ -1,0 +1,71 @@
+"""Context checkpoints that do not hold the draft model's state (llama.cpp PR 22521, as an
+engine's log shows it when it reports checkpoint sizes rather than recomputed tokens).
+
+A recurrent draft model has a state of its own. When a new request falls back to a
+context checkpoint, the draft state must come back with the target's, so a context
+checkpoint must be as large as a speculative checkpoint, which saves both (llama-server
+logs `size` and its `draft` share for each; the ledger records them as `bytes` and
+`draft_bytes`). A smaller one lost the draft's share: every restore of it leaves the draft
+model to rebuild its state over the history. Sizes are logged in MiB to 3 decimals, so a
+shortfall of half the draft share or less is not told from rounding.
+"""
+
+from typing import Any
+
+from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.finding import Finding, Kind, Severity
+from fsm.event import Event
+from fsm.states import Trigger
+
+T = Trigger
+
+
+class DraftStateSizes:
+    """The largest speculative checkpoint with a draft share, against each context
+    checkpoint; counts the context restores that the shortfall made expensive."""
+
+    triggers = (T.BEGIN, T.CTX_SAVE, T.CTX_RESTORE)
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.drafter = config_value(config, "drafter", "?")
+        self.spec: tuple[int, int] | None = None  # (bytes, draft_bytes)
+        self.saves: list[Event] = []
+        self.restores: list[Event] = []
+
+    def feed(self, ev: Event) -> None:
+        """Fold one event."""
+        p = ev.payload
+        if ev.trigger is T.BEGIN:
+            draft = p.get("draft_bytes") or 0
+            if draft and (self.spec is None or p["bytes"] > self.spec[0]):
+                self.spec = (int(p["bytes"]), int(draft))
+        elif ev.trigger is T.CTX_SAVE:
+            if p.get("bytes"):
+                self.saves.append(ev)
+        elif not p.get("reset"):
+            self.restores.append(ev)
+
+    def finish(self) -> list[Finding]:
+        """A warning when context checkpoints miss the draft model's share."""
+        if self.spec is None:
+            return []
+        full, draft = self.spec
+        short = [e for e in self.saves if e.payload["bytes"] < full - draft / 2]
+        if not short:
+            return []
+        first = short[0]
+        return [Finding(
+            Kind.DRAFT_CHECKPOINT_DISCARD, Severity.WARNING, first.seq, short[-1].seq,
+            f"{len(short)} of {len(self.saves)} context checkpoint(s) are smaller than a "
+            f"speculative checkpoint ({first.payload['bytes']} against {full} bytes, of which "
+            f"{draft} are the draft model's state): they do not hold the draft model's "
+            f"state, so each of the {len(self.restores)} context restore(s) in this session "
+            f"left the draft model (drafter {self.drafter}) to rebuild it over the history.",
+            "Save and restore the draft model's state with every context checkpoint (llama.cpp "
+            "PR 22521; --draft-checkpoints keep on our engine).",
+            {"short_checkpoints": len(short), "checkpoints": len(self.saves),
+             "checkpoint_bytes": first.payload["bytes"], "speculative_bytes": full,
+             "draft_bytes": draft, "context_restores": len(self.restores),
+             "per_checkpoint": examples([{"seq": e.seq, "slot": e.slot, "turn": e.turn,
+                                          "bytes": e.payload["bytes"]} for e in short])},
+            first.slot, first.turn, first.round)]
