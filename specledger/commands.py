@@ -7,6 +7,7 @@ from pathlib import Path
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from eventlog import Projector, get_session, list_sessions, open_db
+from eventlog.draft_profile import fold_profiles
 from eventlog.reader import scan_events
 from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, output
 from specledger.api import RunResult, run_session, turn_table
@@ -49,13 +50,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return cmd_run_llama(config, args.db, args.json)
     result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
+    profiles = fold_profiles(scan_events(open_db(args.db, create=False), result.session_id))
     if args.json:
         output.emit_json({"session": result.session_id, "events": result.events,
-                          "turns": output.turn_rows(result.turns)})
+                          "turns": output.turn_rows(result.turns, profiles)})
         return 0
     output.console.print(output.turn_table(
         result.turns, f"session {result.session_id}: {config.backend} {config.strategy} "
-                      f"eog={config.eog_policy} drafter={config.drafter}"))
+                      f"eog={config.eog_policy} drafter={config.drafter}", profiles))
     output.console.print(f"{result.events} events recorded in {args.db}")
     return 0
 
@@ -77,9 +79,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     engine = open_db(args.db, create=False)
     info = get_session(engine, args.session)
     turns = turn_table(engine, args.session)
+    profiles = fold_profiles(scan_events(engine, args.session))
     if args.json:
         output.emit_json({"session": output.session_json(info),
-                          "turns": output.turn_rows(turns)})
+                          "turns": output.turn_rows(turns, profiles)})
         return 0
     cfg = info.config
     output.console.print(
@@ -87,7 +90,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{info.backend}, strategy {cfg.get('strategy')}, eog {cfg.get('eog_policy')}, "
         f"replay {cfg.get('replay_policy')}, drafter {cfg.get('drafter')} "
         f"(k={cfg.get('draft_max')}), seed {cfg.get('seed')}, code {info.code_version}")
-    output.console.print(output.turn_table(turns, "turns"))
+    output.console.print(output.turn_table(turns, "turns", profiles))
     return 0
 
 

@@ -10,6 +10,9 @@ from typing import Any
 from engine.llama.logread import read_log
 from engine.llama.provenance import Provenance, file_sha256
 from engine.llama.responses import read_responses
+from eventlog import open_db
+from eventlog.draft_profile import fold_profiles
+from eventlog.reader import scan_events
 from specledger import output
 from specledger.llama_session import LlamaSession, store_llama_session
 
@@ -55,8 +58,9 @@ def cmd_import(args: argparse.Namespace) -> int:
                       model_sha256=file_sha256(args.model) if args.model else None)
     stored = store_llama_session(args.db, reading, prov, responses=responses)
     doc = summary(stored)
+    profiles = fold_profiles(scan_events(open_db(args.db, create=False), stored.session_id))
     if args.json:
-        output.emit_json({**doc, "turns": output.turn_rows(stored.ledger.turns)})
+        output.emit_json({**doc, "turns": output.turn_rows(stored.ledger.turns, profiles)})
         return 0
     lines = doc["lines"]
     output.console.print(
@@ -67,12 +71,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     for cut in doc["truncated_tasks"]:
         output.console.print(f"  [yellow]truncated[/]: the log ends inside task {cut['task']} "
                              f"(slot {cut['slot']}, line {cut['line']})"
-                             + (": its last partial round was dropped"
-                                if cut["dropped_round"] else ""))
+                             + (f": its last round was cut ({cut['restores']} restore(s)), "
+                                "nothing of it committed" if cut["dropped_round"] else ""))
     if doc["partial_line"] is not None:
         output.console.print(f"  [yellow]line {doc['partial_line']} was cut mid-write and "
                              f"dropped[/]")
     if args.responses is not None:
         output.console.print(f"  {doc['responses_matched']} answer(s) matched to tasks")
-    output.console.print(output.turn_table(stored.ledger.turns, "turns"))
+    output.console.print(output.turn_table(stored.ledger.turns, "turns", profiles))
     return 0

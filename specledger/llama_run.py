@@ -26,6 +26,9 @@ from engine.llama.provenance import Provenance, file_sha256
 from engine.llama.responses import parse_responses
 from engine.llama.server import LlamaServer
 from engine.progress import Progress
+from eventlog import open_db
+from eventlog.draft_profile import fold_profiles
+from eventlog.reader import scan_events
 from specledger.llama_session import LlamaSession, store_llama_session
 
 
@@ -122,15 +125,17 @@ def cmd_run_llama(config: RunConfig, db: str, as_json: bool) -> int:
     with output.progress_bar(config, f"llama {config.drafter}", not as_json) as progress:
         done = run_llama(config, db, progress)
     s = done.session
+    profiles = fold_profiles(scan_events(open_db(db, create=False), s.session_id))
     if as_json:
         output.emit_json({"session": s.session_id, "events": s.ledger.events,
                           "violations": s.ledger.violations, "log": str(done.log_path),
                           "responses": str(done.responses_path),
-                          "turns": output.turn_rows(s.ledger.turns)})
+                          "turns": output.turn_rows(s.ledger.turns, profiles)})
         return 0
     output.console.print(output.turn_table(
         s.ledger.turns, f"session {s.session_id}: llama.cpp {s.config['build']} drafter="
-                        f"{config.drafter} (--spec-type {','.join(s.config['spec_types'])})"))
+                        f"{config.drafter} (--spec-type {','.join(s.config['spec_types'])})",
+        profiles))
     output.console.print(f"{s.ledger.events} events recorded in {db}; {s.ledger.violations} "
                          f"violation(s); server log {done.log_path}, answers "
                          f"{done.responses_path}")

@@ -15,6 +15,9 @@ from engine.config import RunConfig
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from eventlog import SessionInfo
+from eventlog.draft_profile import DraftProfile
+
+Profiles = dict[tuple[int, int], DraftProfile]
 
 TURN_FIELDS = (
     "turn", "prompt_tokens", "generated_tokens", "drafted", "accepted", "kept_tokens",
@@ -31,22 +34,28 @@ def emit_json(doc: Any) -> None:
     sys.stdout.write("\n")
 
 
-def turn_rows(turns: Sequence[TurnMetrics]) -> list[dict[str, Any]]:
-    """The `turns` list of the JSON contract (required fields first, extras after)."""
+def turn_rows(turns: Sequence[TurnMetrics],
+              profiles: Profiles | None = None) -> list[dict[str, Any]]:
+    """The `turns` list of the JSON contract (required fields first, extras after); with
+    `profiles`, each turn's mean accepted length and acceptance per draft position."""
     rows = []
     for m in turns:
         d = m.to_dict()
-        rows.append({**{k: d[k] for k in TURN_FIELDS}, **d})
+        extra = profiles.get((m.slot, m.turn), DraftProfile()).to_dict() if profiles else {}
+        rows.append({**{k: d[k] for k in TURN_FIELDS}, **d, **extra})
     return rows
 
 
-def turn_table(turns: Sequence[TurnMetrics], title: str) -> Table:
-    """Per-turn table: the numbers that show re-prefill amplification at a glance."""
+def turn_table(turns: Sequence[TurnMetrics], title: str,
+               profiles: Profiles | None = None) -> Table:
+    """Per-turn table: the numbers that show re-prefill amplification at a glance; with
+    `profiles`, the mean accepted length per round and the acceptance at each draft
+    position."""
     multi = len({m.slot for m in turns}) > 1
     t = Table(title=title, title_justify="left")
     cols = (["slot"] if multi else []) + [
         "turn", "prompt", "gen", "drafted", "accepted", "kept", "f_keep", "reprefill",
-        "restores", "stray", "tok/s",
+        "restores", "stray", "tok/s", *(["mean len", "acc % at 1..k"] if profiles else []),
     ]
     for c in cols:
         t.add_column(c, justify="right")
@@ -59,6 +68,10 @@ def turn_table(turns: Sequence[TurnMetrics], title: str) -> Table:
             _flag(m.reprefill_tokens), _known(restores), _flag(m.stray_tokens),
             f"{m.decode_tps:.1f}",
         ]
+        if profiles:
+            p = profiles.get((m.slot, m.turn), DraftProfile())
+            row += [_known(p.mean_accept_len, "{:.2f}"),
+                    "/".join(f"{100 * r:.0f}" for r in p.acc_per_pos) or "-"]
         t.add_row(*row)
     return t
 
