@@ -11,7 +11,7 @@ answers (`timings`) repeat the counts and add the reuse (`cache_n`).
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.llama.logrecords import AccPerPos, DraftTotals
+from engine.llama.logrecords import AccPerPos, DraftTotals, StopReason
 from engine.llama.responses import ResponseFacts
 from fsm.invariants import Invariant, Violation
 
@@ -78,16 +78,23 @@ def totals_violations(fold: RoundFold, totals: DraftTotals | None,
     return out
 
 
+# The OpenAI finish reason of each way a task can stop.
+FINISH = {StopReason.EOS: "stop", StopReason.LIMIT: "length", StopReason.CONTEXT: "length"}
+
+
 def response_violations(resp: ResponseFacts, *, n_past: int | None, prompt: int | None,
-                        generated: int | None, drafted: int | None,
-                        accepted: int | None) -> list[Violation]:
-    """One answer's `timings` against what the log shows of its task (None: not shown)."""
+                        generated: int | None, drafted: int | None, accepted: int | None,
+                        stop: StopReason | None) -> list[Violation]:
+    """One answer's `timings` and finish reason against what the log shows of its task
+    (None: not shown; a stream's last chunk carries no finish reason)."""
+    finish = FINISH.get(stop) if stop is not None and resp.finish_reason else None
     pairs: Sequence[tuple[str, object, object]] = (
         ("cache_n", resp.cache_n, n_past),
         ("prompt tokens", resp.prompt_tokens, prompt),
         ("predicted_n", resp.predicted_n, generated),
         ("draft_n", resp.draft_n, drafted),
         ("draft_n_accepted", resp.draft_accepted, accepted),
+        ("finish_reason", resp.finish_reason, finish),
     )
     return [_violation(check, f"response {resp.index}", engine, ledger)
             for check, engine, ledger in pairs if ledger is not None and engine != ledger]

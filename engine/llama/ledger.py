@@ -15,16 +15,18 @@ imported rounds; a disagreement is an `invariant_violation`, never a correction.
 
 import heapq
 import itertools
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from engine.llama.crosscheck import RoundFold, response_violations, totals_violations
+from engine.llama.ledger_prompt import SlotState, TurnState, start_steps
 from engine.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
 from engine.llama.logread import LogReading
-from engine.llama.logrecords import Checkpoint, Count, Record, RecordKind, TimingPhase
+from engine.llama.logrecords import RecordKind, TimingPhase
 from engine.llama.responses import ResponseFacts, match_responses
-from engine.llama.tasks import LlamaTask, TaskFold, Truncation, fold_tasks
+from engine.llama.taskfold import fold_tasks
+from engine.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
@@ -32,9 +34,6 @@ from fsm.machine import RoundMachine
 from fsm.states import Trigger
 
 K = RecordKind
-MIB = 2**20
-# Never in a llama-server log: time spent rolling back and restoring context state.
-NOT_LOGGED = ("rollback_s", "repair_s")
 
 
 class Sink(Protocol):
@@ -61,28 +60,6 @@ class LedgerResult:
     truncated: list[Truncation] = field(default_factory=list)
 
 
-@dataclass
-class _Slot:
-    """A slot across its turns: the server's slot length after its last task (None: the
-    log began while it may have held something), our view of its tokens and the state's
-    position after the last commit."""
-
-    machine: RoundMachine
-    length: int | None
-    tokens: list[int | None] = field(default_factory=list)
-    position: int = 0
-
-
-@dataclass
-class _Turn:
-    """One turn being imported: its metrics, what of them is unknown, its prompt."""
-
-    stats: TurnMetrics
-    prompt: list[int | None]
-    unknown: set[str] = field(default_factory=lambda: set(NOT_LOGGED))
-    fold: list[tuple[int, int]] = field(default_factory=list)
-
-
 class _Ledger:
     def __init__(self, reading: LogReading, journal: Sink) -> None:
         self.server = reading.server
@@ -94,7 +71,7 @@ class _Ledger:
         self.events = 0
         self.violations = 0
         self._seq = itertools.count(1)
-        self.slots: dict[int, _Slot] = {}
+        self.slots: dict[int, SlotState] = {}
         self.turns: list[TurnMetrics] = []
 
     def append(self, event: Event) -> None:
@@ -102,22 +79,26 @@ class _Ledger:
         self.events += 1
         self.journal.append(event)
 
+    def clock(self) -> float:
+        """The log time events are stamped with now."""
+        return self.now
+
     def set_time(self, t: float | None) -> None:
         """Stamp the next events with log time `t` (kept when the line had none)."""
         if t is not None:
             self.now = t
 
-    def slot(self, n: int) -> _Slot:
+    def slot(self, n: int) -> SlotState:
         """Slot `n`, made on first use."""
         s = self.slots.get(n)
         if s is None:
             # A log that shows the server starting shows every slot empty at first.
             empty = 0 if self.server.n_slots is not None else None
-            machine = RoundMachine(n, self, self._seq.__next__, lambda: self.now)
-            s = self.slots[n] = _Slot(machine, empty)
+            machine = RoundMachine(n, self, self._seq.__next__, self.clock)
+            s = self.slots[n] = SlotState(machine, empty)
         return s
 
-    def violate(self, m: RoundMachine, turn: _Turn, v: Violation) -> None:
+    def violate(self, m: RoundMachine, turn: TurnState, v: Violation) -> None:
         """Record one violation."""
         self.violations += 1
         turn.stats.violations += 1
@@ -132,7 +113,7 @@ class _Ledger:
         m = s.machine
         m.turn += 1
         m.round = 0
-        turn = yield from self.start(task, s, prompt_ids, resp)
+        turn = yield from start_steps(s, task, prompt_ids, resp, self.clock)
         self.journal.end_unit()
         for i, rnd in enumerate(task.rounds):
             if not rnd.complete:
@@ -174,102 +155,8 @@ class _Ledger:
                                        f"line {cut.line}): {what}", truncated=True)
             self.journal.end_unit()
 
-    def start(self, task: LlamaTask, s: _Slot, prompt_ids: list[int] | None,
-              resp: ResponseFacts | None) -> Generator[Step, None, _Turn]:
-        """start_turn, the prompt phase and the prefill that samples the first token."""
-        m = s.machine
-        n_prompt = task.prompt_tokens or (resp.prompt_tokens if resp is not None else None)
-        n_past = task.n_past if task.n_past is not None else (
-            resp.cache_n if resp is not None else None)
-        if prompt_ids is not None and len(prompt_ids) != n_prompt:
-            prompt_ids = None  # tokenized otherwise than the server did: not this prompt
-        prompt: list[int | None] = (list(prompt_ids) if prompt_ids is not None
-                                    else [None] * (n_prompt or 0))
-        turn = _Turn(TurnMetrics(slot=task.slot, turn=m.turn, prompt_tokens=n_prompt or 0),
-                     prompt)
-        kept = task.lcp.lcp if task.lcp is not None else (0 if s.length == 0 else None)
-        if kept is not None and s.length is not None:
-            f_keep: float | None = kept / s.length if s.length else 1.0
-        else:
-            f_keep = task.selection.f_keep if task.selection is not None else None
-        turn.stats.kept_tokens = kept or 0
-        turn.stats.f_keep = f_keep if f_keep is not None else 1.0
-        turn.unknown |= {name for name, v in (("kept_tokens", kept), ("f_keep", f_keep),
-                                               ("prompt_tokens", n_prompt)) if v is None}
-        payload: dict[str, Any] = {"prompt_tokens": n_prompt, "kept": kept, "f_keep": f_keep,
-                                   "task": task.task, "n_past": n_past}
-        if task.selection is not None:
-            payload["selected_by"] = task.selection.method
-            if task.selection.f_keep is not None:
-                payload["engine_f_keep"] = task.selection.f_keep
-        if n_past is not None and n_prompt is not None:
-            payload |= {"trim": n_past, "append": prompt[n_past:]}
-            s.tokens = list(prompt)
-        m.fire(Trigger.START_TURN, **payload)
-        start, start_t = yield from self.prompt_phase(task, s, turn, kept)
-        generated = task.generated or (resp.predicted_n if resp is not None else 0)
-        timing = task.timings.get(TimingPhase.PROMPT)
-        if n_prompt is not None and generated:
-            first = task.first_token
-            if first is not None:
-                yield first.line, first.t
-            tokens = n_prompt - start if start is not None else (timing.tokens if timing else 0)
-            token = first.token if first is not None else None
-            m.fire(Trigger.PREFILL, self.since(start_t), tokens=tokens, position=n_prompt,
-                   append=[token])
-            turn.stats.prefill_tokens += tokens
-            s.tokens.append(token)
-            s.position = n_prompt
-        if timing is not None:
-            turn.stats.prefill_s = timing.ms / 1e3
-        return turn
-
-    def prompt_phase(self, task: LlamaTask, s: _Slot, turn: _Turn, kept: int | None
-                     ) -> Generator[Step, None, tuple[int | None, float | None]]:
-        """ctx_restore, prefill batches and ctx_save in log order; returns (the last
-        batch's start, its time)."""
-        m = s.machine
-        start: int | None = None
-        start_t: float | None = None
-        for r in task.prompt_phase:
-            yield r.line, r.t
-            if isinstance(r, Count) and r.kind is K.CACHED:
-                if start is not None and r.n > start:
-                    m.fire(Trigger.PREFILL, self.since(start_t), tokens=r.n - start,
-                           position=r.n)
-                    turn.stats.prefill_tokens += r.n - start
-                start, start_t = r.n, r.t
-            elif r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS):
-                self.ctx_restore(m, r, s, turn, kept)
-            elif isinstance(r, Checkpoint) and r.kind is K.CTX_CREATED:
-                m.fire(Trigger.CTX_SAVE, at=r.n_tokens, index=r.index, limit=r.limit,
-                       bytes=round((r.size_mib or 0.0) * MIB))
-        return start, start_t
-
-    def ctx_restore(self, m: RoundMachine, r: Record, s: _Slot, turn: _Turn,
-                    kept: int | None) -> None:
-        """A context-checkpoint restore, or a full re-processing (a reset)."""
-        ckpt = r if isinstance(r, Checkpoint) else None
-        position = ckpt.n_past or 0 if ckpt is not None else 0
-        payload: dict[str, Any] = {"position": position, "from_position": s.length,
-                                   "reset": ckpt is None}
-        if ckpt is not None:
-            payload |= {"checkpoint": ckpt.n_tokens, "pos_min": ckpt.pos_min,
-                        "pos_max": ckpt.pos_max, "bytes": round((ckpt.size_mib or 0.0) * MIB)}
-        if kept is not None and s.length is not None:
-            payload["reprefill"] = max(0, min(kept, s.length) - position)
-            turn.stats.reprefill_tokens += payload["reprefill"]
-        else:
-            turn.unknown.add("reprefill_tokens")
-        turn.stats.ctx_restores += 1
-        m.fire(Trigger.CTX_RESTORE, **payload)
-
-    def since(self, t: float | None) -> float:
-        """Seconds from log time `t` to now (0 without timestamps)."""
-        return max(0.0, self.now - t) if t is not None else 0.0
-
-    def finish(self, task: LlamaTask, s: _Slot, turn: _Turn, resp: ResponseFacts | None
-               ) -> None:
+    def finish(self, task: LlamaTask, s: SlotState, turn: TurnState,
+               resp: ResponseFacts | None) -> None:
         """The turn's checks and end_turn."""
         assert task.released is not None
         m, stats = s.machine, turn.stats
@@ -301,7 +188,7 @@ class _Ledger:
             found += response_violations(
                 resp, n_past=task.n_past, prompt=task.prompt_tokens,
                 generated=stats.generated_tokens, drafted=stats.drafted,
-                accepted=stats.accepted)
+                accepted=stats.accepted, stop=task.stop)
         for v in found:
             self.violate(m, turn, v)
         if evals is not None:

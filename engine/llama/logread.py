@@ -42,7 +42,6 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("draft_n_max", r"^spec\s+\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
-        ("listening", r"listening on (\S+)"),
     )
 )
 
@@ -70,7 +69,6 @@ class ServerInfo:
     draft_n_max: int | None = None
     spec_checkpoints: bool = False
     n_rs_seq: int | None = None
-    listening: str | None = None
 
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""

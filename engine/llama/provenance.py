@@ -122,5 +122,6 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         "draft_model": server.draft_model, "draft_model_sha256": prov.draft_model_sha256,
         "temperature": run.get("temperature"), "seed": run.get("seed"),
         "turns": run.get("turns"), "source": source,
-        "provides": provides(reading, prov.prompt_ids), "run": prov.run,
+        "log_verbose": server.verbose, "provides": provides(reading, prov.prompt_ids),
+        "run": prov.run,
     }

@@ -1,32 +1,20 @@
-"""Fold a llama-server log's records into tasks (one request each) and their speculative
-rounds: pure bookkeeping over the records, in line order, per slot.
-
-A round opens at `generate_draft` (a verify batch) or `slot decode token` (a plain step);
-the draft candidates and the speculative checkpoint logged before it belong to it. After
-a partial acceptance that restored the speculative checkpoint, the next `generate_draft`
-of the slot is that round's replay (the accepted tokens verified again), not a new
-round. A round is whole once every token it kept was emitted (`add accepted tokens`
-says how many), or once the task stopped inside it. A log cut mid-round leaves that
-round open: it is dropped and reported (`Truncation`).
-"""
+"""A llama-server log's requests and their speculative rounds, as the fold of its records
+(engine/llama/taskfold.py) builds them: what each task and round consists of, and what
+a log that ends inside a task leaves of it."""
 
 from dataclasses import dataclass, field
 
 from engine.llama.logrecords import (
     Accepted,
     AccPerPos,
-    Candidate,
     Checkpoint,
     Count,
-    Decode,
-    Draft,
     DraftTotals,
     LcpCheck,
     Record,
     RecordKind,
     Released,
     SlotSelected,
-    Stopped,
     StopReason,
     Timing,
     TimingPhase,
@@ -156,143 +144,3 @@ class TaskFold:
     truncated: list[Truncation] = field(default_factory=list)
     orphans: int = 0
     resets: int = 0
-
-
-class _Folder:
-    """The per-slot state of the fold."""
-
-    def __init__(self) -> None:
-        self.out = TaskFold()
-        self.by_id: dict[int, LlamaTask] = {}
-        self.current: dict[int, LlamaTask] = {}
-        self.selection: dict[int, SlotSelected] = {}
-        self.lcp: dict[int, LcpCheck] = {}
-        self.candidates: dict[int, list[Candidate]] = {}
-        self.spec: dict[int, Checkpoint] = {}
-        self.open: dict[int, LlamaRound] = {}
-
-    def apply(self, r: Record) -> None:
-        """Fold one record."""
-        if r.kind is K.DRAFTER_RESET:
-            self.out.resets += 1
-        elif r.kind is K.CANDIDATE:
-            assert isinstance(r, Candidate) and r.slot is not None
-            self.candidates.setdefault(r.slot, []).append(r)
-        elif r.kind is K.SLOT_SELECTED:
-            assert isinstance(r, SlotSelected) and r.slot is not None
-            self.selection[r.slot] = r
-            self.lcp = {s: c for s, c in self.lcp.items() if s == r.slot}
-        elif r.kind is K.LCP_CHECK:
-            assert isinstance(r, LcpCheck) and r.slot is not None
-            self.lcp[r.slot] = r
-        elif r.kind is K.TASK_STARTED:
-            self._start(r)
-        else:
-            task = self.by_id.get(r.task if r.task is not None else -1)
-            if task is None:
-                self.out.orphans += 1
-                return
-            task.last_line = r.line
-            self._task_record(task, r)
-
-    def _start(self, r: Record) -> None:
-        assert r.slot is not None and r.task is not None
-        task = LlamaTask(r.slot, r.task, r.line, r.t, selection=self.selection.pop(r.slot, None),
-                         lcp=self.lcp.pop(r.slot, None), last_line=r.line)
-        self.by_id[r.task] = self.current[r.slot] = task
-        self.candidates.pop(r.slot, None)
-        self.out.tasks.append(task)
-
-    def _task_record(self, task: LlamaTask, r: Record) -> None:
-        slot = task.slot
-        rnd = self.open.get(slot)
-        if r.kind is K.PROMPT:
-            assert isinstance(r, Count)
-            task.prompt_tokens = r.n
-        elif r.kind in PROMPT_PHASE:
-            task.prompt_phase.append(r)
-        elif r.kind is K.SPEC_CREATED:
-            assert isinstance(r, Checkpoint)
-            self.spec[slot] = r
-        elif isinstance(r, Draft):
-            if rnd is not None and rnd.restores and rnd.kept is None:
-                rnd.replays.append(r.n_draft)
-            else:
-                self._open(task, r, r.n_draft)
-        elif isinstance(r, Decode):
-            self._open(task, r, 0)
-        elif r.kind is K.SPEC_RESTORED and rnd is not None:
-            assert isinstance(r, Checkpoint)
-            rnd.restores.append(r)
-        elif r.kind is K.VERDICT and rnd is not None:
-            assert isinstance(r, Verdict)
-            rnd.verdicts.append(r)
-        elif isinstance(r, Accepted) and rnd is not None:
-            rnd.kept = r
-        elif isinstance(r, Token):
-            self._token(task, rnd, r)
-        elif isinstance(r, Stopped):
-            task.stop = r.reason
-            if rnd is not None:
-                rnd.stop = r.reason
-        elif r.kind is K.ROUND_DONE and rnd is not None:
-            assert isinstance(r, Verdict)
-            rnd.done = r
-            self._close(slot, r)
-        elif isinstance(r, Timing):
-            task.timings[r.phase] = r
-        elif isinstance(r, DraftTotals):
-            task.totals = r
-        elif isinstance(r, AccPerPos):
-            task.acc_per_pos = r
-        elif isinstance(r, Released):
-            task.released = r
-            if rnd is not None and rnd.complete:
-                self._close(slot, r)
-
-    def _open(self, task: LlamaTask, r: Draft | Decode, drafted: int) -> None:
-        rnd = LlamaRound(r.line, r.t, r.last, r.n_tokens, drafted=drafted, last_line=r.line)
-        cands = sorted((c for c in self.candidates.pop(task.slot, []) if c.rank == 0),
-                       key=lambda c: c.pos)
-        if drafted and [c.pos for c in cands[:drafted]] == list(range(drafted)):
-            rnd.draft_ids = [c.token for c in cands[:drafted]]
-        if drafted:
-            rnd.spec_ckpt = self.spec.pop(task.slot, None)
-        self.open[task.slot] = rnd
-        task.rounds.append(rnd)
-
-    def _token(self, task: LlamaTask, rnd: LlamaRound | None, r: Token) -> None:
-        if rnd is None:
-            if task.first_token is None:
-                task.first_token = r
-            return
-        rnd.tokens.append(r.token)
-        rnd.last_line, rnd.t_end = r.line, r.t
-        if not rnd.speculative or rnd.stop is not None:
-            self._close(task.slot, r)
-
-    def _close(self, slot: int, r: Record) -> None:
-        rnd = self.open.pop(slot, None)
-        if rnd is not None:
-            rnd.last_line, rnd.t_end = r.line, r.t
-
-    def finish(self) -> TaskFold:
-        """The fold, with each task the log ends inside reported and its open round
-        dropped."""
-        for task in self.out.tasks:
-            if task.released is not None:
-                continue
-            rnd = self.open.pop(task.slot, None) if self.current.get(task.slot) is task else None
-            partial = rnd if rnd is not None and not rnd.complete else None
-            if partial is not None:
-                task.rounds.remove(partial)
-            self.out.truncated.append(Truncation(task.slot, task.task, task.last_line, partial))
-        return self.out
-
-
-def fold_tasks(records: list[Record]) -> TaskFold:
-    """The tasks and rounds of a log's records."""
-    folder = _Folder()
-    for r in records:
-        folder.apply(r)
-    return folder.finish()

@@ -7,7 +7,7 @@ import pytest
 from engine.config import RunConfig
 from engine.llama.ledger import record_log
 from engine.llama.logread import read_log
-from engine.llama.tasks import fold_tasks
+from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal, Session
 from eventlog.draft_profile import DraftProfile, fold_profiles
 from fsm.states import Trigger

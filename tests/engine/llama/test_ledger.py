@@ -123,3 +123,11 @@ def test_a_truncated_log_ends_in_a_fail_event(tmp_path: Path) -> None:
     # What the log shows of the cut round is there, up to its restore, and no commit.
     tail = [e.trigger for e in journal.events if (e.turn, e.round) == (last.turn, last.round)]
     assert tail == [T.BEGIN, T.DRAFT, T.VERIFY, T.REJECT, T.RESTORE, T.FAIL]
+
+
+def test_an_answer_finished_otherwise_than_the_log_says_is_a_violation() -> None:
+    answers = json.loads((FIXTURES / "mtp.responses.json").read_text())
+    assert answers[0]["choices"][0]["finish_reason"] == "length"  # stopped by limit
+    answers[0]["choices"][0]["finish_reason"] = "stop"
+    journal, _ = imported("mtp", responses=json.dumps(answers))
+    assert [v["details"]["check"] for v in violations(journal)] == ["finish_reason"]  # type: ignore[index]

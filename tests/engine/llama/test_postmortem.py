@@ -8,7 +8,7 @@ import re
 from engine.llama.ledger import record_log
 from engine.llama.logread import parse_log
 from engine.llama.provenance import drafter_name, provides
-from engine.llama.tasks import fold_tasks
+from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
 from tests.engine.llama.test_logread import fixture_text

@@ -8,7 +8,8 @@ import pytest
 from engine.llama.crosscheck import RoundFold
 from engine.llama.ledger_rounds import accepted_drafts
 from engine.llama.logread import parse_log, read_log
-from engine.llama.tasks import LlamaTask, fold_tasks
+from engine.llama.taskfold import fold_tasks
+from engine.llama.tasks import LlamaTask
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
 
 VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots")
