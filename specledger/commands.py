@@ -6,7 +6,7 @@ from pathlib import Path
 
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
-from eventlog import Projector, get_session, list_sessions, open_db
+from eventlog import DEFAULT_DB, Projector, get_session, list_sessions, open_db
 from eventlog.draft_profile import fold_profiles
 from eventlog.reader import scan_events
 from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, output
@@ -63,7 +63,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    """`specledger sessions`."""
+    """`specledger sessions`. Before anything is recorded, the default ledger has no
+    sessions (a new user's first command); a --db that names no database is an error."""
+    if args.db == DEFAULT_DB and not Path(DEFAULT_DB).exists():
+        if args.json:
+            output.emit_json([])
+        else:
+            output.console.print(f"no sessions yet in ./{DEFAULT_DB}: record one with "
+                                 "`specledger run`")
+        return 0
     infos = list_sessions(open_db(args.db, create=False))
     if args.json:
         output.emit_json([{"id": s.id, "status": s.status.value, "events": s.events,

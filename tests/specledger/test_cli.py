@@ -116,3 +116,14 @@ def test_what_only_the_data_tells_is_one_line_on_every_backend(
         assert main([*argv, "--db", db]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (argv, err)
+
+
+def test_sessions_before_anything_is_recorded(tmp_path: Path) -> None:
+    """A new user's first command, in an empty directory, with the default ledger."""
+    r = subprocess.run([sys.executable, "-m", "specledger", "sessions"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0 and "no sessions yet" in r.stdout, r.stderr
+    r = subprocess.run([sys.executable, "-m", "specledger", "sessions", "--json"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+    assert not (tmp_path / "specledger.db").exists()
