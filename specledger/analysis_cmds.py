@@ -3,7 +3,6 @@
 import argparse
 from pathlib import Path
 
-from engine.config import RunConfig
 from eventlog import get_session, open_db
 from eventlog.compare import Tolerance
 from eventlog.diff import diff_streams
@@ -18,7 +17,7 @@ from specledger.analysis_output import (
     turn_deltas_json,
 )
 from specledger.report import build_report
-from specledger.rerun import rerun
+from specledger.rerun import recorded_config, rerun
 from specledger.scenarios import run_scenario
 from specledger.settings import parse_settings
 
@@ -36,7 +35,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         changes["backend"] = args.backend
     engine = open_db(args.db, create=False)
     info = get_session(engine, args.session)
-    cfg = RunConfig.from_dict({**info.config, **changes})
+    cfg = recorded_config(info).replace(**changes)
     with output.progress_bar(cfg, f"re-running session {args.session}",
                              not args.json) as progress:
         result = rerun(args.db, args.session, changes, tolerance_from_args(args), progress)

@@ -75,8 +75,10 @@ def server_options(config: RunConfig) -> ServerOptions:
                                          threads=config.threads, verbose=True)
 
 
-def run_llama(config: RunConfig, db: str, progress: Progress | None = None) -> LlamaRun:
-    """Run `config`'s conversation on llama-server and record it into the log at `db`."""
+def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
+              parent_id: int | None = None) -> LlamaRun:
+    """Run `config`'s conversation on llama-server and record it into the log at `db`
+    (as a re-run of session `parent_id` when one is given)."""
     try:
         from openai import OpenAI
     except ImportError:
@@ -114,7 +116,7 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None) -> L
                       else None, prompt_ids=True, run=config.to_dict())
     stored = store_llama_session(db, read_log(log_path), prov,
                                  responses=parse_responses(json.dumps(answers)),
-                                 prompts=[e.prompt_ids for e in exchanges])
+                                 prompts=[e.prompt_ids for e in exchanges], parent_id=parent_id)
     return LlamaRun(stored, log_path, responses_path)
 
 

@@ -44,7 +44,8 @@ class LlamaSession:
 
 def store_llama_session(db: str, reading: LogReading, prov: Provenance, *,
                         responses: Responses | None = None,
-                        prompts: Sequence[list[int] | None] = ()) -> LlamaSession:
+                        prompts: Sequence[list[int] | None] = (),
+                        parent_id: int | None = None) -> LlamaSession:
     """Record `reading` (and `responses`) as a new session in the log at `db`."""
     journal = UnitJournal()
     result = record_log(reading, journal, prompts=prompts,
@@ -54,7 +55,8 @@ def store_llama_session(db: str, reading: LogReading, prov: Provenance, *,
     run = prov.run or {}
     sid = create_session(engine, config=config, backend=BACKEND,
                          seeds={"seed": run["seed"]} if "seed" in run else {},
-                         code_version=code_version(), model_digest=prov.model_sha256)
+                         code_version=code_version(), model_digest=prov.model_sha256,
+                         parent_id=parent_id)
     with Recorder(engine, sid) as rec:
         start = 0
         for end in journal.ends:

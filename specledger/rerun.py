@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from engine.backend import Backend
-from engine.config import RunConfig
+from engine.config import BackendKind, RunConfig
 from engine.errors import BackendError
 from engine.progress import Progress
 from engine.session import Session, make_backend
-from eventlog import Recorder, create_session, get_session, open_db
+from eventlog import Recorder, SessionInfo, create_session, get_session, open_db
 from eventlog.compare import EXACT, Tolerance
 from eventlog.diff import Divergence, Follower, TurnDelta, diff_streams
 from eventlog.reader import scan_events
@@ -93,6 +93,8 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
     """Re-execute session `session_id` of the log at `db`, with `changes` applied."""
     engine = open_db(db, create=True)
     info = get_session(engine, session_id)
+    if info.backend == BackendKind.LLAMA.value:
+        return _rerun_llama(engine, db, info, changes or {}, tol, progress)
     recorded = RunConfig.from_dict(info.config)
     config = recorded.replace(**changes) if changes else recorded
     before, after = recorded.to_dict(), config.to_dict()
@@ -125,6 +127,38 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
                            follower.finish(), [], error)
     finally:
         follower.close()
+
+
+def recorded_config(info: SessionInfo) -> RunConfig:
+    """The run configuration a session was recorded with. A llama.cpp session stores it
+    beside what the server's log told (`run`); an imported log has none."""
+    if info.backend != BackendKind.LLAMA.value:
+        return RunConfig.from_dict(info.config)
+    run = info.config.get("run")
+    if not run:
+        raise BackendError(f"session {info.id} was imported from a llama-server log: there is "
+                           "no run configuration to repeat (record one with `specledger run "
+                           "--backend llama`)")
+    return RunConfig.from_dict(run)
+
+
+def _rerun_llama(engine: Engine, db: str, info: SessionInfo, changes: dict[str, Any],
+                 tol: Tolerance, progress: Progress | None) -> RerunResult:
+    """A llama.cpp session runs llama-server again from its recorded run configuration;
+    the new session is compared with the recorded one event by event (timings aside), as a
+    counterfactual is. An imported log has no run to repeat."""
+    from specledger.llama_run import run_llama
+
+    recorded = recorded_config(info)
+    config = recorded.replace(**changes) if changes else recorded
+    before, after = recorded.to_dict(), config.to_dict()
+    changed = {k: after[k] for k in after if after[k] != before[k]}
+    if config.backend is not BackendKind.LLAMA:
+        raise BackendError("a llama.cpp session re-runs on llama-server only (--backend llama)")
+    new_id = run_llama(config, db, progress, parent_id=info.id).session.session_id
+    result = diff_streams(scan_events(engine, info.id), scan_events(engine, new_id), tol)
+    return RerunResult(info.id, new_id, changed, tol, result.compared, result.divergence,
+                       result.turns)
 
 
 def _run(engine: Engine, session_id: int, config: RunConfig, backend: Backend,

@@ -72,3 +72,34 @@ def test_run_records_the_servers_log(tmp_path: Path, drafter: str, stream: bool)
         (e.trigger, e.slot, e.turn, e.round) for e in events]
     commits = [e.payload["append"] for e in events if e.trigger is Trigger.COMMIT]
     assert commits == [e.payload["append"] for e in again if e.trigger is Trigger.COMMIT]
+
+
+def test_rerun_runs_llama_server_again_and_compares(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    require_llama(require_server)
+    require_llama(require_converter)
+    db = str(tmp_path / "r.db")
+    sid = run_llama(config(drafter="ngram-mod"), db).session.session_id
+    capsys.readouterr()
+    assert main(["replay", str(sid), "--rerun", "--db", db, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["reproduced"] and doc["mode"] == "reexecution" and doc["compared"] > 50
+    assert get_session(open_db(db, create=False), doc["session"]).parent_id == sid
+    # A counterfactual reruns with the change and compares turn by turn.
+    assert main(["replay", str(sid), "--rerun", "--set", "draft_max=2", "--db", db,
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "counterfactual" and doc["set"] == {"draft_max": 2}
+    assert [t["same_output"] for t in doc["turns"]] == [True, True]
+
+
+def test_an_imported_log_has_no_run_to_repeat(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "i.db")
+    fixtures = Path(__file__).resolve().parents[1] / "engine" / "llama" / "fixtures"
+    assert main(["import", "llama-server", str(fixtures / "ngram-mod.log.gz"), "--db", db,
+                 "--json"]) == 0
+    capsys.readouterr()
+    assert main(["replay", "1", "--rerun", "--db", db]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "imported from a llama-server log" in err[0]
