@@ -114,18 +114,29 @@ class StreamDiff:
 
 def diff_streams(a: Iterable[Event], b: Iterable[Event], tol: Tolerance = EXACT,
                  context: int = 5) -> StreamDiff:
-    """Compare `b` against `a` event by event, reading each stream once."""
-    fa, fb = TurnFolder(), TurnFolder()
+    """Compare `b` against `a` event by event, reading each stream once.
+
+    Memory stays flat: each turn is compared as soon as both streams have closed it, and
+    after the first divergence (when comparing events stops) `a` keeps pace with `b` turn
+    by turn, so neither side's closed turns pile up waiting for the other's.
+    """
+    pairs = _TurnPairs()
+    fa, fb = TurnFolder(pairs.closer(0)), TurnFolder(pairs.closer(1))
     follower = Follower(_tap(a, fa.apply), tol, context)
+    rest = follower.remaining()
     for ev in b:
         fb.apply(ev)
-        follower.check(ev)
+        if follower.divergence is None:
+            follower.check(ev)
+        while follower.divergence is not None and pairs.closed[0] < pairs.closed[1]:
+            if next(rest, None) is None:
+                break
     if follower.divergence is None:
         follower.finish()
-    for _ in follower.remaining():  # drained through the tap, for the rest of `a`'s turns
+    for _ in rest:  # drained through the tap, for the rest of `a`'s turns
         pass
     return StreamDiff(follower.divergence, follower.compared,
-                      compare_turns(fa.records, fb.records))
+                      pairs.finish(fa.records, fb.records))
 
 
 def _tap(events: Iterable[Event], fn: Callable[[Event], None]) -> Iterator[Event]:
@@ -134,25 +145,52 @@ def _tap(events: Iterable[Event], fn: Callable[[Event], None]) -> Iterator[Event
         yield ev
 
 
-def compare_turns(a: dict[tuple[int, int], TurnRecord],
-                  b: dict[tuple[int, int], TurnRecord]) -> list[TurnDelta]:
-    """Line the turns of two sessions up by (slot, turn)."""
-    out = []
-    for key in sorted(a.keys() | b.keys()):
-        ra, rb = a.get(key), b.get(key)
-        ma = ra.metrics if ra is not None and ra.metrics else {}
-        mb = rb.metrics if rb is not None and rb.metrics else {}
-        names = [k for k in (*ma, *(k for k in mb if k not in ma))
-                 if _numeric(ma.get(k)) or _numeric(mb.get(k))]
-        metrics = {k: (ma.get(k), mb.get(k)) for k in names if k not in ("slot", "turn")}
-        if ra is None or rb is None:
-            out.append(TurnDelta(key[0], key[1], None, None, metrics))
-            continue
-        xa, xb = ra.answer, rb.answer
-        first = next((i for i, (x, y) in enumerate(zip(xa, xb, strict=False)) if x != y),
-                     None if len(xa) == len(xb) else min(len(xa), len(xb)))
-        out.append(TurnDelta(key[0], key[1], first is None, first, metrics))
-    return out
+class _TurnPairs:
+    """Turns of two streams, compared as soon as both have closed one."""
+
+    def __init__(self) -> None:
+        self.closed = [0, 0]
+        self._waiting: tuple[dict[tuple[int, int], TurnRecord], ...] = ({}, {})
+        self._deltas: list[TurnDelta] = []
+
+    def closer(self, side: int) -> Callable[[TurnRecord], None]:
+        """The `on_close` of side 0 (`a`) or 1 (`b`)."""
+
+        def close(rec: TurnRecord) -> None:
+            self.closed[side] += 1
+            key = (rec.slot, rec.turn)
+            other = self._waiting[1 - side].pop(key, None)
+            if other is None:
+                self._waiting[side][key] = rec
+            else:
+                pair = (other, rec) if side else (rec, other)
+                self._deltas.append(turn_delta(key, *pair))
+
+        return close
+
+    def finish(self, open_a: dict[tuple[int, int], TurnRecord],
+               open_b: dict[tuple[int, int], TurnRecord]) -> list[TurnDelta]:
+        """Every turn compared, by (slot, turn): the ones left open or one-sided too."""
+        a = {**self._waiting[0], **open_a}
+        b = {**self._waiting[1], **open_b}
+        rest = [turn_delta(key, a.get(key), b.get(key)) for key in a.keys() | b.keys()]
+        return sorted([*self._deltas, *rest], key=lambda d: (d.slot, d.turn))
+
+
+def turn_delta(key: tuple[int, int], ra: TurnRecord | None,
+               rb: TurnRecord | None) -> TurnDelta:
+    """One (slot, turn) of two sessions; either side may lack it."""
+    ma = ra.metrics if ra is not None and ra.metrics else {}
+    mb = rb.metrics if rb is not None and rb.metrics else {}
+    names = [k for k in (*ma, *(k for k in mb if k not in ma))
+             if _numeric(ma.get(k)) or _numeric(mb.get(k))]
+    metrics = {k: (ma.get(k), mb.get(k)) for k in names if k not in ("slot", "turn")}
+    if ra is None or rb is None:
+        return TurnDelta(key[0], key[1], None, None, metrics)
+    xa, xb = ra.answer, rb.answer
+    first = next((i for i, (x, y) in enumerate(zip(xa, xb, strict=False)) if x != y),
+                 None if len(xa) == len(xb) else min(len(xa), len(xb)))
+    return TurnDelta(key[0], key[1], first is None, first, metrics)
 
 
 def _numeric(v: Any) -> bool:

@@ -2,7 +2,7 @@
 engine recorded at the turn's end."""
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,10 +41,13 @@ class TurnRecord:
 
 
 class TurnFolder:
-    """Folds events into `records`, keyed by (slot, turn), in the order turns began."""
+    """Folds events into `records`, keyed by (slot, turn), in the order turns began. With
+    `on_close`, a turn leaves `records` at its end and goes there instead, so a long
+    session's folder holds only its open turns."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_close: Callable[[TurnRecord], None] | None = None) -> None:
         self.records: dict[tuple[int, int], TurnRecord] = {}
+        self._on_close = on_close
 
     def apply(self, ev: Event) -> None:
         """Fold one event."""
@@ -63,6 +66,8 @@ class TurnFolder:
                 rec.marks.append((len(rec.committed), ev.seq))
         elif trigger is Trigger.END_TURN:
             rec.metrics = ev.payload.get("metrics")
+            if self._on_close is not None:
+                self._on_close(self.records.pop(key))
 
 
 def fold_turns(events: Iterable[Event]) -> dict[tuple[int, int], TurnRecord]:

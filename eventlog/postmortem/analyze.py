@@ -18,7 +18,7 @@ from eventlog.postmortem.reference import compare_outputs, reference_problem
 from eventlog.postmortem.storms import RestoreStorms
 from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
-from eventlog.reader import SessionInfo, get_session, scan_events
+from eventlog.reader import SessionInfo, count_events, get_session, scan_events
 from eventlog.schema import SessionStatus
 from eventlog.turns import TurnFolder, TurnRecord, fold_turns
 from fsm.errors import SpecledgerError
@@ -61,6 +61,10 @@ class Postmortem:
                 "counts": self.counts(), "findings": [f.to_dict() for f in self.findings]}
 
 
+_TURN_TRIGGERS = (Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT, Trigger.END_TURN)
+"""What a turn's answer is folded from (`eventlog.turns.TurnFolder`)."""
+
+
 def detectors(config: dict[str, Any]) -> list[Detector]:
     """One of each detector for a session recorded with `config`."""
     return [EogTail(config), RestoreStorms(config), Contamination(config),
@@ -79,7 +83,7 @@ def analyze(events: Iterable[Event], config: dict[str, Any],
             routes[trigger].append(d.feed)
     folder = TurnFolder()
     if reference is not None:
-        for trigger in (Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT, Trigger.END_TURN):
+        for trigger in _TURN_TRIGGERS:
             routes[trigger].append(folder.apply)
     get = routes.get
     n = 0
@@ -102,7 +106,13 @@ def postmortem_session(engine: Engine, session_id: int,
     info = get_session(engine, session_id)
     ref = _reference(engine, info, reference_id)
     ref_turns = fold_turns(scan_events(engine, ref)) if ref is not None else None
-    findings, n = analyze(scan_events(engine, session_id), info.config, ref_turns, ref)
+    # Only the events some detector reads leave the database (a NEXT, say, none does).
+    wanted = {t for d in detectors(info.config) for t in d.triggers}
+    if ref is not None:
+        wanted.update(_TURN_TRIGGERS)
+    findings, _ = analyze(scan_events(engine, session_id, triggers=wanted), info.config,
+                          ref_turns, ref)
+    n = count_events(engine, session_id)
     if info.status is SessionStatus.INCOMPLETE:
         findings.append(Finding(
             Kind.INCOMPLETE_LOG, Severity.WARNING, n, n,

@@ -64,6 +64,7 @@ class RestoreStorms:
         self.guard_limit = config_value(config, "livelock_guard", None)
         self._open: dict[int, _Round] = {}
         self.storms: list[_Round] = []
+        self._named: set[bool] = set()  # kinds (livelock or not) whose first round kept its path
         self.restores = 0
         self.committed = 0
 
@@ -95,6 +96,10 @@ class RestoreStorms:
     def _close(self, slot: int) -> None:
         r = self._open.pop(slot)
         if r.repeats > 1 or r.guard is not None:
+            locked = r.guard is not None
+            if locked in self._named:
+                r.path = []  # only each kind's first round names the cycle: memory stays flat
+            self._named.add(locked)
             self.storms.append(r)
 
     def finish(self) -> list[Finding]:

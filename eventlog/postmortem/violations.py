@@ -2,7 +2,6 @@
 explains (bookkeeping, forward progress, draft state, lossless), failed runs and logs that
 end mid-session."""
 
-from collections import defaultdict
 from typing import Any
 
 from eventlog.postmortem.detector import examples
@@ -10,6 +9,8 @@ from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.event import Event
 from fsm.invariants import Invariant
 from fsm.states import Trigger
+
+_EXAMPLES = 5  # violations quoted per invariant
 
 # Explained with their cause by the EOG and contamination detectors.
 _EXPLAINED = {Invariant.SLOT_PREFIX.value, Invariant.STATE_TRUTH.value}
@@ -31,7 +32,9 @@ class Violations:
     triggers = (Trigger.INVARIANT_VIOLATION, Trigger.FAIL)
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.by_invariant: dict[str, list[Event]] = defaultdict(list)
+        # Per invariant: its first events (the examples), how many, and the last seq; not
+        # every violation, so a long session's memory stays flat.
+        self.by_invariant: dict[str, tuple[list[Event], int, int]] = {}
         self.failures: list[Event] = []
 
     def feed(self, ev: Event) -> None:
@@ -41,21 +44,25 @@ class Violations:
             return
         name = ev.payload.get("invariant", "?")
         if name not in _EXPLAINED:
-            self.by_invariant[name].append(ev)
+            firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
+            if len(firsts) < _EXAMPLES:
+                firsts.append(ev)
+            self.by_invariant[name] = (firsts, count + 1, ev.seq)
 
     def finish(self) -> list[Finding]:
         """One finding per invariant, one per failure."""
         out = []
-        for name, evs in self.by_invariant.items():
+        for name, (evs, count, last_seq) in self.by_invariant.items():
             first = evs[0]
             out.append(Finding(
-                Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, evs[-1].seq,
-                f"Invariant {name} failed {len(evs)} time(s); first: "
+                Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, last_seq,
+                f"Invariant {name} failed {count} time(s); first: "
                 f"{first.payload.get('message', '')}",
                 _FIX.get(name, "See the invariant's definition in docs/design.md#invariants."),
-                {"invariant": name, "count": len(evs),
+                {"invariant": name, "count": count,
                  "first": examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
-                                     **(e.payload.get("details") or {})} for e in evs], 5)},
+                                     **(e.payload.get("details") or {})} for e in evs],
+                                   _EXAMPLES)},
                 first.slot, first.turn, first.round))
         for ev in self.failures:
             out.append(Finding(

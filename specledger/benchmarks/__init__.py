@@ -9,7 +9,8 @@ from importlib import import_module
 from engine.errors import ConfigError
 from specledger.benchmarks.common import BenchOptions, Goal, SuiteResult
 
-SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama", "ingest")
+SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama", "ingest",
+          "scale")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:

@@ -1,9 +1,11 @@
 """Divergence between event streams, and the per-turn comparison of two sessions."""
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from eventlog.diff import END_OF_LOG, Follower, diff_streams
 from eventlog.turns import fold_turns
+from fsm.event import Event
 from fsm.states import Trigger
 from tests.eventlog.sim import sim_events
 
@@ -68,3 +70,27 @@ def test_turn_answers_stop_at_the_generated_count_and_know_their_seqs() -> None:
     assert len(rec.committed) > len(rec.answer)  # the stray tokens behind EOG
     commit = next(e for e in events if e.trigger is Trigger.COMMIT and e.turn == 1)
     assert rec.seq_of(0) < commit.seq == rec.seq_of(1)
+
+
+def test_after_the_divergence_both_streams_are_read_turn_by_turn() -> None:
+    """Constant memory: no stream's closed turns pile up waiting for the other's."""
+    legacy, _ = sim_events(eog_policy="legacy", turns=6, answer_tokens=40)
+    truncate, _ = sim_events(eog_policy="truncate", turns=6, answer_tokens=40)
+    reached = {"a": 0}
+
+    def a_stream() -> Iterator[Event]:
+        for ev in legacy:
+            reached["a"] = ev.turn
+            yield ev
+
+    def b_stream() -> Iterator[Event]:
+        for ev in truncate:
+            if ev.trigger is Trigger.START_TURN:
+                assert reached["a"] >= ev.turn - 1, "a fell behind b"
+            yield ev
+
+    result = diff_streams(a_stream(), b_stream())
+    assert result.divergence is not None and result.divergence.turn == 1
+    whole = diff_streams(legacy, truncate)  # lists: nothing to keep pace with
+    assert result.turns == whole.turns and len(result.turns) == 6
+    assert all(t.same_output for t in result.turns)

@@ -1,0 +1,44 @@
+"""The scale suite's long session: a real sim session grown to any number of events.
+
+The seed session (legacy EOG policy and a re-verifying replay under near-ties, so the
+postmortem has stray tokens, re-prefill and livelocks to find) is recorded once through
+the engine; then its turns are repeated with renumbered seqs and turns, straight into the
+SQLite file, until the session holds the events asked for. Recording ten million events
+through the engine would measure the engine, not the readers.
+"""
+
+import sqlite3
+from pathlib import Path
+
+from engine.config import RunConfig
+from specledger.api import run_session
+
+SEED = RunConfig(eog_policy="legacy", replay_policy="reverify", tie_flip_rate=0.02,
+                 acceptance=0.8, turns=4, prompt_tokens=2048, question_tokens=32,
+                 answer_tokens=2500, seed=3)
+_COLUMNS = "seq, slot, turn, round, trigger, source, dest, t, duration, payload"
+
+
+def build(db: Path, target: int, seed: RunConfig = SEED) -> tuple[int, int]:
+    """Record the seed session into the new SQLite ledger `db` and grow it to `target`
+    events; (session id, events)."""
+    sid = run_session(seed, str(db)).session_id
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(f"SELECT {_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq",
+                           (sid,)).fetchall()
+        n, turns = len(rows), max(r[2] for r in rows)
+        with con:
+            copies = 1
+            while n * copies < target:
+                batch = [(sid, r[0] + n * copies, r[1], r[2] + turns * copies, *r[3:])
+                         for r in rows[: target - n * copies]]
+                con.executemany(f"INSERT INTO events (session_id, {_COLUMNS}) VALUES "
+                                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
+                copies += 1
+            total = con.execute("SELECT count(*) FROM events WHERE session_id = ?",
+                                (sid,)).fetchone()[0]
+            con.execute("UPDATE sessions SET n_events = ? WHERE id = ?", (total, sid))
+    finally:
+        con.close()
+    return sid, total
