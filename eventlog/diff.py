@@ -6,12 +6,12 @@ stop at the first divergence; `diff_streams` compares two stored sessions the sa
 """
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from eventlog.compare import EXACT, Tolerance, compare_events
-from eventlog.turns import TurnFolder, TurnRecord
+from eventlog.turns import TurnFolder, TurnPairs, TurnRecord, folded
 from fsm.event import Event
 
 END_OF_LOG = "<end of log>"
@@ -120,61 +120,24 @@ def diff_streams(a: Iterable[Event], b: Iterable[Event], tol: Tolerance = EXACT,
     after the first divergence (when comparing events stops) `a` keeps pace with `b` turn
     by turn, so neither side's closed turns pile up waiting for the other's.
     """
-    pairs = _TurnPairs()
+    deltas: list[TurnDelta] = []
+    pairs = TurnPairs(lambda key, ra, rb: deltas.append(turn_delta(key, ra, rb)))
     fa, fb = TurnFolder(pairs.closer(0)), TurnFolder(pairs.closer(1))
-    follower = Follower(_tap(a, fa.apply), tol, context)
+    follower = Follower(folded(a, fa), tol, context)
     rest = follower.remaining()
     for ev in b:
         fb.apply(ev)
         if follower.divergence is None:
             follower.check(ev)
-        while follower.divergence is not None and pairs.closed[0] < pairs.closed[1]:
-            if next(rest, None) is None:
-                break
+        if follower.divergence is not None:
+            pairs.catch_up(0, rest)
     if follower.divergence is None:
         follower.finish()
     for _ in rest:  # drained through the tap, for the rest of `a`'s turns
         pass
+    pairs.finish(fa.records, fb.records)
     return StreamDiff(follower.divergence, follower.compared,
-                      pairs.finish(fa.records, fb.records))
-
-
-def _tap(events: Iterable[Event], fn: Callable[[Event], None]) -> Iterator[Event]:
-    for ev in events:
-        fn(ev)
-        yield ev
-
-
-class _TurnPairs:
-    """Turns of two streams, compared as soon as both have closed one."""
-
-    def __init__(self) -> None:
-        self.closed = [0, 0]
-        self._waiting: tuple[dict[tuple[int, int], TurnRecord], ...] = ({}, {})
-        self._deltas: list[TurnDelta] = []
-
-    def closer(self, side: int) -> Callable[[TurnRecord], None]:
-        """The `on_close` of side 0 (`a`) or 1 (`b`)."""
-
-        def close(rec: TurnRecord) -> None:
-            self.closed[side] += 1
-            key = (rec.slot, rec.turn)
-            other = self._waiting[1 - side].pop(key, None)
-            if other is None:
-                self._waiting[side][key] = rec
-            else:
-                pair = (other, rec) if side else (rec, other)
-                self._deltas.append(turn_delta(key, *pair))
-
-        return close
-
-    def finish(self, open_a: dict[tuple[int, int], TurnRecord],
-               open_b: dict[tuple[int, int], TurnRecord]) -> list[TurnDelta]:
-        """Every turn compared, by (slot, turn): the ones left open or one-sided too."""
-        a = {**self._waiting[0], **open_a}
-        b = {**self._waiting[1], **open_b}
-        rest = [turn_delta(key, a.get(key), b.get(key)) for key in a.keys() | b.keys()]
-        return sorted([*self._deltas, *rest], key=lambda d: (d.slot, d.turn))
+                      sorted(deltas, key=lambda d: (d.slot, d.turn)))
 
 
 def turn_delta(key: tuple[int, int], ra: TurnRecord | None,

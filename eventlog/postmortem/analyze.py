@@ -14,13 +14,13 @@ from eventlog.postmortem.draft_ckpt import DraftCheckpoints
 from eventlog.postmortem.draft_sizes import DraftStateSizes
 from eventlog.postmortem.eog import EogTail
 from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
-from eventlog.postmortem.reference import compare_outputs, reference_problem
+from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.storms import RestoreStorms
 from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
 from eventlog.reader import SessionInfo, count_events, get_session, scan_events
 from eventlog.schema import SessionStatus
-from eventlog.turns import TurnFolder, TurnRecord, fold_turns
+from eventlog.turns import TurnFolder, TurnPairs, folded
 from fsm.errors import SpecledgerError
 from fsm.event import Event
 from fsm.states import Trigger
@@ -73,15 +73,22 @@ def detectors(config: dict[str, Any]) -> list[Detector]:
 
 
 def analyze(events: Iterable[Event], config: dict[str, Any],
-            reference: dict[tuple[int, int], TurnRecord] | None = None,
+            reference: Iterable[Event] | None = None,
             reference_id: int | None = None) -> tuple[list[Finding], int]:
-    """Run every detector over `events` in one pass; (findings worst first, events read)."""
+    """Run every detector over `events` in one pass; (findings worst first, events read).
+
+    With the events of a `reference` session, each turn's answer is compared with its
+    reference turn as soon as both have closed, the reference read in step with `events`.
+    """
     found = detectors(config)
     routes: dict[Trigger, list[Callable[[Event], None]]] = defaultdict(list)
     for d in found:
         for trigger in d.triggers:
             routes[trigger].append(d.feed)
-    folder = TurnFolder()
+    check = OutputCheck()
+    pairs = TurnPairs(check.pair)
+    folder, ref_folder = TurnFolder(pairs.closer(0)), TurnFolder(pairs.closer(1))
+    ref_events = iter(()) if reference is None else folded(reference, ref_folder)
     if reference is not None:
         for trigger in _TURN_TRIGGERS:
             routes[trigger].append(folder.apply)
@@ -91,9 +98,14 @@ def analyze(events: Iterable[Event], config: dict[str, Any],
         n += 1
         for feed in get(ev.trigger, ()):
             feed(ev)
+        if reference is not None and ev.trigger is Trigger.END_TURN:
+            pairs.catch_up(1, ref_events)
     findings = [f for d in found for f in d.finish()]
     if reference is not None and reference_id is not None:
-        mismatch = compare_outputs(folder.records, reference, reference_id, config)
+        for _ in ref_events:
+            pass
+        pairs.finish(folder.records, ref_folder.records)
+        mismatch = check.finding(reference_id, config)
         if mismatch is not None:
             findings.append(mismatch)
     return sort_findings(findings), n
@@ -105,13 +117,14 @@ def postmortem_session(engine: Engine, session_id: int,
     plain run of the same conversation), else the session's parent when it is one."""
     info = get_session(engine, session_id)
     ref = _reference(engine, info, reference_id)
-    ref_turns = fold_turns(scan_events(engine, ref)) if ref is not None else None
+    ref_events = (None if ref is None
+                  else scan_events(engine, ref, triggers=_TURN_TRIGGERS))
     # Only the events some detector reads leave the database (a NEXT, say, none does).
     wanted = {t for d in detectors(info.config) for t in d.triggers}
     if ref is not None:
         wanted.update(_TURN_TRIGGERS)
     findings, _ = analyze(scan_events(engine, session_id, triggers=wanted), info.config,
-                          ref_turns, ref)
+                          ref_events, ref)
     n = count_events(engine, session_id)
     if info.status is SessionStatus.INCOMPLETE:
         findings.append(Finding(

@@ -5,6 +5,7 @@ backend, model, prompts, seed and sampling. Greedy speculative output must equal
 for token; a sampled run can only be compared in distribution, which one log cannot do.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 from eventlog.postmortem.finding import Finding, Kind, Severity
@@ -30,45 +31,76 @@ def reference_problem(config: dict[str, Any], reference: dict[str, Any]) -> str 
     return None
 
 
-def compare_outputs(turns: dict[tuple[int, int], TurnRecord],
-                    reference: dict[tuple[int, int], TurnRecord], reference_id: int,
-                    config: dict[str, Any]) -> Finding | None:
-    """A finding when the visible answers differ from the reference's."""
-    common = sorted(turns.keys() & reference.keys())
-    differing = []
-    for key in common:
-        got, want = turns[key].answer, reference[key].answer
-        if got != want:
+@dataclass(frozen=True)
+class _FirstDifference:
+    """The first turn (by slot, turn) whose answer differs, and where in it."""
+
+    key: tuple[int, int]
+    at: int
+    expected: int | None
+    actual: int | None
+    expected_len: int
+    actual_len: int
+    seq: int
+    last_seq: int
+
+
+class OutputCheck:
+    """Compares answers turn by turn as the two sessions' turns are paired (`TurnPairs`),
+    keeping only the counts and the first difference: a long session's memory stays flat."""
+
+    def __init__(self) -> None:
+        self.compared = 0
+        self.differing = 0
+        self._first: _FirstDifference | None = None
+
+    def pair(self, key: tuple[int, int], turn: TurnRecord | None,
+             ref: TurnRecord | None) -> None:
+        """One turn of the session beside the reference's (a turn only one has is skipped)."""
+        if turn is None or ref is None:
+            return
+        self.compared += 1
+        got, want = turn.answer, ref.answer
+        if got == want:
+            return
+        self.differing += 1
+        if self._first is None or key < self._first.key:
             at = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
                       min(len(got), len(want)))
-            differing.append((key, at, got, want))
-    if not differing:
-        return None
-    (slot, turn), at, got, want = differing[0]
-    rec = turns[(slot, turn)]
-    seq = rec.seq_of(at)
-    sampled = float(config.get("temperature", 0.0) or 0.0) > 0
-    numbers = {
-        "reference": reference_id, "turns_compared": len(common), "turns_differing":
-        len(differing), "first": {"slot": slot, "turn": turn, "token_index": at,
-                                  "expected": want[at] if at < len(want) else None,
-                                  "actual": got[at] if at < len(got) else None,
-                                  "expected_len": len(want), "actual_len": len(got)},
-        "sampled": sampled,
-    }
-    text = (f"{len(differing)} of {len(common)} turn(s) answer differently from the "
-            f"non-speculative reference session {reference_id}; first in turn {turn} (slot "
-            f"{slot}) at answer token {at}: expected {numbers['first']['expected']}, got "
-            f"{numbers['first']['actual']}.")
-    if sampled:
-        text += (" The run samples (temperature > 0), so token-level differences are "
-                 "expected; only the distribution must match.")
-        return Finding(Kind.OUTPUT_MISMATCH, Severity.INFO, seq, seq, text,
-                       "Compare greedy runs (--temperature 0) for a token-level check.",
-                       numbers, slot, turn)
-    return Finding(
-        Kind.OUTPUT_MISMATCH, Severity.ERROR, seq, rec.last_seq, text,
-        "Greedy speculative decoding must reproduce plain decoding: look for the cause at "
-        "that round (state contamination, a stray token, batch-shape-dependent numerics) "
-        f"and compare the logs with `specledger diff {reference_id} <session>`.",
-        numbers, slot, turn)
+            self._first = _FirstDifference(
+                key, at, want[at] if at < len(want) else None,
+                got[at] if at < len(got) else None, len(want), len(got), turn.seq_of(at),
+                turn.last_seq)
+
+    def finding(self, reference_id: int, config: dict[str, Any]) -> Finding | None:
+        """A finding when any visible answer differed from the reference's."""
+        first = self._first
+        if first is None:
+            return None
+        slot, turn = first.key
+        sampled = float(config.get("temperature", 0.0) or 0.0) > 0
+        numbers = {
+            "reference": reference_id, "turns_compared": self.compared,
+            "turns_differing": self.differing,
+            "first": {"slot": slot, "turn": turn, "token_index": first.at,
+                      "expected": first.expected, "actual": first.actual,
+                      "expected_len": first.expected_len, "actual_len": first.actual_len},
+            "sampled": sampled,
+        }
+        text = (f"{self.differing} of {self.compared} turn(s) answer differently from the "
+                f"non-speculative reference session {reference_id}; first in turn {turn} "
+                f"(slot {slot}) at answer token {first.at}: expected {first.expected}, got "
+                f"{first.actual}.")
+        if sampled:
+            text += (" The run samples (temperature > 0), so token-level differences are "
+                     "expected; only the distribution must match.")
+            return Finding(Kind.OUTPUT_MISMATCH, Severity.INFO, first.seq, first.seq, text,
+                           "Compare greedy runs (--temperature 0) for a token-level check.",
+                           numbers, slot, turn)
+        return Finding(
+            Kind.OUTPUT_MISMATCH, Severity.ERROR, first.seq, first.last_seq, text,
+            "Greedy speculative decoding must reproduce plain decoding: look for the cause "
+            "at that round (state contamination, a stray token, batch-shape-dependent "
+            f"numerics) and compare the logs with `specledger diff {reference_id} "
+            "<session>`.",
+            numbers, slot, turn)

@@ -1,6 +1,7 @@
 """Postmortem detectors on sim sessions: each planted bug is found with its numbers, and
 the fixed configurations are clean."""
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -24,7 +25,7 @@ def _kinds(events: list[Event], config: dict, **kw: object) -> dict[Kind, object
 def test_fixed_configurations_are_clean(strategy: str) -> None:
     events, config = sim_events(strategy=strategy, acceptance=0.8)
     plain, _ = sim_events(drafter="none")
-    assert _kinds(events, config, reference=fold_turns(plain), reference_id=1) == {}
+    assert _kinds(events, config, reference=plain, reference_id=1) == {}
 
 
 def test_eog_stray_tokens_and_the_reprefill_they_cause() -> None:
@@ -80,14 +81,14 @@ def test_state_contamination_names_the_round_where_it_began(audit: bool) -> None
 def test_output_against_a_plain_reference() -> None:
     plain, _ = sim_events(drafter="none")
     events, config = sim_events(strategy="none")
-    f = _kinds(events, config, reference=fold_turns(plain), reference_id=7)[
+    f = _kinds(events, config, reference=plain, reference_id=7)[
         Kind.OUTPUT_MISMATCH]
     first = f.numbers["first"]
     assert f.severity is Severity.ERROR and f.numbers["reference"] == 7
     want = fold_turns(plain)[(0, first["turn"])].answer
     assert want[first["token_index"]] == first["expected"] != first["actual"]
     sampled = {**config, "temperature": 0.7}
-    info = _kinds(events, sampled, reference=fold_turns(plain), reference_id=7)
+    info = _kinds(events, sampled, reference=plain, reference_id=7)
     assert info[Kind.OUTPUT_MISMATCH].severity is Severity.INFO
 
 
@@ -138,3 +139,27 @@ def test_other_violations_and_failures() -> None:
     assert found[Kind.INVARIANT_VIOLATION].numbers["invariant"] == "bookkeeping"
     assert "out of memory" in found[Kind.RUN_FAILED].explanation
     assert {f.severity for f in found.values()} == {Severity.ERROR}
+
+
+def test_the_reference_is_read_in_step_with_the_session() -> None:
+    """Constant memory: neither session's closed turns pile up waiting for the other's."""
+    plain, _ = sim_events(drafter="none", turns=5)
+    events, config = sim_events(strategy="none", turns=5)
+    reached = {"reference": 0}
+
+    def reference() -> Iterator[Event]:
+        for ev in plain:
+            reached["reference"] = ev.turn
+            yield ev
+
+    def session() -> Iterator[Event]:
+        for ev in events:
+            if ev.trigger is Trigger.START_TURN:
+                assert reached["reference"] >= ev.turn - 1, "the reference fell behind"
+            yield ev
+
+    streamed, _ = analyze(session(), config, reference=reference(), reference_id=7)
+    whole, _ = analyze(events, config, reference=plain, reference_id=7)
+    mismatch = next(f for f in streamed if f.kind is Kind.OUTPUT_MISMATCH)
+    assert mismatch == next(f for f in whole if f.kind is Kind.OUTPUT_MISMATCH)
+    assert mismatch.numbers["turns_compared"] == 5
