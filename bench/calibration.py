@@ -8,7 +8,7 @@ SVG); a full run (not --quick) also writes engine/sim/profiles/hybrid-tiny-cpu-m
 Prints the fitted constants, the fit error per operation and the validation errors.
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("calibration", __doc__)

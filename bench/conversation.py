@@ -8,7 +8,7 @@ CPU; per turn boundary re-prefill, restores and conversation cost.
 Writes <out>/conversation/results.json, results.md and the plots; prints the tables.
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("conversation", __doc__)

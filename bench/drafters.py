@@ -12,7 +12,7 @@ Writes <out>/drafters/results.json, results.md and acceptance_vs_speedup.png/.sv
 the tables.
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("drafters", __doc__)

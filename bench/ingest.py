@@ -8,7 +8,7 @@ server binaries (apt-get install postgresql); it starts a throwaway server of it
 Writes <out>/ingest/results.json, results.md and the plot (PNG and SVG).
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("ingest", __doc__)

@@ -11,7 +11,7 @@ llama.cpp's plain answers against ours. Needs `make llama`.
 Writes <out>/llama/results.json, results.md and llama_vs_ours.png/.svg; prints the table.
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("llama", __doc__)

@@ -6,7 +6,7 @@ recording on a sim run and on the real engine (`specledger bench recorder`).
 Writes <out>/recorder/results.json, results.md and the plot (PNG and SVG).
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("recorder", __doc__)

@@ -7,7 +7,7 @@ of a 10M-event session (peak RSS), each analysis in a process of its own
 Writes <out>/scale/results.json and results.md.
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("scale", __doc__)

@@ -7,7 +7,7 @@ sim's large profiles and on the real engine on this CPU.
 Writes <out>/strategies/results.json, results.md and the plots; prints the tables.
 """
 
-from specledger.benchmarks.common import main
+from specbench.common import main
 
 if __name__ == "__main__":
     main("strategies", __doc__)

@@ -23,8 +23,8 @@ import torch
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET, RunConfig
 from engine.hybrid.backend import TorchBackend
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
-from specledger.benchmarks.drafters import DRAFTERS, torch_config
-from specledger.benchmarks.drafters_runs import run_unrecorded
+from specbench.drafters import DRAFTERS, torch_config
+from specbench.drafters_runs import run_unrecorded
 
 RESULTS = Path(__file__).parent / "results"
 STRATEGIES = ("checkpoint", "per_token", "input_replay")

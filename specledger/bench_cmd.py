@@ -10,9 +10,9 @@ from rich.markdown import Markdown
 
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
+from specbench import SUITES, BenchOptions, Goal, run_suite
+from specbench.common import goals_table
 from specledger import output
-from specledger.benchmarks import SUITES, BenchOptions, Goal, run_suite
-from specledger.benchmarks.common import goals_table
 from specledger.cli_common import add_common
 
 

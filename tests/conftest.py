@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specledger.benchmarks.pg_cluster import PgCluster, PostgresMissingError, start_cluster
+from specbench.pg_cluster import PgCluster, PostgresMissingError, start_cluster
 
 _NAMES = itertools.count(1)
 

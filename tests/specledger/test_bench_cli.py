@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import list_sessions, open_db
-from specledger.benchmarks import SUITES
+from specbench import SUITES
 from specledger.cli import build_parser, main
 
 

@@ -1,0 +1,176 @@
+"""What every benchmark suite shares: its options, its result, goals, files and plots.
+
+A suite records its runs as sessions in the benchmark's log (`BenchOptions.db`), writes
+`results.json` and `results.md` under `<out>/<suite>/`, and draws its plots there as PNG
+and SVG. The README links those files and quotes the goals table.
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
+from engine.errors import ConfigError
+
+DEFAULT_OUT = Path("bench/results")
+DEFAULT_BENCH_DB = "bench/results/bench.db"
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How a benchmark run is sized and where it writes.
+
+    `quick` shrinks every suite to seconds (tests and smoke runs); the numbers it
+    produces are not the ones to quote. `threads` is torch's intra-op thread count.
+    """
+
+    out: Path = DEFAULT_OUT
+    db: str = DEFAULT_BENCH_DB
+    quick: bool = False
+    threads: int = 1
+    model: str = SHIPPED_TARGET
+    draft_model: str = SHIPPED_DRAFT
+    seed: int = 0
+    device: str = "auto"  # the torch backend's: auto (CUDA when present), cpu or cuda
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise ConfigError(f"threads: {self.threads} must be at least 1")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
+
+    def checkpoint(self, path: str) -> Any:
+        """The checkpoint at `path`, loaded once onto the benchmark's device, for the
+        backends a suite builds over it."""
+        from engine.hybrid.device import resolve_device
+        from engine.hybrid.loader import load_checkpoint
+
+        return load_checkpoint(path, device=resolve_device(self.device))
+
+    def suite_dir(self, suite: str) -> Path:
+        """The folder a suite writes into (created)."""
+        path = self.out / suite
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def log(self, message: str) -> None:
+        """One progress line on stderr: long suites say what they are doing."""
+        sys.stderr.write(f"bench: {message}\n")
+        sys.stderr.flush()
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One line of the README's goals table."""
+
+    name: str
+    target: str
+    measured: str
+    met: bool
+    command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able mapping."""
+        return {"name": self.name, "target": self.target, "measured": self.measured,
+                "met": self.met, "command": self.command}
+
+
+@dataclass
+class SuiteResult:
+    """What a suite produced: its numbers, a markdown table, goals and the files written."""
+
+    name: str
+    data: dict[str, Any]
+    table: str
+    goals: list[Goal] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    sessions: list[int] = field(default_factory=list)
+
+    def write(self, opts: BenchOptions) -> list[Path]:
+        """Write results.json and results.md into the suite's folder; return every file."""
+        folder = opts.suite_dir(self.name)
+        doc = {"suite": self.name, "quick": opts.quick, "sessions": self.sessions,
+               "goals": [g.to_dict() for g in self.goals], **self.data}
+        (folder / "results.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        md = [f"# {self.name}", "", self.table.rstrip(), ""]
+        if self.goals:
+            md += ["", goals_table(self.goals), ""]
+        (folder / "results.md").write_text("\n".join(md))
+        self.files = [folder / "results.json", folder / "results.md", *self.files]
+        return self.files
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub markdown table; floats are printed as given (format them first)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def goals_table(goals: Sequence[Goal]) -> str:
+    """The goals as a markdown table."""
+    return md_table(
+        ["goal", "target", "measured", "met", "command"],
+        [(g.name, g.target, g.measured, "yes" if g.met else "**no**", f"`{g.command}`")
+         for g in goals],
+    )
+
+
+def save_figure(fig: Any, stem: Path) -> list[Path]:
+    """Save a matplotlib figure as `stem`.png and `stem`.svg, close it, return both paths."""
+    import matplotlib.pyplot as plt
+
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    fig.tight_layout()
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def new_figure(width: float = 6.4, height: float = 4.0) -> tuple[Any, Any]:
+    """A figure and axes on the non-interactive backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    """A figure of `n` side-by-side axes, each `width` x `height` inches (new_figure's
+    single axes replaced)."""
+    fig, ax = new_figure(width * n, height)
+    ax.remove()
+    return fig, list(fig.subplots(1, n, squeeze=False)[0])
+
+
+def main(suite: str, doc: str | None = None) -> None:
+    """A suite's script (`bench/<suite>.py`): parse --quick --out --db --threads, run the
+    suite, print its table, goals and files. `doc` is the script's help text."""
+    from specbench import run_suite
+
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes: a smoke run, not numbers to quote")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    parser.add_argument("--db", default=DEFAULT_BENCH_DB, help="the benchmark's session log")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="torch backend's device (auto: CUDA when present)")
+    args = parser.parse_args()
+    opts = BenchOptions(out=args.out, db=args.db, quick=args.quick, threads=args.threads,
+                        device=args.device)
+    result = run_suite(suite, opts)
+    print(result.table)
+    if result.goals:
+        print()
+        print(goals_table(result.goals))
+    for path in result.files:
+        print(path)

@@ -1,0 +1,194 @@
+"""A drafter benchmark run: recorded (or not), read back from its events, and summed
+up per configuration (the fastest of its repeats, its speedup over plain decode)."""
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from engine.config import BackendKind, RunConfig
+from engine.metrics import TurnMetrics
+from eventlog.reader import scan_events
+from fsm.event import Event
+from fsm.states import Trigger
+from specbench.common import BenchOptions
+from specledger.api import run_session
+
+PLAIN = "none"
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What a run's events say beyond its turn metrics: the committed answer tokens, the
+    draft phase's seconds and the rounds that verified drafts."""
+
+    answer: list[int]
+    draft_s: float
+    draft_rounds: int
+
+
+def fold_events(events: Iterable[Event]) -> Folded:
+    """Fold a session's events (read back from the log, or a `MemoryJournal`'s)."""
+    answer: list[int] = []
+    draft_s, rounds = 0.0, 0
+    for e in events:
+        if e.trigger in (Trigger.PREFILL, Trigger.COMMIT):
+            answer += e.payload.get("append", [])
+        elif e.trigger is Trigger.DRAFT:
+            draft_s += e.duration
+        elif e.trigger is Trigger.VERIFY:
+            rounds += 1
+    return Folded(answer, draft_s, rounds)
+
+
+@dataclass
+class Run:
+    """One run: its configuration's identity, its numbers and its answer. `acceptance` is
+    the synthetic drafter's per-token setting (sim), 0 elsewhere; `session` is 0 for an
+    unrecorded run."""
+
+    backend: str
+    drafter: str
+    acceptance: float
+    draft: int
+    repeat: int
+    session: int
+    wall_s: float
+    generated: int
+    rounds: int
+    draft_rounds: int
+    drafted: int
+    accepted: int
+    decode_s: float
+    draft_s: float
+    answer: list[int]
+
+    @classmethod
+    def of(cls, config: RunConfig, turns: Sequence[TurnMetrics], folded: Folded, *,
+           session: int = 0, repeat: int = 0, wall_s: float = 0.0) -> "Run":
+        """A run of `config` from its turn metrics and folded events."""
+        synthetic = config.drafter == "synthetic"
+        return cls(
+            backend=config.backend.value, drafter=config.drafter,
+            acceptance=config.acceptance if synthetic else 0.0,
+            draft=0 if config.drafter == PLAIN else config.draft_max, repeat=repeat,
+            session=session, wall_s=wall_s,
+            generated=sum(t.generated_tokens for t in turns),
+            rounds=sum(t.rounds for t in turns), draft_rounds=folded.draft_rounds,
+            drafted=sum(t.drafted for t in turns), accepted=sum(t.accepted for t in turns),
+            decode_s=sum(t.decode_s for t in turns), draft_s=folded.draft_s,
+            answer=folded.answer)
+
+    @property
+    def key(self) -> tuple[str, float, int]:
+        """The configuration this run repeats."""
+        return (self.drafter, self.acceptance, self.draft)
+
+    @property
+    def plain(self) -> bool:
+        """Plain decode (no drafter)."""
+        return self.drafter == PLAIN
+
+    @property
+    def rate(self) -> float:
+        """Accepted over drafted tokens."""
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def accepted_per_round(self) -> float:
+        """Mean accepted tokens per round that verified drafts."""
+        return self.accepted / self.draft_rounds if self.draft_rounds else 0.0
+
+    @property
+    def s_per_token(self) -> float:
+        """Decode seconds per generated token."""
+        return self.decode_s / max(self.generated, 1)
+
+    @property
+    def tok_s(self) -> float:
+        """Generated tokens per decode second."""
+        return self.generated / self.decode_s if self.decode_s else 0.0
+
+    @property
+    def draft_share(self) -> float:
+        """Draft phase over decode time."""
+        return self.draft_s / self.decode_s if self.decode_s else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able mapping with the derived numbers (the answer as its length)."""
+        out = asdict(self)
+        out["answer"] = len(self.answer)
+        return out | {"acceptance_rate": self.rate, "accepted_per_round": self.accepted_per_round,
+                      "s_per_token": self.s_per_token, "tok_s": self.tok_s,
+                      "draft_share": self.draft_share}
+
+
+def run_unrecorded(config: RunConfig, ckpt: Any = None, repeat: int = 0) -> Run:
+    """Run `config` into memory, not the log (warm-ups, the lossless sweep); `ckpt` is a
+    loaded checkpoint the torch backend shares across runs."""
+    from engine.session import MemoryJournal, Session
+
+    backend = None
+    if config.backend is BackendKind.TORCH:
+        from engine.hybrid.backend import TorchBackend
+
+        backend = TorchBackend(config, ckpt)
+    journal = MemoryJournal()
+    t = time.perf_counter()
+    turns = Session(config, journal, backend=backend).run()
+    return Run.of(config, turns, fold_events(journal.events), repeat=repeat,
+                  wall_s=time.perf_counter() - t)
+
+
+def record(config: RunConfig, opts: BenchOptions, log: Any, ckpt: Any = None,
+           repeat: int = 0) -> Run:
+    """Run and record `config` (a torch backend over the shared checkpoint `ckpt`), then
+    read its events back from the log."""
+    backend = None
+    if config.backend is BackendKind.TORCH:
+        from engine.hybrid.backend import TorchBackend
+
+        backend = TorchBackend(config, ckpt)
+    t = time.perf_counter()
+    result = run_session(config, opts.db, backend=backend)
+    wall = time.perf_counter() - t
+    return Run.of(config, result.turns, fold_events(scan_events(log, result.session_id)),
+                  session=result.session_id, repeat=repeat, wall_s=wall)
+
+
+def fastest(runs: Iterable[Run]) -> dict[tuple[str, float, int], Run]:
+    """Each configuration's fastest run (least decode time per token): load from other
+    jobs on a shared CPU only ever adds time, so the minimum is the steadiest estimate."""
+    best: dict[tuple[str, float, int], Run] = {}
+    for r in runs:
+        if r.key not in best or r.s_per_token < best[r.key].s_per_token:
+            best[r.key] = r
+    return best
+
+
+def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """One row per configuration, plain decode first: the fastest run's numbers, its
+    speedup over plain decode's fastest run, and whether every run of it committed plain
+    decode's answer."""
+    best = fastest(runs)
+    plain = next(r for r in best.values() if r.plain)
+    reference = next(r.answer for r in runs if r.plain)
+    every: dict[tuple[str, float, int], list[Run]] = defaultdict(list)
+    for r in runs:
+        every[r.key].append(r)
+    rows = []
+    for key, r in sorted(best.items(), key=lambda kv: not kv[1].plain):  # plain first
+        rows.append({
+            "drafter": r.drafter, "setting": r.acceptance, "draft": r.draft,
+            "sessions": [x.session for x in every[key]], "best_session": r.session,
+            "generated": r.generated, "rounds": r.rounds, "draft_rounds": r.draft_rounds,
+            "drafted": r.drafted, "accepted": r.accepted, "acceptance": r.rate,
+            "accepted_per_round": r.accepted_per_round, "tok_s": r.tok_s,
+            "s_per_token": r.s_per_token, "s_per_token_runs": [x.s_per_token
+                                                                for x in every[key]],
+            "speedup": plain.s_per_token / r.s_per_token if r.s_per_token else 0.0,
+            "draft_share": r.draft_share,
+            "lossless": all(x.answer == reference for x in every[key]),
+        })
+    return rows

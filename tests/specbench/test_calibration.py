@@ -1,0 +1,48 @@
+"""The calibration suite: a quick run writes its profile into its own folder, never over
+the shipped one, validates against recorded torch runs and reports no goal."""
+
+import json
+from pathlib import Path
+
+from engine.sim.costs import PROFILE_DIR, get_profile
+from eventlog import get_session, open_db
+from specbench import BenchOptions, run_suite
+from specbench.calibration import PROFILE_NAME
+from specbench.calibration_fit import FITTED
+
+
+def test_quick_run_writes_its_profile_but_not_the_shipped_one(tmp_path: Path) -> None:
+    before = {p.name: p.stat().st_mtime_ns for p in PROFILE_DIR.glob("*")} \
+        if PROFILE_DIR.is_dir() else {}
+    opts = BenchOptions(out=tmp_path, db=str(tmp_path / "bench.db"), quick=True)
+    result = run_suite("calibration", opts)
+    after = {p.name: p.stat().st_mtime_ns for p in PROFILE_DIR.glob("*")} \
+        if PROFILE_DIR.is_dir() else {}
+    assert after == before
+
+    folder = tmp_path / "calibration"
+    profile = get_profile(PROFILE_NAME, folder)
+    stored = json.loads((folder / f"{PROFILE_NAME}.json").read_text())
+    assert stored["calibration"]["quick"] is True
+    assert stored["calibration"]["machine"]["device"] == "cpu"
+    assert set(stored["calibration"]["fit_error"]) >= {"verify_live", "prefill", "restore"}
+    for name in FITTED:
+        assert getattr(profile, name) > 0
+    assert profile.state_bytes > 0 and profile.kv_bytes_per_token > 0
+    for path in ("results.json", "results.md", "forward_fit.png", "forward_fit.svg"):
+        assert (folder / path).is_file(), path
+
+    doc = json.loads((folder / "results.json").read_text())
+    validation = doc["calibration"]["validation"]
+    assert [v["drafter"] for v in validation] == ["none", "mtp"]
+    for v in validation:  # a torch run after each kept pass, replayed round by round
+        assert len(v["sessions"]) == 2
+        assert v["sim"]["rounds"] == v["torch"]["rounds"]
+        assert v["sim"]["generated"] == v["torch"]["generated"]
+    # No goal: the issue's goals table has no calibration line; the errors are in the table.
+    assert result.goals == [] and doc["goals"] == []
+    assert "validation error" in (folder / "results.md").read_text()
+    engine = open_db(opts.db, create=False)
+    backends = [get_session(engine, sid).backend for sid in result.sessions]
+    assert backends == ["torch"] * 4
+    engine.dispose()
