@@ -12,7 +12,7 @@ specific exceptions instead of silently refusing, because a refused transition i
 engine bug.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Protocol
 
@@ -89,8 +89,13 @@ class RoundMachine:
         """The current state."""
         return self._state
 
-    def fire(self, trigger: Trigger, duration: float = 0.0, **payload: Any) -> Event:
-        """Fire `trigger`, record it, and return the event it became."""
+    def fire(self, trigger: Trigger, duration: float = 0.0,
+             payload: Mapping[str, Any] | None = None, **fields: Any) -> Event:
+        """Fire `trigger` with its payload (`trigger`'s type in `fsm.payloads`, or its
+        keys as `fields`), record it, and return the event it became. The payload is
+        stored as given, not copied."""
+        if payload is None:
+            payload = fields
         source = self._state
         dest = self._table.get((source, trigger))
         if dest is None:

@@ -1,0 +1,512 @@
+"""The event payloads: one typed payload per `Trigger`, the contract of docs/events.md.
+
+Each payload is a `TypedDict`, so a payload is the plain dict the log stores (JSON, in
+the key order the writer gives): writers build it by name (`Commit(append=..., ...)`),
+readers annotate and index it (`p: Commit = ev.payload; p["accepted"]`) and nothing is
+converted on either side: the sim records ~50k events a second and a postmortem reads a
+million, where a dataclass per event would cost several times the dict
+(docs/events.md#why-dicts). `check_payload` tells whether a dict is its trigger's
+payload; tests check every event a run writes with it (`CheckedSink`).
+
+A key is required, or `NotRequired` (absent: not applicable, or unknown to the source,
+such as an imported llama-server log); a required `X | None` key is always stored and
+None means unknown. Every field is `Annotated` with its `Field`: meaning, unit and
+whether it is a timing (a wall-clock figure that two runs of the same thing do not share,
+so comparisons skip it) or a state digest (skipped when comparing across devices).
+`python -m fsm.payloads` prints docs/events.md.
+"""
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import NoneType, UnionType
+from typing import (
+    Annotated,
+    Any,
+    NotRequired,
+    TypedDict,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
+
+from fsm.states import TRANSITIONS, Trigger
+
+EVENT_SCHEMA_VERSION = 1
+"""The version of the event schema: these payloads and the tables of eventlog/schema.py,
+which stores it in every ledger. Bump it on any incompatible change, and say what changed
+in docs/events.md#versions."""
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """What a payload field means (`doc`), its `unit`, and how comparisons treat it:
+    `timing` fields are never compared, `digest` fields only on the same device."""
+
+    doc: str
+    unit: str = ""
+    timing: bool = False
+    digest: bool = False
+
+
+TokenIds = list[int | None]
+"""Token ids; None where an imported log does not show the id."""
+
+_TOKENS = "tokens"
+_POS = "position"
+
+
+def _f(doc: str, unit: str = "", **kw: bool) -> Field:
+    return Field(doc, unit, **kw)
+
+
+# --- the round transaction (engine/round.py, engine/llama/ledger_rounds.py) ----------------
+
+
+class Begin(TypedDict):
+    """A round opens and takes the checkpoint its strategy needs."""
+
+    strategy: Annotated[str, _f("the rollback strategy (engine/config.py `Strategy`)")]
+    position: Annotated[int, _f("state position at the round's start", _POS)]
+    bytes: NotRequired[Annotated[int, _f(
+        "size of the checkpoint taken (0: none); absent where the log does not size it",
+        "bytes")]]
+    draft_bytes: NotRequired[Annotated[int, _f(
+        "the draft model's share of `bytes` (llama-server speculative checkpoints)",
+        "bytes")]]
+
+
+class Draft(TypedDict):
+    """The drafter's proposal; a drafter with a state of its own adds its numbers."""
+
+    drafts: Annotated[TokenIds, _f("the drafted tokens, in order (may be empty)", _TOKENS)]
+    drafter: Annotated[str, _f("the drafter's name (a chain: names joined by commas)")]
+    draft_position: NotRequired[Annotated[int, _f(
+        "draft-model: tokens its state has consumed after drafting (invariant 6)", _POS)]]
+    draft_recomputed: NotRequired[Annotated[int, _f(
+        "draft-model: history tokens recomputed so far (cumulative; PR 22521)", _TOKENS)]]
+    draft_replayed: NotRequired[Annotated[int, _f(
+        "draft-model: accepted drafts re-processed after its round restore (cumulative)",
+        _TOKENS)]]
+
+
+class Verify(TypedDict):
+    """One target forward over `[tokens[-1], d1..dk]` (docs/design.md#positions)."""
+
+    drafts: Annotated[TokenIds, _f("the drafts verified", _TOKENS)]
+    targets: NotRequired[Annotated[TokenIds, _f(
+        "the target's token after each batch position (`targets[i]` checks `drafts[i]`); "
+        "absent for a round an imported log ends inside", _TOKENS)]]
+    batch: Annotated[int, _f("tokens in the verify batch (drafts + 1)", _TOKENS)]
+    drafted: Annotated[int, _f("the round's draft size k", _TOKENS)]
+
+
+class Decode(TypedDict):
+    """A plain step: the last committed token alone, no draft."""
+
+    targets: Annotated[TokenIds, _f("the target's next token (empty: a cut-off log)",
+                                    _TOKENS)]
+    drafted: Annotated[int, _f("always 0", _TOKENS)]
+    batch: Annotated[int, _f("always 1", _TOKENS)]
+
+
+class Retry(TypedDict):
+    """`reverify` only: the same drafts verified again after a replay disagreed."""
+
+    drafts: Annotated[TokenIds, _f("the drafts verified again", _TOKENS)]
+    targets: Annotated[TokenIds, _f("the target's tokens this time", _TOKENS)]
+    batch: Annotated[int, _f("tokens in the verify batch", _TOKENS)]
+
+
+class Accept(TypedDict):
+    """Every draft matched."""
+
+    matched: Annotated[int, _f("drafts equal to the target's tokens", _TOKENS)]
+    eog: Annotated[int | None, _f("index of the end-of-generation token in the block "
+                                  "(None: none)", "index")]
+
+
+class Reject(TypedDict):
+    """A draft did not match: the speculative region must be undone."""
+
+    matched: Annotated[int, _f("drafts accepted before the first mismatch", _TOKENS)]
+    eog: Annotated[int | None, _f("index of the EOG in the block (None: none)", "index")]
+    cut: Annotated[int, _f("accepted tokens dropped behind the EOG (eog_policy truncate)",
+                           _TOKENS)]
+
+
+class Restore(TypedDict):
+    """The state brought back towards the accepted boundary."""
+
+    mode: Annotated[str, _f(
+        "checkpoint | select (per_token) | discard (input_replay) | reverify_mismatch")]
+    index: NotRequired[Annotated[int, _f("select: the verified position whose state is "
+                                         "kept", "index")]]
+    bytes: NotRequired[Annotated[int, _f("state bytes moved; absent where not logged",
+                                         "bytes")]]
+    position: Annotated[int, _f("state position after the restore", _POS)]
+    at: NotRequired[Annotated[int, _f("reverify_mismatch: the batch index that differed",
+                                      "index")]]
+    expected: NotRequired[Annotated[int, _f("reverify_mismatch: the verification's token",
+                                            "token")]]
+    actual: NotRequired[Annotated[int, _f("reverify_mismatch: the replay's token", "token")]]
+    logged: NotRequired[Annotated[bool, _f(
+        "False: implied by the imported log (llama-server's per-sequence select), not shown")]]
+    n_rs_seq: NotRequired[Annotated[int | None, _f(
+        "llama-server's recurrent states per sequence (None: not in the log)")]]
+
+
+class Replay(TypedDict):
+    """Reconstruction of the kept tokens after a restore (or, `reverify`, a new verdict)."""
+
+    mode: Annotated[str, _f("reconstruct | reverify (the replay policy) | recurrence "
+                            "(input_replay)")]
+    tokens: Annotated[int, _f("tokens run through the state", _TOKENS)]
+    guard: NotRequired[Annotated[bool, _f("True: the forward-progress guard ended a "
+                                          "livelock with this reconstruction")]]
+
+
+class Commit(TypedDict):
+    """The round's block joins the slot."""
+
+    append: Annotated[TokenIds, _f("tokens appended to the slot", _TOKENS)]
+    position: Annotated[int, _f("state position after the commit", _POS)]
+    digest: NotRequired[Annotated[str, _f("digest of the recurrent state at `position`; "
+                                          "absent where the source has none", digest=True)]]
+    accepted: Annotated[int, _f("drafts accepted (the block less the target's token)",
+                                _TOKENS)]
+    cut: Annotated[int, _f("accepted tokens dropped behind an EOG", _TOKENS)]
+
+
+class Next(TypedDict):
+    """The round is closed; no payload."""
+
+
+class Livelock(TypedDict):
+    """The forward-progress guard found a round restoring without progress (#28060)."""
+
+    position: Annotated[int, _f("the position restored again and again", _POS)]
+    restores: Annotated[int, _f("restores at it", "count")]
+    cycle: Annotated[list[str], _f("the states of the repeating cycle")]
+    resolution: Annotated[str, _f("how the guard ended it (reconstruct)")]
+
+
+# --- turns and slots (engine/turn.py, engine/llama/ledger_prompt.py) ------------------------
+
+
+class StartTurn(TypedDict):
+    """A request arrives: the slot keeps its common prefix with the prompt."""
+
+    trim: NotRequired[Annotated[int, _f("cut the slot's tokens to this length (before "
+                                        "`append`)", _TOKENS)]]
+    append: NotRequired[Annotated[TokenIds, _f("the prompt's tokens after the kept prefix",
+                                               _TOKENS)]]
+    prompt_tokens: Annotated[int | None, _f("the prompt's length", _TOKENS)]
+    kept: Annotated[int | None, _f("the slot prefix kept (longest common prefix)", _TOKENS)]
+    f_keep: Annotated[float | None, _f("kept / slot length (1.0 for an empty slot)",
+                                       "ratio")]
+    task: NotRequired[Annotated[int, _f("llama-server's task id")]]
+    n_past: NotRequired[Annotated[int | None, _f("llama-server's n_past: the prefix its "
+                                                 "cache reused", _TOKENS)]]
+    selected_by: NotRequired[Annotated[str, _f("how llama-server chose the slot")]]
+    engine_f_keep: NotRequired[Annotated[float, _f("llama-server's own f_keep", "ratio")]]
+
+
+class Prefill(TypedDict):
+    """A chunk of the prompt runs through the model; the last samples the first token."""
+
+    tokens: Annotated[int, _f("prompt tokens processed", _TOKENS)]
+    position: Annotated[int, _f("state position after the chunk", _POS)]
+    digest: NotRequired[Annotated[str, _f("state digest at `position`", digest=True)]]
+    append: NotRequired[Annotated[TokenIds, _f("the last chunk: the first answer token",
+                                               _TOKENS)]]
+
+
+class CtxSave(TypedDict):
+    """A context checkpoint of the state is saved."""
+
+    at: Annotated[int, _f("the position saved", _POS)]
+    index: NotRequired[Annotated[int | None, _f("llama-server's checkpoint index")]]
+    limit: NotRequired[Annotated[int | None, _f("llama-server's checkpoint limit")]]
+    bytes: Annotated[int, _f("checkpoint size", "bytes")]
+
+
+class CtxRestore(TypedDict):
+    """The recurrent state goes back to a context checkpoint, or to nothing (`reset`)."""
+
+    position: Annotated[int, _f("state position after the restore", _POS)]
+    digest: NotRequired[Annotated[str, _f("state digest at `position`", digest=True)]]
+    reprefill: NotRequired[Annotated[int, _f(
+        "history tokens to process again; absent where the log cannot tell", _TOKENS)]]
+    from_position: Annotated[int | None, _f("the state's position before (None: unknown)",
+                                            _POS)]
+    reset: Annotated[bool, _f("True: no checkpoint fit, the state starts empty")]
+    checkpoint: NotRequired[Annotated[int | None, _f("llama-server: the checkpoint's slot "
+                                                     "length", _TOKENS)]]
+    pos_min: NotRequired[Annotated[int | None, _f("llama-server: its first position", _POS)]]
+    pos_max: NotRequired[Annotated[int | None, _f("llama-server: its last position", _POS)]]
+    bytes: NotRequired[Annotated[int, _f("llama-server: its size", "bytes")]]
+
+
+class TurnMetricsRow(TypedDict):
+    """`engine/metrics.py` `TurnMetrics.to_dict()`. An imported log's unknown figure is
+    None and named in `unknown`."""
+
+    slot: Annotated[int, _f("the slot")]
+    turn: Annotated[int, _f("the turn")]
+    prompt_tokens: Annotated[int | None, _f("prompt length", _TOKENS)]
+    generated_tokens: Annotated[int | None, _f("visible answer length, EOG included",
+                                               _TOKENS)]
+    drafted: Annotated[int | None, _f("drafted tokens verified", _TOKENS)]
+    accepted: Annotated[int | None, _f("drafted tokens accepted", _TOKENS)]
+    kept_tokens: Annotated[int | None, _f("prefix kept at the turn's start", _TOKENS)]
+    f_keep: Annotated[float | None, _f("kept / slot length", "ratio")]
+    reprefill_tokens: Annotated[int | None, _f("history processed again", _TOKENS)]
+    restores: Annotated[int | None, _f("in-round restores", "count")]
+    ctx_restores: Annotated[int | None, _f("context-checkpoint restores", "count")]
+    rounds: Annotated[int | None, _f("rounds", "count")]
+    stray_tokens: Annotated[int | None, _f("tokens left behind EOG (#28049)", _TOKENS)]
+    prefill_tokens: Annotated[int | None, _f("prompt tokens processed", _TOKENS)]
+    prefill_s: Annotated[float | None, _f("prefill time", "s", timing=True)]
+    decode_s: Annotated[float | None, _f("decode time", "s", timing=True)]
+    rollback_s: Annotated[float | None, _f("in-round rollback time", "s", timing=True)]
+    repair_s: Annotated[float | None, _f("context restore time", "s", timing=True)]
+    reprefill_s: Annotated[float | None, _f("prefill time of the repeated history", "s",
+                                            timing=True)]
+    livelocks: Annotated[int | None, _f("livelocks the guard ended", "count")]
+    violations: Annotated[int | None, _f("invariant violations recorded", "count")]
+    decode_tps: Annotated[float | None, _f("generated tokens per decode second", "tokens/s",
+                                           timing=True)]
+    acceptance: Annotated[float | None, _f("accepted / drafted", "ratio")]
+    unknown: NotRequired[Annotated[list[str], _f("imported: the figures the log cannot "
+                                                 "give")]]
+    task: NotRequired[Annotated[int, _f("imported: llama-server's task id")]]
+    stop: NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]]
+
+
+class EndTurn(TypedDict):
+    """The turn is over: its metrics."""
+
+    metrics: Annotated[TurnMetricsRow, _f("the turn's measurements")]
+
+
+class Fail(TypedDict):
+    """The run failed: the slot goes to `failed`."""
+
+    error: Annotated[str, _f("the error, one line")]
+    truncated: NotRequired[Annotated[bool, _f("True: an imported log ends inside the task")]]
+
+
+class InvariantViolation(TypedDict):
+    """An invariant failed (docs/design.md#invariants; `fsm.invariants.Violation`)."""
+
+    invariant: Annotated[str, _f("the invariant's name (`fsm.invariants.Invariant`)")]
+    message: Annotated[str, _f("what failed, with the numbers")]
+    details: Annotated[dict[str, Any], _f("the numbers that show it, per invariant")]
+
+
+PAYLOADS: dict[Trigger, type] = {
+    Trigger.BEGIN: Begin, Trigger.DRAFT: Draft, Trigger.VERIFY: Verify,
+    Trigger.DECODE: Decode, Trigger.ACCEPT: Accept, Trigger.REJECT: Reject,
+    Trigger.RESTORE: Restore, Trigger.REPLAY: Replay, Trigger.COMMIT: Commit,
+    Trigger.NEXT: Next, Trigger.RETRY: Retry, Trigger.START_TURN: StartTurn,
+    Trigger.PREFILL: Prefill, Trigger.CTX_SAVE: CtxSave, Trigger.CTX_RESTORE: CtxRestore,
+    Trigger.END_TURN: EndTurn, Trigger.FAIL: Fail,
+    Trigger.INVARIANT_VIOLATION: InvariantViolation, Trigger.LIVELOCK: Livelock,
+}
+"""Each trigger's payload type."""
+
+# --- reading the schema -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One key of a payload type: its name, type, whether it must be present, its `Field`."""
+
+    name: str
+    type: Any
+    required: bool
+    field: Field
+
+
+def keys(td: type) -> list[Key]:
+    """The keys of payload type `td`, in declaration order."""
+    hints = get_type_hints(td, include_extras=True)
+    out = []
+    for name, hint in hints.items():
+        if get_origin(hint) is NotRequired:
+            hint = get_args(hint)[0]
+        base, meta = get_args(hint)[0], get_args(hint)[1]
+        out.append(Key(name, base, name in td.__required_keys__, meta))
+    return out
+
+
+def _paths(td: type, flag: str, prefix: str = "") -> Iterator[str]:
+    for k in keys(td):
+        if getattr(k.field, flag):
+            yield prefix + k.name
+        if is_typeddict(k.type):
+            yield from _paths(k.type, flag, f"{prefix}{k.name}.")
+
+
+def marked(flag: str) -> dict[Trigger, frozenset[str]]:
+    """Per trigger, the dotted paths of its payload's fields with `flag` ("timing" or
+    "digest") set, such as `metrics.decode_s`."""
+    return {t: frozenset(_paths(td, flag)) for t, td in PAYLOADS.items()}
+
+
+# --- checking payloads --------------------------------------------------------------------------
+
+
+def check_payload(trigger: Trigger, payload: Mapping[str, Any]) -> list[str]:
+    """Why `payload` is not `trigger`'s payload type: missing, unknown or ill-typed keys
+    (empty when it is one). For tests; readers trust what the recorder was given."""
+    return _check(PAYLOADS[trigger], payload, "")
+
+
+def check_events(events: Iterable[Any]) -> list[str]:
+    """`check_payload` over events (anything with `seq`, `trigger` and `payload`): one
+    line per problem, naming the event."""
+    return [f"seq {ev.seq} {ev.trigger.value}: {problem}" for ev in events
+            for problem in check_payload(ev.trigger, ev.payload)]
+
+
+def _check(td: type, payload: Mapping[str, Any], path: str) -> list[str]:
+    if not isinstance(payload, Mapping):
+        return [f"{path or 'payload'}: {type(payload).__name__}, not an object"]
+    known = {k.name: k for k in keys(td)}
+    out = [f"{path}{name}: unknown key" for name in payload if name not in known]
+    for name, k in known.items():
+        if name not in payload:
+            if k.required:
+                out.append(f"{path}{name}: missing")
+        elif not _conforms(payload[name], k.type, f"{path}{name}", out):
+            out.append(f"{path}{name}: {payload[name]!r} is not {_type_name(k.type)}")
+    return out
+
+
+def _conforms(value: Any, tp: Any, path: str, out: list[str]) -> bool:
+    origin = get_origin(tp)
+    if tp is Any:
+        return True
+    if tp is NoneType:
+        return value is None
+    if origin in (Union, UnionType):
+        return any(_conforms(value, arm, path, []) for arm in get_args(tp))
+    if is_typeddict(tp):
+        out.extend(_check(tp, value, path + "."))
+        return True
+    if origin is list:
+        (arm,) = get_args(tp)
+        return isinstance(value, list | tuple) and all(_conforms(v, arm, path, out)
+                                                       for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, tp)
+
+
+def _type_name(tp: Any) -> str:
+    if tp is NoneType:
+        return "null"
+    if get_origin(tp) in (Union, UnionType):
+        return " | ".join(_type_name(a) for a in get_args(tp))
+    if get_origin(tp) is list:
+        return f"list[{_type_name(get_args(tp)[0])}]"
+    if is_typeddict(tp):
+        return f"`{tp.__name__}`"
+    if get_origin(tp) is dict:
+        return "object"
+    return {int: "int", float: "number", str: "string", bool: "bool"}.get(tp, str(tp))
+
+
+# --- docs/events.md -----------------------------------------------------------------------------
+
+
+def markdown() -> str:
+    """The text of docs/events.md, generated from the payload types."""
+    lines = [_INTRO.format(version=EVENT_SCHEMA_VERSION)]
+    moves = {t: (srcs, dest) for t, srcs, dest in TRANSITIONS}
+    nested: list[type] = []
+    for trigger, td in PAYLOADS.items():
+        srcs, dest = moves[trigger]
+        where = ("any state, staying there" if dest is None
+                 else f"{' | '.join(s.value for s in srcs) if len(srcs) < 11 else 'any'}"
+                 f" -> {dest.value}")
+        lines += [f"### `{trigger.value}`", "", f"`{td.__name__}` ({where}). "
+                  f"{_doc(td)}", ""]
+        lines += _table(td, nested)
+    for td in nested:
+        lines += [f"### `{td.__name__}`", "", _doc(td), ""]
+        lines += _table(td, [])
+    lines.append(_VERSIONS)
+    return "\n".join(lines)
+
+
+def _doc(td: type) -> str:
+    return " ".join((td.__doc__ or "").split())
+
+
+def _table(td: type, nested: list[type]) -> list[str]:
+    ks = keys(td)
+    if not ks:
+        return ["No fields.", ""]
+    rows = ["| key | type | presence | unit | meaning |", "|---|---|---|---|---|"]
+    for k in ks:
+        if is_typeddict(k.type) and k.type not in nested:
+            nested.append(k.type)
+        presence = "required" if k.required else "optional"
+        notes = [k.field.doc] + [n for n, on in (("timing: never compared", k.field.timing),
+                                                 ("digest: compared on one device only",
+                                                  k.field.digest)) if on]
+        cells = (f"`{k.name}`", _type_name(k.type), presence, k.field.unit, "; ".join(notes))
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return [*rows, ""]
+
+
+_INTRO = """\
+# Event schema
+
+Generated by `python -m fsm.payloads` from the payload types in `fsm/payloads.py`
+(a test keeps this file equal to it); do not edit by hand. Event schema version
+{version}: the version a ledger stores (`eventlog/schema.py`); a ledger of another version
+is refused in one line when it is opened.
+
+Every transition of a slot's round machine is one event: `seq`, `slot`, `turn`, `round`,
+`trigger`, `source` and `dest` (the states before and after, docs/design.md#round-transaction),
+`t` and `duration` (seconds on the backend's clock: simulated for `sim`, wall for `torch`,
+log time for an imported llama-server log; never compared between runs) and a JSON
+`payload`, the trigger's payload type below. Positions follow docs/design.md#positions:
+`position` is the count of the slot's tokens the model state has consumed.
+
+A key is *required* or *optional* (absent where it does not apply, or where the source,
+such as an imported llama-server log, does not show it). A type `... | null` is a required
+key whose null means unknown. Token lists hold null where an imported log does not show
+an id. *timing* fields differ between two runs of the same thing and are never compared
+(`eventlog/compare.py`); *digest* fields are compared only between runs on one device.
+
+## Why dicts
+
+A payload is stored, and handed to readers, as the plain dict its writer built: the types
+are `TypedDict`s, checked by tests (`fsm.payloads.check_payload` on every event of sim,
+torch and imported sessions), not converted per event. Building and parsing a frozen
+dataclass per event costs several times the dict, on paths that record ~50k events a
+second and analyse a million.
+
+## Payloads
+"""
+
+_VERSIONS = """\
+## Versions
+
+- 1: the first recorded schema (the payloads above). Documented as types without a
+  change to any stored event.
+"""
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
