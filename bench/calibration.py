@@ -1,10 +1,12 @@
 """Fit the sim's cost model to the torch backend on this machine and store it as the
 profile `hybrid-tiny-cpu-measured` (`specledger bench calibration`).
 
-    .venv/bin/python bench/calibration.py [--quick] [--out DIR] [--db PATH] [--threads N]
+    .venv/bin/python bench/calibration.py [--quick] [--out DIR | --record] [--db PATH]
+                                          [--threads N]
 
 Writes <out>/calibration/results.json, results.md, the profile JSON and the plot (PNG and
-SVG); a full run (not --quick) also writes engine/sim/profiles/hybrid-tiny-cpu-measured.json.
+SVG); a recorded run (--record, a full one) writes them into bench/results/ and also
+engine/sim/profiles/hybrid-tiny-cpu-measured.json.
 Prints the fitted constants, the fit error per operation and the validation errors.
 """
 

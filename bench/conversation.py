@@ -3,7 +3,8 @@ and many short follow-ups, under the `legacy` and `truncate` EOG policies, on th
 Qwen3.5-27B / H200 scale (20 turns, 16,000-token answers) and on the real engine on this
 CPU; per turn boundary re-prefill, restores and conversation cost.
 
-    .venv/bin/python bench/conversation.py [--quick] [--out DIR] [--db PATH] [--threads N]
+    .venv/bin/python bench/conversation.py [--quick] [--out DIR | --record] [--db PATH]
+                                           [--threads N]
 
 Writes <out>/conversation/results.json, results.md and the plots; prints the tables.
 """

@@ -6,7 +6,7 @@ acceptance, accepted per round, tok/s, speedup over plain, draft time share, los
 the sim at Qwen3.5-27B / H200, the synthetic drafter's speedup curve over acceptance at
 draft 4 and 8.
 
-    .venv/bin/python bench/drafters.py [--quick] [--out DIR] [--db PATH] [--threads N]
+    .venv/bin/python bench/drafters.py [--quick] [--out DIR | --record] [--db PATH] [--threads N]
 
 Writes <out>/drafters/results.json, results.md and acceptance_vs_speedup.png/.svg; prints
 the tables.

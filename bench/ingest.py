@@ -3,7 +3,7 @@ once and 4 into one SQLite file, each beside one writer alone; aggregate events/
 every session checked whole afterwards (`specledger bench ingest`). Needs the PostgreSQL
 server binaries (apt-get install postgresql); it starts a throwaway server of its own.
 
-    .venv/bin/python bench/ingest.py [--quick] [--out DIR]
+    .venv/bin/python bench/ingest.py [--quick] [--out DIR | --record]
 
 Writes <out>/ingest/results.json, results.md and the plot (PNG and SVG).
 """

@@ -1,13 +1,14 @@
 """GPU check and benchmark of the kernels/ Triton kernels (issue 5). One command:
 
-    python bench/kernels_gpu.py --out bench/results/kernels_gpu [--fla-wheel .whl]
+    python bench/kernels_gpu.py [--out DIR | --record] [--fla-wheel .whl]
 
 On a CUDA machine it (1) checks every kernel against its torch reference at Qwen3.5-27B-like
 shapes, (2) times, per GDN layer, the verify variants against a plain fused recurrent pass,
 the torch reference and fla's fused_recurrent_gated_delta_rule (when its wheel is given or
 installed), the per_token commit against a device-to-device copy measured in the same run,
 and the input_replay commit against the checkpoint strategy's save + restore + forward at
-every accepted count, and (3) writes results.json and results.md under --out.
+every accepted count, and (3) writes results.json and results.md under --out (default
+./out/bench/kernels_gpu; --record: the checkout's tracked bench/results/kernels_gpu).
 Without CUDA it exits 2; ``--smoke-cpu`` runs the same code at toy shapes under the Triton
 interpreter (the test suite does, so the script cannot rot unseen). Exit 1 when a check
 fails (or, with --strict, a goal). Needs torch >= 2.4 and triton >= 3.0.
@@ -31,8 +32,13 @@ if str(ROOT) not in sys.path:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command line: shapes default to Qwen3.5-27B's GDN layers (48 x 32 value heads)."""
+    from specbench.record import results_folder
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "kernels_gpu")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="results folder (./out/bench/kernels_gpu)")
+    where.add_argument("--record", action="store_true",
+                       help="write the checkout's tracked bench/results/kernels_gpu")
     p.add_argument("--batches", default="1,4,16,64", help="comma-separated batch sizes")
     p.add_argument("--drafts", default="4,8,16", help="draft lengths k (verify T = k + 1)")
     p.add_argument("--layers", type=int, default=48, help="GDN layers (one-launch commit)")
@@ -48,6 +54,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--smoke-cpu", action="store_true", help="toy shapes, Triton interpreter")
     args = p.parse_args(argv)
+    if args.record and args.smoke_cpu:  # the tracked results are a GPU's numbers
+        p.error("--record keeps a GPU run's numbers; --smoke-cpu's are not (drop one)")
+    if args.out is None:
+        args.out = results_folder(None, args.record) / "kernels_gpu"
     if args.smoke_cpu:
         args.batches, args.drafts, args.layers = "1,2", "2", 2
         args.heads, args.value_heads, args.head_dim = 1, 2, 8

@@ -6,7 +6,7 @@ ngram-simple, ngram-map-k, ngram-mod, draft-model / draft-simple), interleaved a
 repeated (the fastest pass counts); every answer checked against plain decode's and
 llama.cpp's plain answers against ours. Needs `make llama`.
 
-    .venv/bin/python bench/llama.py [--quick] [--out DIR] [--db PATH] [--threads N]
+    .venv/bin/python bench/llama.py [--quick] [--out DIR | --record] [--db PATH] [--threads N]
 
 Writes <out>/llama/results.json, results.md and llama_vs_ours.png/.svg; prints the table.
 """

@@ -1,7 +1,7 @@
 """What recording costs: events/s, projection speed, bytes per event, and the overhead of
 recording on a sim run and on the real engine (`specledger bench recorder`).
 
-    .venv/bin/python bench/recorder.py [--quick] [--out DIR] [--db PATH] [--threads N]
+    .venv/bin/python bench/recorder.py [--quick] [--out DIR | --record] [--db PATH] [--threads N]
 
 Writes <out>/recorder/results.json, results.md and the plot (PNG and SVG).
 """

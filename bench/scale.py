@@ -2,7 +2,7 @@
 of a 10M-event session (peak RSS), each analysis in a process of its own
 (`specledger bench scale`). Needs about 2 GB of free disk for the 10M-event SQLite file.
 
-    .venv/bin/python bench/scale.py [--quick] [--out DIR]
+    .venv/bin/python bench/scale.py [--quick] [--out DIR | --record]
 
 Writes <out>/scale/results.json and results.md.
 """

@@ -2,7 +2,7 @@
 checkpoint vs per_token vs input_replay (and none) over acceptance x draft length, on the
 sim's large profiles and on the real engine on this CPU.
 
-    .venv/bin/python bench/strategies.py [--quick] [--out DIR] [--db PATH] [--threads N]
+    .venv/bin/python bench/strategies.py [--quick] [--out DIR | --record] [--db PATH] [--threads N]
 
 Writes <out>/strategies/results.json, results.md and the plots; prints the tables.
 """

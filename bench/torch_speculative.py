@@ -4,8 +4,10 @@ question of many held-out conversations, every drafter once and every rollback s
 once) and our plain decode against transformers' `generate` on the same weights.
 
     .venv/bin/python bench/torch_speculative.py [--prompts 50] [--tokens 256] [--quick]
+                                                [--out STEM | --record]
 
-Writes bench/results/torch_speculative.json and .md. The per-drafter speed table (acceptance,
+Writes <STEM>.json and .md (default ./out/bench/torch_speculative; --record: the checkout's
+tracked bench/results/torch_speculative). The per-drafter speed table (acceptance,
 tok/s, speedup over plain, draft share) is `specledger bench drafters`
 (`bench/drafters.py`); the rollback strategies side by side are `specledger bench
 strategies`.
@@ -25,8 +27,8 @@ from engine.hybrid.backend import TorchBackend
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from specbench.drafters import DRAFTERS, torch_config
 from specbench.drafters_runs import run_unrecorded
+from specbench.record import results_folder
 
-RESULTS = Path(__file__).parent / "results"
 STRATEGIES = ("checkpoint", "per_token", "input_replay")
 # every drafter once, every strategy once (the full cross product runs in the tests)
 COMBOS = [(d, "checkpoint") for d in DRAFTERS] + [("mtp", s) for s in STRATEGIES[1:]]
@@ -86,8 +88,14 @@ def main() -> None:
     p.add_argument("--quick", action="store_true",
                    help="2 prompts of at most 32 tokens: a smoke run")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    p.add_argument("--out", type=Path, default=RESULTS / "torch_speculative")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="results stem (./out/bench/torch_speculative)")
+    where.add_argument("--record", action="store_true",
+                       help="write the checkout's tracked bench/results/torch_speculative")
     args = p.parse_args()
+    if args.record and args.quick:  # the tracked results are numbers to quote
+        p.error("--record keeps full runs' numbers; --quick's are not to quote (drop one)")
+    out = args.out or results_folder(None, args.record) / "torch_speculative"
     torch.set_num_threads(args.threads)
     prompts, tokens = (2, min(args.tokens, 32)) if args.quick else (args.prompts, args.tokens)
     base = torch_config(args.model, args.draft_model, turns=1, tokens=tokens)
@@ -100,9 +108,9 @@ def main() -> None:
     prompt = TorchBackend(base, ckpt).question(0, 1, first=True)
     results["vs_transformers"] = vs_transformers(args.model, prompt, tokens)
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(results) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(results) + "\n")
     print(markdown(results))
 
 

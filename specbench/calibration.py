@@ -26,9 +26,11 @@ operations only, so the engine's own work per round on torch (events, the state 
 at each commit: a few percent of a plain decode step here) is a known bias towards a low
 prediction.
 
-The profile is written as JSON into the suite's folder, and into `engine/sim/profiles/`
-by a full (not quick) run, where `--profile hybrid-tiny-cpu-measured` finds it. The
-suite reports no goal: its table holds the fit and validation errors.
+The profile is written as JSON into the suite's folder, where `--profile
+<out>/calibration/hybrid-tiny-cpu-measured.json` finds it; a recorded run (`--record`,
+a full one) also stores it in `engine/sim/profiles/`, where `--profile
+hybrid-tiny-cpu-measured` finds it. The suite reports no goal: its table holds the fit and
+validation errors.
 
 It runs on the benchmark's device (`--device`, CUDA when present under `auto`); a CUDA
 run stores its profile as `hybrid-tiny-cuda-measured`, beside the CPU one.
@@ -188,7 +190,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     }
     folder = opts.suite_dir("calibration")
     files = [save_profile(profile, folder, calibration)]
-    if not opts.quick:  # the shipped profile is the one a full run measured
+    if opts.record:  # the shipped profile changes only when a run is recorded
         files.append(save_profile(profile, PROFILE_DIR, calibration))
     files += plot(points, profile, folder)
     data = {"profile": profile.name, "constants": asdict(profile), "calibration": calibration,

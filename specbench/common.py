@@ -2,7 +2,8 @@
 
 A suite records its runs as sessions in the benchmark's log (`BenchOptions.db`), writes
 `results.json` and `results.md` under `<out>/<suite>/`, and draws its plots there as PNG
-and SVG. The README links those files and quotes the goals table.
+and SVG. The README links those files, as recorded in the checkout's `bench/results/`
+(`record.py`), and quotes the goals table.
 """
 
 import argparse
@@ -15,9 +16,7 @@ from typing import Any
 
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
-
-DEFAULT_OUT = Path("bench/results")
-DEFAULT_BENCH_DB = "bench/results/bench.db"
+from specbench.record import DEFAULT_OUT, results_folder
 
 
 @dataclass(frozen=True)
@@ -26,11 +25,14 @@ class BenchOptions:
 
     `quick` shrinks every suite to seconds (tests and smoke runs); the numbers it
     produces are not the ones to quote. `threads` is torch's intra-op thread count.
+    `record` says `out` is the checkout's tracked results: a calibration then also stores
+    its profile among the sim's shipped ones.
     """
 
     out: Path = DEFAULT_OUT
-    db: str = DEFAULT_BENCH_DB
+    db: str = str(DEFAULT_OUT / "bench.db")
     quick: bool = False
+    record: bool = False
     threads: int = 1
     model: str = SHIPPED_TARGET
     draft_model: str = SHIPPED_DRAFT
@@ -42,6 +44,9 @@ class BenchOptions:
             raise ConfigError(f"threads: {self.threads} must be at least 1")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
+        if self.record and self.quick:  # the tracked results are numbers to quote
+            raise ConfigError("bench: --record keeps full runs' numbers; --quick's are not "
+                              "to quote (drop one)")
 
     def checkpoint(self, path: str) -> Any:
         """The checkpoint at `path`, loaded once onto the benchmark's device, for the
@@ -150,23 +155,38 @@ def panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
     return fig, list(fig.subplots(1, n, squeeze=False)[0])
 
 
+def add_out_flags(parser: argparse.ArgumentParser) -> None:
+    """`--out DIR` or `--record` (the checkout's tracked results), not both."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help=f"results folder (default: ./{DEFAULT_OUT}, "
+                                                "which git ignores)")
+    where.add_argument("--record", action="store_true",
+                       help="write the checkout's tracked bench/results (and, for "
+                            "calibration, the shipped sim profile); full runs only")
+
+
 def main(suite: str, doc: str | None = None) -> None:
-    """A suite's script (`bench/<suite>.py`): parse --quick --out --db --threads, run the
-    suite, print its table, goals and files. `doc` is the script's help text."""
+    """A suite's script (`bench/<suite>.py`): parse --quick --out|--record --db --threads
+    --device, run the suite, print its table, goals and files. `doc` is the script's help
+    text."""
     from specbench import run_suite
 
     parser = argparse.ArgumentParser(description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes: a smoke run, not numbers to quote")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--db", default=DEFAULT_BENCH_DB, help="the benchmark's session log")
+    add_out_flags(parser)
+    parser.add_argument("--db", help="the benchmark's session log (default: <out>/bench.db)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="torch backend's device (auto: CUDA when present)")
     args = parser.parse_args()
-    opts = BenchOptions(out=args.out, db=args.db, quick=args.quick, threads=args.threads,
-                        device=args.device)
+    try:
+        out = results_folder(args.out, args.record)
+        opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
+                            record=args.record, threads=args.threads, device=args.device)
+    except ConfigError as exc:
+        parser.error(str(exc))
     result = run_suite(suite, opts)
     print(result.table)
     if result.goals:

@@ -1,27 +1,36 @@
 """`specledger bench [SUITE ...]`: run benchmark suites, print their tables, keep the
-goals table of every suite measured so far in `<out>/goals.md`."""
+goals table of every suite measured so far in `<out>/goals.md`.
+
+The suites live above the library, in `specbench`; this command is the library's only way
+in, and imports them only inside its functions.
+"""
 
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markdown import Markdown
 
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
-from specbench import SUITES, BenchOptions, Goal, run_suite
-from specbench.common import goals_table
 from specledger import output
 from specledger.cli_common import add_common
+
+if TYPE_CHECKING:
+    from specbench import Goal
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the named suites (all when none is named) and write their results."""
-    out = Path(args.out)
+    from specbench import SUITES, BenchOptions, run_suite
+    from specbench.common import goals_table
+    from specbench.record import results_folder
+
+    out = results_folder(args.out, args.record)
     opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
-                        threads=args.threads, model=args.model, draft_model=args.draft_model,
-                        seed=args.seed, device=args.device)
+                        record=args.record, threads=args.threads, model=args.model,
+                        draft_model=args.draft_model, seed=args.seed, device=args.device)
     names = args.suites or list(SUITES)
     unknown = [n for n in names if n not in SUITES]
     if unknown:  # before any suite runs: a typo must not cost the suites before it
@@ -50,8 +59,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def collect_goals(out: Path) -> list[Goal]:
+def collect_goals(out: Path) -> "list[Goal]":
     """The goals of every suite whose results lie under `out` (measured now or before)."""
+    from specbench import SUITES, Goal
+
     goals: list[Goal] = []
     for name in SUITES:
         path = out / name / "results.json"
@@ -64,17 +75,22 @@ def collect_goals(out: Path) -> list[Goal]:
 
 def add_parser(sub: Any) -> None:
     """The `bench` subcommand's options."""
+    from specbench import SUITES
+    from specbench.common import add_out_flags
+
     p = sub.add_parser("bench",
                        help="measure: conversation cost, rollback strategies, drafters, "
                             "recorder cost, sim calibration",
                        description="Run benchmark suites; their sessions go to --db "
-                                   "(default: <out>/bench.db), their results under --out.")
+                                   "(default: <out>/bench.db), their results under --out "
+                                   "(default: ./out/bench), or with --record into the "
+                                   "checkout's tracked bench/results.")
     # No argparse `choices`: with nargs="*" it rejects the empty default (Python 3.11).
     p.add_argument("suites", nargs="*", metavar="SUITE",
                    help=f"one or more of {', '.join(SUITES)} (default: all)")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes: checks that everything runs; not numbers to quote")
-    p.add_argument("--out", default="bench/results", help="results folder (bench/results)")
+    add_out_flags(p)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="torch backend's device (auto: CUDA when torch sees one)")

@@ -229,10 +229,12 @@ def profile_names(folder: Path = PROFILE_DIR) -> list[str]:
 
 
 def get_profile(name: str, folder: Path = PROFILE_DIR) -> CostProfile:
-    """The named profile: a built-in one, else `<folder>/<name>.json`; a clear error lists
-    the known ones."""
+    """The named profile: a built-in one, else `<folder>/<name>.json`, or the file a name
+    ending in `.json` is the path of; a clear error lists the known ones."""
     if name in PROFILES:
         return PROFILES[name]
+    if name.endswith(".json"):  # fitted elsewhere: `bench calibration` writes to its --out
+        return load_profile_file(Path(name))
     path = folder / f"{name}.json"
     if path.is_file():
         return load_profile_file(path)

@@ -1,14 +1,19 @@
-"""The calibration suite: a quick run writes its profile into its own folder, never over
-the shipped one, validates against recorded torch runs and reports no goal."""
+"""The calibration suite: a run writes its profile into its own folder (where `--profile
+PATH` finds it), over the shipped one only when recorded, validates against recorded torch
+runs and reports no goal."""
 
 import json
 from pathlib import Path
 
+import pytest
+
 from engine.sim.costs import PROFILE_DIR, get_profile
 from eventlog import get_session, open_db
-from specbench import BenchOptions, run_suite
+from specbench import BenchOptions, calibration, run_suite
 from specbench.calibration import PROFILE_NAME
 from specbench.calibration_fit import FITTED
+from specbench.calibration_measure import QUICK
+from specledger.cli import main
 
 
 def test_quick_run_writes_its_profile_but_not_the_shipped_one(tmp_path: Path) -> None:
@@ -22,6 +27,7 @@ def test_quick_run_writes_its_profile_but_not_the_shipped_one(tmp_path: Path) ->
 
     folder = tmp_path / "calibration"
     profile = get_profile(PROFILE_NAME, folder)
+    assert get_profile(str(folder / f"{PROFILE_NAME}.json")) == profile  # --profile PATH
     stored = json.loads((folder / f"{PROFILE_NAME}.json").read_text())
     assert stored["calibration"]["quick"] is True
     assert stored["calibration"]["machine"]["device"] == "cpu"
@@ -46,3 +52,22 @@ def test_quick_run_writes_its_profile_but_not_the_shipped_one(tmp_path: Path) ->
     backends = [get_session(engine, sid).backend for sid in result.sessions]
     assert backends == ["torch"] * 4
     engine.dispose()
+
+
+@pytest.mark.parametrize("record", [False, True])
+def test_only_a_recorded_run_stores_the_shipped_profile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        record: bool) -> None:
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(calibration, "FULL", QUICK)  # a full run's path at the quick sizes
+    monkeypatch.setattr(calibration, "PROFILE_DIR", shipped)
+    opts = BenchOptions(out=tmp_path / "out", db=str(tmp_path / "bench.db"), record=record)
+    result = run_suite("calibration", opts)
+    stored = shipped / f"{PROFILE_NAME}.json"
+    assert stored.is_file() == record and (stored in result.files) == record
+    fitted = tmp_path / "out" / "calibration" / f"{PROFILE_NAME}.json"
+    assert fitted in result.files
+    assert main(["run", "--backend", "sim", "--profile", str(fitted), "--turns", "1",
+                 "--prompt-tokens", "64", "--question-tokens", "8", "--answer-tokens", "40",
+                 "--db", str(tmp_path / "sim.db"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
