@@ -5,21 +5,25 @@ from pathlib import Path
 
 from eventlog import get_session, open_db
 from eventlog.compare import Tolerance
-from eventlog.diff import diff_streams
+from eventlog.diff import DiffMode, diff_mode, diff_streams
 from eventlog.postmortem import Severity, postmortem_session
 from eventlog.reader import scan_events
+from eventlog.token_diff import TOKEN_TRIGGERS
 from specledger import output
 from specledger.analysis_output import (
     divergence_json,
     print_divergence,
     print_postmortem,
+    print_token_diff,
     print_turn_deltas,
+    token_diff_json,
     turn_deltas_json,
 )
 from specledger.report import build_report
 from specledger.rerun import recorded_config, rerun
 from specledger.scenarios import run_scenario
 from specledger.settings import parse_settings
+from specledger.token_text import decoders
 
 
 def tolerance_from_args(args: argparse.Namespace) -> Tolerance:
@@ -61,23 +65,37 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    """`specledger diff A B`: 0 when identical (timings aside), 1 when they diverge."""
+    """`specledger diff A B [--tokens]`: 0 when identical (timings aside; token by token for
+    sessions of different backends or with --tokens), 1 when they differ."""
     engine = open_db(args.db, create=False)
-    for sid in (args.a, args.b):
-        get_session(engine, sid)
+    info_a, info_b = get_session(engine, args.a), get_session(engine, args.b)
+    mode = diff_mode(info_a, info_b, args.tokens)
     tol = tolerance_from_args(args)
-    result = diff_streams(scan_events(engine, args.a), scan_events(engine, args.b), tol)
+    only = TOKEN_TRIGGERS if mode is DiffMode.TOKENS else None
+    result = diff_streams(scan_events(engine, args.a, triggers=only),
+                          scan_events(engine, args.b, triggers=only), tol, mode=mode)
+    decode = decoders(info_a, info_b) if result.tokens is not None else (None, None)
     if args.json:
         output.emit_json({
-            "a": args.a, "b": args.b, "identical": result.divergence is None,
-            "tolerance": tol.to_dict(), "compared": result.compared,
-            "divergence": divergence_json(result.divergence),
+            "a": args.a, "b": args.b, "mode": mode.value,
+            "backends": {"a": info_a.backend, "b": info_b.backend},
+            "identical": result.identical, "tolerance": tol.to_dict(),
+            "compared": result.compared, "divergence": divergence_json(result.divergence),
+            "tokens": (token_diff_json(result.tokens, decode)
+                       if result.tokens is not None else None),
             "turns": turn_deltas_json(result.turns)})
     else:
-        print_divergence(result.divergence, f"sessions {args.a} and {args.b} agree on all "
-                                            f"{result.compared} events")
-        print_turn_deltas(result.turns, f"session {args.a}", f"session {args.b}")
-    return 0 if result.divergence is None else 1
+        a, b = f"session {args.a}", f"session {args.b}"
+        if result.tokens is not None:
+            why = ("--tokens" if info_a.backend == info_b.backend
+                   else f"backends {info_a.backend} and {info_b.backend}")
+            output.console.print(f"compared token by token ({why})")
+            print_token_diff(result.tokens, a, b, decode)
+        else:
+            print_divergence(result.divergence, f"sessions {args.a} and {args.b} agree on "
+                                                f"all {result.compared} events")
+        print_turn_deltas(result.turns, a, b, prompts=result.tokens is not None)
+    return 0 if result.identical else 1
 
 
 def cmd_postmortem(args: argparse.Namespace) -> int:

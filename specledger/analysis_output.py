@@ -7,8 +7,12 @@ from rich.table import Table
 
 from eventlog.diff import Divergence, TurnDelta
 from eventlog.postmortem import Finding, Postmortem
+from eventlog.token_diff import Part, TokenDiff, TokenDivergence
 from fsm.event import Event
 from specledger.output import console
+from specledger.token_text import Decoder
+
+Decoders = tuple[Decoder | None, Decoder | None]
 
 _LIST_HEAD = 8
 
@@ -48,8 +52,65 @@ def turn_deltas_json(turns: Sequence[TurnDelta]) -> list[dict[str, Any]]:
         metrics = {k: {"a": a, "b": b, "delta": None if a is None or b is None else b - a}
                    for k, (a, b) in t.metrics.items()}
         out.append({"slot": t.slot, "turn": t.turn, "same_output": t.same_output,
-                    "first_token_diff": t.first_token_diff, "metrics": metrics})
+                    "first_token_diff": t.first_token_diff, "same_prompt": t.same_prompt,
+                    "first_prompt_diff": t.first_prompt_diff, "metrics": metrics})
     return out
+
+
+def token_diff_json(t: TokenDiff, decode: Decoders) -> dict[str, Any]:
+    """The `tokens` object of the diff contract in token mode."""
+    return {"first": token_divergence_json(t.first, decode), "turns": t.turns,
+            "answer_tokens": t.answer_tokens,
+            "unknown": {"a": t.unknown[0], "b": t.unknown[1]}}
+
+
+def token_divergence_json(d: TokenDivergence | None, decode: Decoders) -> dict[str, Any] | None:
+    """The first differing token: place, both ids and (with a tokenizer) their text."""
+    if d is None:
+        return None
+    da, db = decode
+    return {"slot": d.slot, "turn": d.turn, "part": d.part.value, "index": d.index,
+            "position": d.position, "actual_position": d.actual_position,
+            "expected": d.expected, "actual": d.actual,
+            "expected_text": _text(da, d.expected), "actual_text": _text(db, d.actual),
+            "expected_ended": d.ended(0), "actual_ended": d.ended(1),
+            "lengths": {"a": d.lengths[0], "b": d.lengths[1]}, "before": list(d.before),
+            "before_text": da(d.before) if da is not None else None}
+
+
+def print_token_diff(t: TokenDiff, a: str, b: str, decode: Decoders) -> None:
+    """Where two sessions' committed tokens part, or that they agree."""
+    unknown = [f"{name} {n}" for name, n in zip((a, b), t.unknown, strict=True) if n]
+    note = (f"; ids not in the log, matched as any: {', '.join(unknown)}" if unknown else "")
+    d = t.first
+    if d is None:
+        console.print(f"[green]no divergence[/]: the committed tokens of {a} and {b} agree "
+                      f"({t.turns} turns, {t.answer_tokens} answer tokens{note})")
+        return
+    ids = [_token(d, side, decode[side]) for side in (0, 1)]
+    where = (f"prompt, sequence position {d.position}" if d.part is Part.PROMPT else
+             f"answer token {d.index} (sequence position {d.position} in {a}, "
+             f"{d.actual_position} in {b})")
+    console.print(f"[bold red]first differing token[/]: slot {d.slot}, turn {d.turn}, {where}:"
+                  f" expected [bold]{ids[0]}[/], actual [bold]{ids[1]}[/]", highlight=False)
+    context = decode[0](d.before) if decode[0] is not None else ""
+    if context:
+        console.print(f"  after {context!r}", highlight=False)
+    if note:
+        console.print(f"  {note[2:]}")
+
+
+def _token(d: TokenDivergence, side: int, decode: Decoder | None) -> str:
+    tok = (d.expected, d.actual)[side]
+    if d.ended(side):
+        return f"<end: its {d.part.value} has {d.lengths[side]} tokens>"
+    if tok is None:
+        return "<id not in the log>"
+    return f"{tok} {decode([tok])!r}" if decode is not None else str(tok)
+
+
+def _text(decode: Decoder | None, tok: int | None) -> str | None:
+    return None if decode is None or tok is None else decode([tok])
 
 
 def print_divergence(d: Divergence | None, what: str) -> None:
@@ -82,18 +143,29 @@ def _brief(payload: dict[str, Any], width: int = 70) -> str:
 _SHOWN = {"generated_tokens": "gen", "accepted": "accepted", "restores": "restores",
           "reprefill_tokens": "reprefill", "stray_tokens": "stray", "f_keep": "f_keep",
           "decode_tps": "tok/s", "violations": "violations"}
+_SHOWN_ACROSS = {"generated_tokens": "gen", "rounds": "rounds", "drafted": "drafted",
+                 "accepted": "accepted", "acceptance": "acc.", "restores": "restores",
+                 "reprefill_tokens": "reprefill", "stray_tokens": "stray",
+                 "decode_tps": "tok/s", "violations": "violations"}
+"""A token comparison's columns: sessions of two engines differ most in their rounds."""
 
 
-def print_turn_deltas(turns: Sequence[TurnDelta], a: str, b: str) -> None:
-    """Per-turn table: output equality and the main metrics, a -> b."""
+def print_turn_deltas(turns: Sequence[TurnDelta], a: str, b: str,
+                      prompts: bool = False) -> None:
+    """Per-turn table: output equality (and, from a token comparison, prompt equality:
+    `prompts`) and the main metrics, a -> b."""
     t = Table(title=f"turns: {a} -> {b}", title_justify="left")
-    for c in ("slot", "turn", "same output", *_SHOWN.values()):
+    heads, shown = (("same prompt",), _SHOWN_ACROSS) if prompts else ((), _SHOWN)
+    for c in ("slot", "turn", *heads, "same output", *shown.values()):
         t.add_column(c, justify="right")
     for d in turns:
         same = {True: "yes", False: f"[red]no (token {d.first_token_diff})[/]",
                 None: "-"}[d.same_output]
-        cells = [_pair(*d.metrics.get(k, (None, None))) for k in _SHOWN]
-        t.add_row(str(d.slot), str(d.turn), same, *cells)
+        prompt = ("-" if d.same_output is None else
+                  {True: "yes", False: f"[red]no (pos {d.first_prompt_diff})[/]",
+                   None: "ids unknown"}[d.same_prompt])
+        cells = [_pair(*d.metrics.get(k, (None, None))) for k in shown]
+        t.add_row(str(d.slot), str(d.turn), *((prompt,) if prompts else ()), same, *cells)
     console.print(t)
 
 

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="first divergent event and per-turn deltas of two sessions")
     diff.add_argument("a", type=int)
     diff.add_argument("b", type=int)
+    diff.add_argument("--tokens", action="store_true",
+                      help="compare the committed tokens, not every event (the default for "
+                           "sessions of different backends)")
     _tolerance_options(diff)
     post = sub.add_parser("postmortem",
                           help="findings from the log; exit 1 on an error-level finding")

@@ -10,13 +10,15 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eventlog import get_session
-from eventlog.diff import StreamDiff, diff_streams
+from eventlog.diff import DiffMode, StreamDiff, diff_mode, diff_streams
 from eventlog.postmortem import Finding, postmortem_session
 from eventlog.reader import scan_events
+from eventlog.token_diff import TOKEN_TRIGGERS, Part
 from eventlog.turns import fold_turns
-from specledger.analysis_output import shorten
+from specledger.analysis_output import Decoders, shorten
 from specledger.api import code_version
 from specledger.graphs import GraphKind, graph_dot
+from specledger.token_text import decoders
 from viz import inline_svg
 
 _TURN_COLUMNS = (("turn", "turn"), ("slot", "slot"), ("prompt_tokens", "prompt"),
@@ -26,8 +28,8 @@ _TURN_COLUMNS = (("turn", "turn"), ("slot", "slot"), ("prompt_tokens", "prompt")
                  ("reprefill_tokens", "reprefill"), ("restores", "restores"),
                  ("stray_tokens", "stray"), ("violations", "violations"),
                  ("decode_tps", "tok/s"))
-_DIFF_METRICS = ("generated_tokens", "accepted", "restores", "reprefill_tokens",
-                 "stray_tokens", "violations", "decode_tps")
+_DIFF_METRICS = ("generated_tokens", "rounds", "drafted", "accepted", "restores",
+                 "reprefill_tokens", "stray_tokens", "violations", "decode_tps")
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -115,29 +117,62 @@ def _comparison(engine: Engine, sessions: list[int]) -> str:
     base = sessions[0]
     out = ["<h2>Comparison</h2>",
            _figure(engine, GraphKind.DIVERGENCE, sessions, "d")]
+    info = get_session(engine, base)
     for other in sessions[1:]:
-        diff = diff_streams(scan_events(engine, base), scan_events(engine, other))
-        out.append(f"<h3>Session {other} against session {base}</h3>" + _diff(diff))
+        info_other = get_session(engine, other)
+        mode = diff_mode(info, info_other)
+        only = TOKEN_TRIGGERS if mode is DiffMode.TOKENS else None
+        diff = diff_streams(scan_events(engine, base, triggers=only),
+                            scan_events(engine, other, triggers=only), mode=mode)
+        out.append(f"<h3>Session {other} against session {base}</h3>"
+                   + _diff(diff, decoders(info, info_other)))
     return "".join(out)
 
 
-def _diff(diff: StreamDiff) -> str:
+def _diff(diff: StreamDiff, decode: Decoders) -> str:
     d = diff.divergence
-    if d is None:
+    if diff.tokens is not None:
+        text = _token_text(diff, decode)
+    elif d is None:
         text = f"<p>No divergence: all {diff.compared} events agree (timings aside).</p>"
     else:
         text = (f"<p>First divergence at <b>seq {d.seq}</b> (slot {d.slot}, turn {d.turn}, "
                 f"round {d.round}): <code>{escape(d.field)}</code> expected "
                 f"<code>{escape(str(shorten(d.expected)))}</code>, actual "
                 f"<code>{escape(str(shorten(d.actual)))}</code>.</p>")
-    head = ["slot", "turn", "same output", *_DIFF_METRICS]
+    tokens = diff.tokens is not None
+    head = ["slot", "turn", *(["same prompt"] if tokens else []), "same output",
+            *_DIFF_METRICS]
     rows = []
     for t in diff.turns:
         same = {True: "yes", False: _flag(f"no (token {t.first_token_diff})"),
                 None: "-"}[t.same_output]
-        rows.append([t.slot, t.turn, same,
+        prompt = ("-" if t.same_output is None else
+                  {True: "yes", False: _flag(f"no (position {t.first_prompt_diff})"),
+                   None: "ids unknown"}[t.same_prompt])
+        rows.append([t.slot, t.turn, *([prompt] if tokens else []), same,
                      *(_pair(*t.metrics.get(k, (None, None))) for k in _DIFF_METRICS)])
     return text + _table(head, rows)
+
+
+def _token_text(diff: StreamDiff, decode: Decoders) -> str:
+    """The token comparison of two sessions of different backends, as a paragraph."""
+    assert diff.tokens is not None
+    t, d = diff.tokens, diff.tokens.first
+    if d is None:
+        return (f"<p>Compared token by token: the committed tokens agree ({t.turns} turns, "
+                f"{t.answer_tokens} answer tokens).</p>")
+    ids = []
+    for side, tok in enumerate((d.expected, d.actual)):
+        dec = decode[side]
+        ids.append("end" if d.ended(side) else "not in the log" if tok is None
+                   else f"{tok} {dec([tok])!r}" if dec is not None else str(tok))
+    where = (f"prompt position {d.position}" if d.part is Part.PROMPT
+             else f"answer token {d.index} (sequence positions {d.position}, "
+                  f"{d.actual_position})")
+    return (f"<p>Compared token by token; first differing token: <b>slot {d.slot}, turn "
+            f"{d.turn}, {escape(where)}</b>: expected <code>{escape(ids[0])}</code>, actual "
+            f"<code>{escape(ids[1])}</code>.</p>")
 
 
 def _figure(engine: Engine, kind: GraphKind, sessions: list[int], prefix: str) -> str:

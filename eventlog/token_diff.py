@@ -1,0 +1,231 @@
+"""Two sessions' committed token streams, compared turn by turn: the first token where
+they part.
+
+Different backends (our engine, llama-server) record the same work in different payloads,
+so their events cannot be compared field by field; what must agree is the conversation:
+each slot's tokens as the projection folds them. A turn's prompt is the slot's sequence
+after START_TURN's trim and append; its answer is what the turn's PREFILL and COMMITs
+appended, through the EOG (`TurnRecord.answer`). A token id a log does not name (None:
+llama-server logs no prompt ids unless the run tokenized them) matches any id and is
+counted, never guessed.
+"""
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from eventlog.turns import TurnKey, TurnRecord
+from fsm.event import APPEND, TRIM, Event
+from fsm.states import Trigger
+
+Token = int | None
+
+TOKEN_TRIGGERS = frozenset({Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT,
+                            Trigger.END_TURN})
+"""The only events a token comparison reads (the readers can skip the rest)."""
+
+BEFORE = 8
+"""Tokens of the expected sequence kept as context before a divergence."""
+
+
+class Part(StrEnum):
+    """Which part of a turn a token belongs to."""
+
+    PROMPT = "prompt"
+    ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class TokenDivergence:
+    """The first token where two sessions part: slot, turn, the `part` of the turn, its
+    `index` in that part (in the prompt, which holds the whole conversation so far, that is
+    its place in the sequence), its place in each slot's sequence (`position` in the
+    expected session, `actual_position` in the other), both ids (None: not named, or past
+    the end of that side's part: `lengths` holds both parts' lengths) and the expected
+    sequence's tokens just before it."""
+
+    slot: int
+    turn: int
+    part: Part
+    index: int
+    position: int
+    actual_position: int
+    expected: Token
+    actual: Token
+    lengths: tuple[int, int]
+    before: tuple[Token, ...]
+
+    def ended(self, side: int) -> bool:
+        """Whether session `side` (0 expected, 1 actual) has no token here: its part ended."""
+        return self.index >= self.lengths[side]
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """One turn compared: whether the prompts agree (None: an id one side does not name
+    kept it from being known) and at which sequence position they first differ, and the
+    same for the answers (`answer_diff`: the index in the answer)."""
+
+    same_prompt: bool | None
+    prompt_diff: int | None
+    same_answer: bool
+    answer_diff: int | None
+
+
+@dataclass(frozen=True)
+class TokenDiff:
+    """The token comparison of two sessions: the first divergence (None: the streams
+    agree), the turns and answer tokens compared, and how many ids each session's log
+    does not name."""
+
+    first: TokenDivergence | None
+    turns: int
+    answer_tokens: int
+    unknown: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class TurnTokens:
+    """One session's turn as the comparison needs it: START_TURN's cut (None: no cut) and
+    appended prompt, the answer through the EOG, and every token committed after the
+    prompt (stray tokens behind the EOG included: they stay in the slot)."""
+
+    trim: int | None
+    prompt: Sequence[Token]
+    answer: Sequence[Token]
+    committed: Sequence[Token]
+
+
+_NO_TURN = TurnTokens(None, (), (), ())
+
+
+class PromptTap:
+    """Keeps each turn's START_TURN cut and prompt until the turn is compared, so that
+    only the turns not yet compared are held."""
+
+    def __init__(self) -> None:
+        self._prompts: dict[TurnKey, tuple[int | None, list[Token]]] = {}
+
+    def apply(self, ev: Event) -> None:
+        """Note a START_TURN's cut and prompt."""
+        if ev.trigger is Trigger.START_TURN:
+            self._prompts[(ev.slot, ev.turn)] = (ev.payload.get(TRIM),
+                                                 ev.payload.get(APPEND) or [])
+
+    def turn(self, key: TurnKey, rec: TurnRecord | None) -> TurnTokens | None:
+        """The turn `key` for comparison (None when this session lacks it)."""
+        trim, prompt = self._prompts.pop(key, (None, []))
+        if rec is None:
+            return None
+        return TurnTokens(trim, prompt, rec.answer, rec.committed)
+
+
+def tapped(events: Iterable[Event], tap: PromptTap) -> Iterator[Event]:
+    """`events`, each shown to `tap` as it passes."""
+    apply = tap.apply
+    for ev in events:
+        apply(ev)
+        yield ev
+
+
+@dataclass(slots=True)
+class _Slot:
+    """Both sessions' sequences of one slot and the length of their common prefix (ids
+    one side does not name match): below it they agree, at it they differ (or one ends)."""
+
+    a: list[Token] = field(default_factory=list)
+    b: list[Token] = field(default_factory=list)
+    agreed: int = 0
+
+
+class TokenComparer:
+    """Compares two sessions' turns, handed over in each slot's turn order, keeping each
+    slot's two sequences as the projection would."""
+
+    def __init__(self) -> None:
+        self._slots: dict[int, _Slot] = {}
+        self._first: TokenDivergence | None = None
+        self._turns = 0
+        self._answer_tokens = 0
+        self._unknown = [0, 0]
+
+    def compare(self, key: TurnKey, ta: TurnTokens | None,
+                tb: TurnTokens | None) -> TurnVerdict:
+        """Fold turn `key` of both sessions (None: that session lacks it) and compare it."""
+        slot = self._slots.setdefault(key[0], _Slot())
+        a, b = ta or _NO_TURN, tb or _NO_TURN
+        self._turns += 1
+        for side, t in enumerate((a, b)):
+            self._unknown[side] += _count_none(t.prompt) + _count_none(t.committed)
+        cut_a, cut_b = _cut(slot.a, a), _cut(slot.b, b)
+        if slot.agreed >= min(cut_a, cut_b):  # else the difference at `agreed` stays
+            slot.agreed = _common(slot.a, slot.b, min(cut_a, cut_b))
+        la, lb = len(slot.a), len(slot.b)
+        prompt_diff = None if slot.agreed == la == lb else slot.agreed
+        if prompt_diff is not None:
+            self._note(key, Part.PROMPT, prompt_diff, (prompt_diff, prompt_diff), (la, lb),
+                       slot)
+        unnamed = None in a.prompt or None in b.prompt
+        same_prompt = False if prompt_diff is not None else (None if unnamed else True)
+        answer_diff = _first_difference(a.answer, b.answer)
+        self._answer_tokens += min(len(a.answer), len(b.answer))
+        slot.a.extend(a.committed)
+        slot.b.extend(b.committed)
+        if slot.agreed >= min(la, lb):
+            slot.agreed = _common(slot.a, slot.b, slot.agreed)
+        if answer_diff is not None:
+            self._note(key, Part.ANSWER, answer_diff, (la + answer_diff, lb + answer_diff),
+                       (len(a.answer), len(b.answer)), slot,
+                       (_at(a.answer, answer_diff), _at(b.answer, answer_diff)))
+        return TurnVerdict(same_prompt, prompt_diff, answer_diff is None, answer_diff)
+
+    def result(self) -> TokenDiff:
+        """What the comparison found so far."""
+        return TokenDiff(self._first, self._turns, self._answer_tokens,
+                         (self._unknown[0], self._unknown[1]))
+
+    def _note(self, key: TurnKey, part: Part, index: int, positions: tuple[int, int],
+              lengths: tuple[int, int], slot: _Slot,
+              ids: tuple[Token, Token] | None = None) -> None:
+        """Keep the divergence if it is the earliest (by slot, turn, prompt before answer)."""
+        first = self._first
+        if first is not None and (first.slot, first.turn) <= key:
+            return
+        pa, pb = positions
+        expected, actual = ids if ids is not None else (_at(slot.a, pa), _at(slot.b, pb))
+        self._first = TokenDivergence(key[0], key[1], part, index, pa, pb, expected, actual,
+                                      lengths, tuple(slot.a[max(0, pa - BEFORE):pa]))
+
+
+def _cut(seq: list[Token], t: TurnTokens) -> int:
+    """Apply a turn's START_TURN to `seq` (trim, then append) and return the length kept."""
+    if t.trim is not None:
+        del seq[t.trim:]
+    kept = len(seq)
+    seq.extend(t.prompt)
+    return kept
+
+
+def _common(x: Sequence[Token], y: Sequence[Token], start: int) -> int:
+    """The first index from `start` where `x` and `y` differ (both named), or where the
+    shorter one ends."""
+    end = min(len(x), len(y))
+    for i in range(start, end):
+        u, v = x[i], y[i]
+        if u != v and u is not None and v is not None:
+            return i
+    return end
+
+
+def _first_difference(x: Sequence[Token], y: Sequence[Token]) -> int | None:
+    """Where two answers first differ, None when they agree (lengths included)."""
+    i = _common(x, y, 0)
+    return None if i == len(x) == len(y) else i
+
+
+def _at(seq: Sequence[Token], i: int) -> Token:
+    return seq[i] if i < len(seq) else None
+
+
+def _count_none(seq: Sequence[Token]) -> int:
+    return sum(1 for t in seq if t is None)
