@@ -1,6 +1,7 @@
 """Per turn, how far drafts got: the mean accepted length of a speculative round and the
-acceptance rate at each draft position, folded from any session's events (every backend
-records `verify` with the round's draft size and `commit` with its accepted drafts).
+acceptance rate at each draft position, from the rounds the fold (eventlog/fold.py) reads
+from any session's events (every backend records `verify` with the round's draft size and
+`commit` with its accepted drafts).
 
 The definitions are llama-server's (print_timing), so an imported llama.cpp session and
 one of ours compare directly: mean length = 1 + accepted drafts / speculative rounds
@@ -9,12 +10,8 @@ rounds that accepted at least i drafts (over all of them, whatever their draft s
 Positions run 1..k, k the turn's longest draft; a turn with no speculative round has none.
 """
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-from fsm.event import Event
-from fsm.states import Trigger
 
 
 @dataclass
@@ -42,22 +39,3 @@ class DraftProfile:
     def to_dict(self) -> dict[str, Any]:
         """The two figures as the JSON contract carries them."""
         return {"mean_accept_len": self.mean_accept_len, "acc_per_pos": self.acc_per_pos}
-
-
-def fold_profiles(events: Iterable[Event]) -> dict[tuple[int, int], DraftProfile]:
-    """Each (slot, turn)'s profile. A round counts once, at its commit, with the draft
-    size of its first verification (a re-verification repeats the same drafts)."""
-    drafted: dict[int, int] = {}
-    out: dict[tuple[int, int], DraftProfile] = {}
-    for ev in events:
-        if ev.trigger is Trigger.VERIFY:
-            drafted[ev.slot] = int(ev.payload.get("drafted") or len(ev.payload["drafts"]))
-        elif ev.trigger is Trigger.COMMIT:
-            k = drafted.pop(ev.slot, 0)
-            if k:
-                profile = out.setdefault((ev.slot, ev.turn), DraftProfile())
-                profile.rounds.append((k, int(ev.payload.get("accepted") or 0)))
-        elif ev.trigger is Trigger.START_TURN:
-            drafted.pop(ev.slot, None)
-            out.setdefault((ev.slot, ev.turn), DraftProfile())
-    return out

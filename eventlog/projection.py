@@ -1,84 +1,22 @@
-"""Projection: fold events into each slot's state at any sequence number, without a model."""
+"""Projection: each slot's state at any sequence number, without a model: the one fold
+(eventlog/fold.py) with its turns let go as they close."""
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
-from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
-from fsm.states import RoundState, Trigger
-
-_COMMIT = Trigger.COMMIT
-_RESTORE = Trigger.RESTORE
-_CTX_RESTORE = Trigger.CTX_RESTORE
-_VIOLATION = Trigger.INVARIANT_VIOLATION
+from eventlog.fold import LogFold, SlotView, TurnRecord
+from fsm.event import Event
 
 
-@dataclass(slots=True)
-class SlotView:
-    """One slot as the log says it is after the events folded so far.
-
-    `tokens` are the committed tokens and `position` how many the model state has
-    consumed (docs/design.md#positions); `digest` is the state digest at `position`.
-    `rounds` counts commits; `drafted` and `accepted` sum the payload counts; `restores`
-    and `ctx_restores` count those events; `reprefill_tokens` sums the tokens processed
-    again after a context restore; `violations` holds the invariant-violation payloads.
-    """
-
-    slot: int
-    tokens: list[int] = field(default_factory=list)
-    position: int = 0
-    state: RoundState = RoundState.IDLE
-    digest: str = ""
-    turn: int = 0
-    round: int = 0
-    rounds: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    restores: int = 0
-    ctx_restores: int = 0
-    reprefill_tokens: int = 0
-    violations: list[dict[str, Any]] = field(default_factory=list)
+def _let_go(rec: TurnRecord) -> None:
+    """A closed turn is no part of any slot's state."""
 
 
-class Projector:
-    """Folds events one at a time into `slots` (slot number -> `SlotView`), in place."""
+class Projector(LogFold):
+    """Folds events one at a time into `slots` (slot number -> `SlotView`), in place,
+    keeping only the turns still open."""
 
     def __init__(self) -> None:
-        self.slots: dict[int, SlotView] = {}
-
-    def apply(self, event: Event) -> None:
-        """Fold one event into its slot's view."""
-        view = self.slots.get(event.slot)
-        if view is None:
-            view = self.slots[event.slot] = SlotView(event.slot)
-        payload = event.payload
-        if payload:
-            # Order matters: an event may cut the tokens back and then append to the cut.
-            if TRIM in payload:
-                del view.tokens[payload[TRIM] :]
-            if APPEND in payload:
-                view.tokens.extend(payload[APPEND])
-            if POSITION in payload:
-                view.position = payload[POSITION]
-            if DIGEST in payload:
-                view.digest = payload[DIGEST]
-            if "drafted" in payload:
-                view.drafted += payload["drafted"]
-            if "accepted" in payload:
-                view.accepted += payload["accepted"]
-        view.state = event.dest
-        view.turn = event.turn
-        view.round = event.round
-        trigger = event.trigger
-        if trigger is _COMMIT:
-            view.rounds += 1
-        elif trigger is _RESTORE:
-            view.restores += 1
-        elif trigger is _CTX_RESTORE:
-            view.ctx_restores += 1
-            view.reprefill_tokens += payload.get("reprefill", 0)
-        elif trigger is _VIOLATION:
-            view.violations.append(payload)
+        super().__init__(on_close=_let_go)
 
 
 def project(events: Iterable[Event], at: int | None = None) -> dict[int, SlotView]:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, Select, Text, cast, func, select
+from sqlalchemy import Connection, Engine, Row, Select, Text, case, cast, func, select
 
 from eventlog.errors import UnknownSessionError
 from eventlog.jsoncodec import decode_json
@@ -127,16 +127,58 @@ def scan_events(
     query = select(
         c.seq, c.slot, c.turn, c.round, c.trigger, c.source, c.dest, c.t, c.duration,
         cast(c.payload, Text),
-    ).where(c.session_id == session_id)
+    )
+    return _events(_scan(engine, _where(query, session_id, upto_seq, triggers), batch))
+
+
+def _events(batches: Iterator[list[Any]]) -> Iterator[Event]:
+    triggers, states, loads = _TRIGGERS, _STATES, decode_json
+    for rows in batches:
+        for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
+            yield Event(seq, slot, turn, rnd, triggers[trigger], states[source], states[dest],
+                        t, duration, loads(payload))
+
+
+Fields = tuple[int, int, int, int, str, RoundState, float, float, Any]
+
+
+def scan_fields(
+    engine: Engine, session_id: int, *, payloads: Collection[Trigger],
+    upto_seq: int | None = None, batch: int = 2000,
+) -> Iterator[Fields]:
+    """Every event of the session as (seq, slot, turn, round, trigger, dest, t, duration,
+    payload), for a fold that reads a whole session (eventlog/fold.py) faster than
+    `scan_events`: no `Event` built, the trigger as stored, no source state, and only
+    `payloads`' triggers' payloads read and decoded (None for the rest, which never leave
+    the database)."""
+    get_session(engine, session_id)
+    c = events.c
+    wanted = case((c.trigger.in_(sorted(t.value for t in payloads)), cast(c.payload, Text)))
+    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, c.dest, c.t, c.duration, wanted)
+    return _fields(_scan(engine, _where(query, session_id, upto_seq, None), batch))
+
+
+def _fields(batches: Iterator[list[Any]]) -> Iterator[Fields]:
+    states, loads = _STATES, decode_json
+    for rows in batches:
+        for seq, slot, turn, rnd, trigger, dest, t, duration, payload in rows:
+            yield (seq, slot, turn, rnd, trigger, states[dest], t, duration,
+                   None if payload is None else loads(payload))
+
+
+def _where(query: Select[Any], session_id: int, upto_seq: int | None,
+           triggers: Collection[Trigger] | None) -> Select[Any]:
+    c = events.c
+    query = query.where(c.session_id == session_id)
     if upto_seq is not None:
         query = query.where(c.seq <= upto_seq)
     if triggers is not None:
         query = query.where(c.trigger.in_(sorted(t.value for t in triggers)))
-    return _scan(engine, query.order_by(c.seq), batch)
+    return query.order_by(c.seq)
 
 
-def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
-    triggers, states, loads = _TRIGGERS, _STATES, decode_json
+def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[list[Any]]:
+    """The query's rows as the driver's cursor gives them, in lists of `batch`."""
     compiled = query.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
     params: Any = compiled.params
     if compiled.positional:
@@ -150,11 +192,7 @@ def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
         try:
             cursor.execute(compiled.string, params)
             while rows := cursor.fetchmany(batch):
-                for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
-                    yield Event(
-                        seq, slot, turn, rnd, triggers[trigger], states[source], states[dest],
-                        t, duration, loads(payload),
-                    )
+                yield rows
         finally:
             cursor.close()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from eventlog import DEFAULT_DB, Projector, get_session, list_sessions, open_db
-from eventlog.draft_profile import fold_profiles
+from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
 from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, output
 from specledger.api import RunResult, run_session, turn_table

@@ -11,7 +11,7 @@ from engine.llama.logread import read_log
 from engine.llama.provenance import Provenance, file_sha256
 from engine.llama.responses import read_responses
 from eventlog import open_db
-from eventlog.draft_profile import fold_profiles
+from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
 from specledger import output
 from specledger.llama_session import LlamaSession, store_llama_session

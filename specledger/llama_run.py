@@ -27,7 +27,7 @@ from engine.llama.responses import parse_responses
 from engine.llama.server import LlamaServer
 from engine.progress import Progress
 from eventlog import open_db
-from eventlog.draft_profile import fold_profiles
+from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
 from specledger.llama_session import LlamaSession, store_llama_session
 

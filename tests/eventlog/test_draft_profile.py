@@ -9,7 +9,8 @@ from engine.llama.ledger import record_log
 from engine.llama.logread import read_log
 from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal, Session
-from eventlog.draft_profile import DraftProfile, fold_profiles
+from eventlog.draft_profile import DraftProfile
+from eventlog.fold import fold_profiles
 from fsm.states import Trigger
 from tests.engine.llama.test_logread import FIXTURES
 

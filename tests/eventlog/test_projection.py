@@ -72,13 +72,13 @@ def test_counters() -> None:
     rows: list[tuple[Trigger, RoundState, dict[str, Any]]] = [
         (t.CTX_RESTORE, s.IDLE, {"reprefill": 100, TRIM: 0, APPEND: [1, 2, 3]}),
         (t.VERIFY, s.VERIFY, {"drafted": 4}),
-        (t.REJECT, s.REJECT, {"accepted": 1}),
+        (t.REJECT, s.REJECT, {"matched": 1}),
         (t.RESTORE, s.RESTORE, {}),
-        (t.COMMIT, s.COMMIT, {APPEND: [9, 9]}),
+        (t.COMMIT, s.COMMIT, {APPEND: [9, 9], "accepted": 1}),
         (t.VERIFY, s.VERIFY, {"drafted": 4}),
-        (t.ACCEPT, s.ACCEPT, {"accepted": 4}),
+        (t.ACCEPT, s.ACCEPT, {"matched": 4}),
         (t.INVARIANT_VIOLATION, s.ACCEPT, {"invariant": "state_truth"}),
-        (t.COMMIT, s.COMMIT, {APPEND: [5]}),
+        (t.COMMIT, s.COMMIT, {APPEND: [5], "accepted": 4}),
         (t.CTX_RESTORE, s.IDLE, {}),
     ]
     projector = Projector()

@@ -1,0 +1,380 @@
+"""The one fold from a session's events to what its readers show, in one pass: each slot's
+state at any seq (the projection, `replay --at`) and each turn's record (the tokens it
+committed, the metrics END_TURN recorded, and the same metrics counted again from the
+round events, with its draft rounds and phase times). It holds the slots and their open
+turns only: a closed turn goes to `on_close`, or stays in `records` without one.
+
+The counted metrics are the engine's `TurnMetrics` (engine/metrics.py), which a live run
+counts as it goes (the engine does not read the log); on the sim's simulated clock the two
+agree exactly, timings included (tests/eventlog/test_fold.py). On a wall clock the engine
+also timed the moments between events, so its own figures are the ones END_TURN recorded.
+"""
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from eventlog.draft_profile import DraftProfile
+from eventlog.reader import scan_fields
+from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
+from fsm.states import RoundState, Trigger
+
+TurnKey = tuple[int, int]
+Payload = dict[str, Any]
+
+PHASES: dict[Trigger, str] = {
+    Trigger.BEGIN: "checkpoint", Trigger.DRAFT: "draft", Trigger.VERIFY: "verify",
+    Trigger.RETRY: "verify", Trigger.DECODE: "verify", Trigger.RESTORE: "rollback",
+    Trigger.REPLAY: "rollback", Trigger.COMMIT: "commit",
+}
+"""The phase of a round each of its steps' durations counts to."""
+
+
+@dataclass(slots=True)
+class SlotView:
+    """One slot as the log says it is after the events folded so far.
+
+    `tokens` are the committed tokens and `position` how many the model state has
+    consumed (docs/design.md#positions); `digest` is the state digest at `position`.
+    `rounds` counts commits; `drafted` and `accepted` sum the verifications' draft sizes
+    and the commits' accepted drafts; `restores` and `ctx_restores` count those events;
+    `reprefill_tokens` sums the tokens processed again after a context restore;
+    `violations` holds the invariant-violation payloads.
+    """
+
+    slot: int
+    tokens: list[int] = field(default_factory=list)
+    position: int = 0
+    state: RoundState = RoundState.IDLE
+    digest: str = ""
+    turn: int = 0
+    round: int = 0
+    rounds: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    restores: int = 0
+    ctx_restores: int = 0
+    reprefill_tokens: int = 0
+    violations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TurnStats:
+    """One turn's metrics counted from its events, named and defined as `TurnMetrics`."""
+
+    slot: int = 0
+    turn: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    kept_tokens: int = 0
+    f_keep: float = 1.0
+    reprefill_tokens: int = 0
+    restores: int = 0
+    ctx_restores: int = 0
+    rounds: int = 0
+    stray_tokens: int = 0
+    prefill_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    rollback_s: float = 0.0
+    repair_s: float = 0.0
+    reprefill_s: float = 0.0
+    livelocks: int = 0
+    violations: int = 0
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    """One turn of one slot. `committed` holds every token the turn appended after its
+    prompt (the prefill's first token and each round's block, stray tokens included);
+    `metrics` is the END_TURN payload's metrics, None while the turn is open; `stats` the
+    same counted from the events; `drafts` one (drafts proposed, drafts accepted) per
+    round that asked the drafter, in order; `phase_s` the rounds' step durations by
+    `PHASES`; `verifies` the rounds that verified drafts. The fields after `verifies`
+    belong to the fold: the round in progress."""
+
+    slot: int
+    turn: int
+    committed: list[int] = field(default_factory=list)
+    metrics: dict[str, Any] | None = None
+    first_seq: int = 0
+    last_seq: int = 0
+    marks: list[tuple[int, int]] = field(default_factory=list)  # (tokens so far, seq)
+    stats: TurnStats = field(default_factory=TurnStats)
+    drafts: list[tuple[int, int]] = field(default_factory=list)
+    phase_s: dict[str, float] = field(default_factory=dict)
+    verifies: int = 0
+    t: float = 0.0  # the time of the turn's latest event
+    round_no: int = 0
+    round_t: float = 0.0  # when the round began: the time of the event before it
+    round_k: int = -1  # the round's draft size at its first verification; -1: no draft
+    round_eog: int | None = None  # where the latest verdict saw an EOG in the block
+    rollback_t: float | None = None  # when the rollback in progress began
+    prefill_from: int | None = None  # where the turn's prefill began
+    answer_end: int | None = None  # committed tokens through the first EOG
+
+    def seq_of(self, index: int) -> int:
+        """The seq of the event that committed `committed[index]`."""
+        i = bisect_right(self.marks, (index, float("inf")))
+        return self.marks[i][1] if i < len(self.marks) else self.last_seq
+
+    @property
+    def answer(self) -> list[int]:
+        """The visible answer: the committed tokens through the EOG, which the engine
+        counted as `generated_tokens` (the log does not name the EOG ids itself)."""
+        if self.metrics is None:
+            return list(self.committed)
+        return self.committed[: self.metrics.get("generated_tokens", len(self.committed))]
+
+    @property
+    def profile(self) -> DraftProfile:
+        """The turn's speculative rounds (those that verified drafts) as a profile."""
+        return DraftProfile([r for r in self.drafts if r[0] > 0])
+
+
+class LogFold:
+    """Folds events one at a time into `slots` (slot number -> `SlotView`) and the turns'
+    `records`, keyed by (slot, turn) in the order turns began. With `on_close`, a turn
+    leaves `records` at its END_TURN and goes there instead."""
+
+    def __init__(self, on_close: Callable[[TurnRecord], None] | None = None) -> None:
+        self.slots: dict[int, SlotView] = {}
+        self.records: dict[TurnKey, TurnRecord] = {}
+        self.seq = 0  # the latest event's
+        self._on_close = on_close
+        self._open: dict[int, TurnRecord] = {}  # each slot's latest turn
+        self._void = TurnRecord(0, 0)  # what events before a slot's first turn feed
+
+    def apply(self, ev: Event) -> None:
+        """Fold one event."""
+        self.step(ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.dest, ev.t, ev.duration,
+                  ev.payload)
+
+    def step(self, seq: int, slot: int, turn: int, rnd: int, trigger: str, dest: RoundState,
+             t: float, duration: float, payload: Payload | None) -> None:
+        """Fold one event given as its fields (`payload` None: not read, which only a
+        trigger outside `PAYLOADS` may be)."""
+        self.seq = seq
+        view = self.slots.get(slot)
+        if view is None:
+            view = self.slots[slot] = SlotView(slot)
+        if payload:
+            # Order matters: an event may cut the tokens back and then append to the cut.
+            if TRIM in payload:
+                del view.tokens[payload[TRIM]:]
+            if APPEND in payload:
+                view.tokens.extend(payload[APPEND])
+            if POSITION in payload:
+                view.position = payload[POSITION]
+            if DIGEST in payload:
+                view.digest = payload[DIGEST]
+        view.state = dest
+        view.turn = turn
+        view.round = rnd
+        rec = self._open.get(slot)
+        if rec is None or rec.turn != turn:
+            rec = self._begin(slot, turn, seq)
+        rec.last_seq = seq
+        if rnd != rec.round_no:
+            rec.round_no, rec.round_t, rec.round_k, rec.round_eog = rnd, rec.t, -1, None
+        phase = PHASES.get(trigger)
+        if phase is not None:
+            rec.phase_s[phase] = rec.phase_s.get(phase, 0.0) + duration
+        handle = _HANDLERS.get(trigger)
+        if handle is not None:
+            handle(self, view, rec, payload or {}, t, duration)
+        rec.t = t
+
+    def _begin(self, slot: int, turn: int, seq: int) -> TurnRecord:
+        if turn == 0:
+            return self._void  # nothing belongs to a turn before the first one starts
+        rec = self.records[(slot, turn)] = self._open[slot] = TurnRecord(
+            slot, turn, first_seq=seq, stats=TurnStats(slot, turn))
+        return rec
+
+    def close(self, rec: TurnRecord) -> None:
+        """The turn's END_TURN: its answer's length is known; hand it over if asked to."""
+        st = rec.stats
+        n = len(rec.committed)
+        st.generated_tokens = n if rec.answer_end is None else rec.answer_end
+        st.stray_tokens = n - st.generated_tokens
+        if self._on_close is not None and rec is not self._void:
+            self._on_close(self.records.pop((rec.slot, rec.turn)))
+
+
+Handler = Callable[[LogFold, SlotView, TurnRecord, Payload, float, float], None]
+
+
+def _start_turn(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+                ) -> None:
+    st = rec.stats
+    st.prompt_tokens = p.get("prompt_tokens", 0)
+    st.kept_tokens = p.get("kept", 0)
+    st.f_keep = p.get("f_keep", 1.0)
+
+
+def _prefill(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+             ) -> None:
+    st = rec.stats
+    n = p.get("tokens", 0)
+    st.prefill_tokens += n
+    st.prefill_s += d
+    cut = p.get(POSITION)
+    if n and cut is not None:
+        # The re-prefilled history's share of the chunk's time, pro rata by tokens, as the
+        # engine computes it (engine/turn.py), so that the floats agree to the last bit.
+        pos = cut - n
+        if rec.prefill_from is None:
+            rec.prefill_from = pos
+        repeated_end = rec.prefill_from + st.reprefill_tokens
+        st.reprefill_s += d * max(0, min(cut, repeated_end) - pos) / (cut - pos)
+    _committed(rec, p)
+
+
+def _committed(rec: TurnRecord, p: Payload) -> None:
+    block = p.get(APPEND)
+    if block:
+        rec.committed.extend(block)
+        rec.marks.append((len(rec.committed), rec.last_seq))
+
+
+def _ctx_restore(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+                 ) -> None:
+    n = p.get("reprefill", 0)
+    v.ctx_restores += 1
+    v.reprefill_tokens += n
+    st = rec.stats
+    st.ctx_restores += 1
+    st.reprefill_tokens += n
+    st.repair_s += d
+
+
+def _draft(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
+    rec.round_k = 0
+
+
+def _verify(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
+    k = int(p.get("drafted") or len(p.get("drafts", ())))
+    v.drafted += k
+    rec.stats.drafted += k
+    rec.verifies += 1
+    rec.round_k = k
+
+
+def _decode(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
+    v.drafted += p.get("drafted", 0)
+
+
+def _verdict(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+             ) -> None:
+    rec.round_eog = p.get("eog")
+
+
+def _reject(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
+    rec.round_eog = p.get("eog")
+    rec.rollback_t = t
+
+
+def _rolled_back(rec: TurnRecord) -> None:
+    """A rollback ends where the next verification or the commit begins: at the time of
+    the event before, as the engine clocks it (engine/round.py)."""
+    if rec.rollback_t is not None:
+        rec.stats.rollback_s += rec.t - rec.rollback_t
+        rec.rollback_t = None
+
+
+def _retry(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
+    _rolled_back(rec)
+
+
+def _restore(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+             ) -> None:
+    v.restores += 1
+    rec.stats.restores += 1
+
+
+def _livelock(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+              ) -> None:
+    rec.stats.livelocks += 1
+
+
+def _commit(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
+    _rolled_back(rec)
+    accepted = p.get("accepted") or 0
+    v.rounds += 1
+    v.accepted += accepted
+    st = rec.stats
+    st.rounds += 1
+    st.accepted += accepted
+    st.decode_s += t - rec.round_t
+    if rec.round_k >= 0:
+        rec.drafts.append((rec.round_k, accepted))
+    if rec.round_eog is not None and rec.answer_end is None:
+        rec.answer_end = len(rec.committed) + rec.round_eog + 1
+    _committed(rec, p)
+
+
+def _violation(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+               ) -> None:
+    v.violations.append(p)
+    rec.stats.violations += 1
+
+
+def _end_turn(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
+              ) -> None:
+    rec.metrics = p.get("metrics")
+    f.close(rec)
+
+
+_HANDLERS: dict[str, Handler] = {
+    Trigger.START_TURN: _start_turn, Trigger.PREFILL: _prefill,
+    Trigger.CTX_RESTORE: _ctx_restore, Trigger.DRAFT: _draft, Trigger.VERIFY: _verify,
+    Trigger.DECODE: _decode, Trigger.ACCEPT: _verdict, Trigger.REJECT: _reject,
+    Trigger.RETRY: _retry, Trigger.RESTORE: _restore, Trigger.LIVELOCK: _livelock,
+    Trigger.COMMIT: _commit, Trigger.INVARIANT_VIOLATION: _violation,
+    Trigger.END_TURN: _end_turn,
+}
+
+PAYLOADS: frozenset[Trigger] = frozenset(
+    {Trigger.BEGIN, Trigger.RESTORE, *_HANDLERS} - {Trigger.DRAFT, Trigger.RETRY})
+"""The triggers whose payloads the fold reads (BEGIN and RESTORE for their positions); a
+reader of the log may leave the others' undecoded."""
+
+
+def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | None = None
+             ) -> LogFold:
+    """`events` folded, in order."""
+    fold = LogFold(on_close)
+    apply = fold.apply
+    for ev in events:
+        apply(ev)
+    return fold
+
+
+def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *,
+                 upto_seq: int | None = None) -> LogFold:
+    """The stored session's events (through `upto_seq` when given) folded into `fold` (a
+    new `LogFold` by default), reading from the database only what the fold reads."""
+    fold = LogFold() if fold is None else fold
+    step = fold.step
+    for fields in scan_fields(engine, session_id, payloads=PAYLOADS, upto_seq=upto_seq):
+        step(*fields)
+    return fold
+
+
+def fold_profiles(events: Iterable[Event]) -> dict[TurnKey, DraftProfile]:
+    """Each (slot, turn)'s draft profile. A round counts once, at its commit, with the draft
+    size of its first verification (a re-verification repeats the same drafts)."""
+    out: dict[TurnKey, DraftProfile] = {}
+
+    def keep(rec: TurnRecord) -> None:
+        out[(rec.slot, rec.turn)] = rec.profile
+
+    for key, rec in fold_log(events, keep).records.items():
+        out[key] = rec.profile
+    return out

@@ -1,0 +1,95 @@
+"""The one fold counts from a run's log exactly what the run counted live: its `TurnMetrics`
+field by field, timings included (on the sim's simulated clock, and on torch the figures
+END_TURN recorded); and it reads a stored session as it reads the events in memory."""
+
+from dataclasses import asdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine
+
+from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
+from engine.metrics import TurnMetrics
+from engine.session import MemoryJournal, Session
+from eventlog import Recorder
+from eventlog.fold import LogFold, TurnRecord, fold_log, fold_session
+
+TIMINGS = ("prefill_s", "decode_s", "rollback_s", "repair_s", "reprefill_s")
+
+
+def _closed(config: RunConfig) -> tuple[list[TurnMetrics], list[TurnRecord], MemoryJournal]:
+    journal = MemoryJournal()
+    live = Session(config, journal).run()
+    closed: list[TurnRecord] = []
+    fold = fold_log(journal.events, closed.append)
+    assert fold.records == {}  # every turn closed, and none is kept
+    return live, closed, journal
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    strategy=st.sampled_from(list(Strategy)),
+    eog=st.sampled_from(list(EogPolicy)),
+    replay=st.sampled_from(list(ReplayPolicy)),
+    drafter=st.sampled_from(["synthetic", "ngram-mod", "ngram-simple", "none"]),
+    draft_max=st.integers(1, 10),
+    acceptance=st.floats(0.05, 0.99),
+    tie_flip_rate=st.sampled_from([0.0, 0.3]),
+    eog_prob=st.sampled_from([0.0, 0.05]),
+    slots=st.integers(1, 2),
+    turns=st.integers(1, 3),
+    ctx_every=st.sampled_from([16, 4096]),
+    seed=st.integers(0, 2**31),
+)
+def test_the_fold_of_a_sim_log_is_the_live_metrics(
+    strategy: Strategy, eog: EogPolicy, replay: ReplayPolicy, drafter: str, draft_max: int,
+    acceptance: float, tie_flip_rate: float, eog_prob: float, slots: int, turns: int,
+    ctx_every: int, seed: int,
+) -> None:
+    config = RunConfig(
+        strategy=strategy, eog_policy=eog, replay_policy=replay, drafter=drafter,
+        draft_max=draft_max, acceptance=acceptance, tie_flip_rate=tie_flip_rate,
+        eog_prob=eog_prob, slots=slots, turns=turns, prompt_tokens=40, question_tokens=8,
+        answer_tokens=24, ctx_checkpoint_every=ctx_every, ctx_checkpoints=3, seed=seed)
+    live, closed, _ = _closed(config)
+    assert [asdict(rec.stats) for rec in closed] == [asdict(m) for m in live]
+    assert [rec.metrics for rec in closed] == [m.to_dict() for m in live]
+    for m, rec in zip(live, closed, strict=True):
+        assert len(rec.answer) == m.generated_tokens
+        assert sum(a for _, a in rec.drafts) == m.accepted
+        assert sum(d for d, _ in rec.drafts) == m.drafted
+
+
+def test_the_fold_of_a_torch_log_is_the_live_metrics() -> None:
+    pytest.importorskip("torch")
+    config = RunConfig(backend=BackendKind.TORCH, drafter="mtp", turns=2, max_answer_tokens=16,
+                       eog_policy=EogPolicy.LEGACY, seed=1)
+    live, closed, _ = _closed(config)
+    # The engine times a round from end to end, the log each step: on a wall clock the
+    # moments between steps make the difference, so the timings are END_TURN's.
+    for m, rec in zip(live, closed, strict=True):
+        assert rec.metrics is not None
+        counted = asdict(rec.stats) | {k: rec.metrics[k] for k in TIMINGS}
+        assert counted == asdict(m)
+
+
+def test_a_stored_session_folds_as_its_events_do(engine: Engine, session_id: int) -> None:
+    config = RunConfig(replay_policy=ReplayPolicy.REVERIFY, tie_flip_rate=0.3, slots=2,
+                       turns=2, prompt_tokens=40, question_tokens=8, answer_tokens=24,
+                       ctx_checkpoint_every=16, drafter="synthetic", seed=5)
+    journal = MemoryJournal()
+    with Recorder(engine, session_id) as rec:
+        Session(config, rec).run()
+    Session(config, journal).run()
+    memory: list[TurnRecord] = []
+    fold_log(journal.events, memory.append)
+    stored: list[TurnRecord] = []
+    fold_session(engine, session_id, LogFold(stored.append))
+    assert [asdict(r.stats) for r in stored] == [asdict(r.stats) for r in memory]
+    assert [(r.committed, r.drafts, r.metrics) for r in stored] == [
+        (r.committed, r.drafts, r.metrics) for r in memory]
+    cut = len(journal.events) // 2
+    half = fold_session(engine, session_id, upto_seq=cut)
+    assert half.seq == cut
+    assert half.slots == fold_log(journal.events[:cut]).slots
