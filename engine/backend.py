@@ -1,27 +1,20 @@
-"""The interface every backend implements: sequence state and the operations that the
-round transaction and the rollback strategies are built from."""
+"""The contract between the engine and a model: per-sequence state and the operations that
+the round transaction and the rollback strategies are built from, plus the capabilities a
+backend declares beyond them (callers check these fields; nothing is probed)."""
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from engine.config import Strategy
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
 
 
-class VerifyMode(StrEnum):
-    """What a verify forward keeps, by rollback strategy."""
-
-    LIVE = "live"            # advance the live state through the whole batch
-    PER_TOKEN = "per_token"  # advance it and keep the state after every position
-    DEFERRED = "deferred"    # leave it untouched and record the recurrent inputs
-
-
 @dataclass
 class VerifyOut:
-    """Target tokens after each batch position, and what the mode kept (opaque to the
-    engine: intermediate states or recorded inputs)."""
+    """Target tokens after each batch position, and what the strategy needs kept (opaque
+    to the engine: intermediate states or recorded inputs)."""
 
     targets: list[int]
     kept: Any = None
@@ -35,19 +28,47 @@ class SeqState(Protocol):
         """How many tokens the state has consumed."""
 
 
+class Oracle(Protocol):
+    """The target's answers without cost or side effects: what the synthetic drafter
+    drafts from."""
+
+    def peek(self, state: SeqState, tokens: Sequence[int]) -> list[int]:
+        """The target tokens after each of `tokens` from `state`, state unchanged."""
+
+    def continuation(self, state: SeqState, last: int, n: int) -> list[int]:
+        """The target's own next `n` tokens after `last` from `state` (greedy, as `peek`
+        would give them one at a time), state unchanged."""
+
+
+class HiddenStates(Protocol):
+    """The target's final hidden states per consumed position (the MTP head reads them)."""
+
+    def __call__(self, state: SeqState, start: int, end: int) -> Any:
+        """Hidden states at positions start..end-1 (end <= position)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend offers beyond the state operations; None where it has none.
+    `resolved`: configuration fields as they actually ran (kernels, device), recorded
+    with the session instead of what was asked for ("auto")."""
+
+    oracle: Oracle | None = None
+    hidden_states: HiddenStates | None = None
+    model_digest: Callable[[], str] | None = None
+    resolved: Mapping[str, str] = field(default_factory=dict)
+
+
 class Backend(Protocol):
     """Operations on sequence state. Each advances `now()` by what it costs."""
 
     name: str
     template: ChatTemplate
     clock: str  # "simulated" or "wall"
+    capabilities: Capabilities
 
     def now(self) -> float:
         """Seconds since the backend was built, on its clock."""
-
-    def question(self, slot: int, turn: int, first: bool) -> list[int]:
-        """The user's message for a turn (deterministic from the run's seed); the first
-        turn's is the long one."""
 
     def new_state(self) -> SeqState:
         """An empty state (position 0)."""
@@ -58,8 +79,11 @@ class Backend(Protocol):
     def prefill(self, state: SeqState, tokens: Sequence[int]) -> int:
         """Consume `tokens`; return the target's next token."""
 
-    def verify(self, state: SeqState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
-        """One forward over `batch` from the state's position."""
+    def verify(self, state: SeqState, batch: Sequence[int], strategy: Strategy) -> VerifyOut:
+        """One forward over `batch` from the state's position; what it keeps is what
+        `strategy` commits or rolls back with (`checkpoint` and `none`: the state simply
+        advances; `per_token`: the state after every position; `input_replay`: the state
+        stays and the recurrent inputs are recorded)."""
 
     def forward(self, state: SeqState, tokens: Sequence[int]) -> list[int]:
         """Consume `tokens` (a replay forward); return the target token after each."""
@@ -95,11 +119,3 @@ class Backend(Protocol):
 
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state (what a checkpoint copies)."""
-
-    def peek(self, state: SeqState, tokens: Sequence[int]) -> list[int]:
-        """The target tokens after each of `tokens` from `state`, without changing it and
-        without cost: the oracle behind the synthetic drafter."""
-
-    def continuation(self, state: SeqState, last: int, n: int) -> list[int]:
-        """The target's own next `n` tokens after `last` from `state` (greedy, as `peek`
-        would give them one at a time), without changing the state."""

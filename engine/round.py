@@ -7,20 +7,12 @@ the rollback strategy decides which steps do work. Replay is reconstruction unle
 on the batch shape (llama.cpp #28060); the progress guard ends that and records it.
 """
 
-from engine.backend import VerifyMode
 from engine.config import ReplayPolicy, Strategy
 from engine.slot import Slot
 from engine.speculative import Block, accepted_block
 from fsm.errors import InvariantViolationError
 from fsm.invariants import CommitFacts, check_commit
 from fsm.states import Trigger
-
-_MODE = {
-    Strategy.CHECKPOINT: VerifyMode.LIVE,
-    Strategy.PER_TOKEN: VerifyMode.PER_TOKEN,
-    Strategy.INPUT_REPLAY: VerifyMode.DEFERRED,
-    Strategy.NONE: VerifyMode.LIVE,
-}
 
 LIVELOCK_CYCLE = ["verify", "reject", "restore", "replay", "restore", "retry"]
 
@@ -57,7 +49,7 @@ def run_round(s: Slot, budget: int | None = None) -> Block:
     trigger = Trigger.VERIFY
     while True:
         t = b.now()
-        out = b.verify(s.state, batch, _MODE[strategy])
+        out = b.verify(s.state, batch, strategy)
         counts = {"drafted": k} if trigger is Trigger.VERIFY else {}
         m.fire(trigger, b.now() - t, drafts=drafts, targets=out.targets, batch=k + 1, **counts)
         block = accepted_block(drafts, out.targets, b.template.eog_ids, cfg.eog_policy)
@@ -86,7 +78,7 @@ def _plain_round(s: Slot) -> Block:
     """A non-speculative step: verify only the last committed token."""
     m, b = s.machine, s.backend
     t = b.now()
-    out = b.verify(s.state, [s.tokens[-1]], VerifyMode.LIVE)
+    out = b.verify(s.state, [s.tokens[-1]], Strategy.NONE)  # nothing to roll back
     m.fire(Trigger.DECODE, b.now() - t, targets=out.targets, drafted=0, batch=1)
     block = accepted_block([], out.targets, b.template.eog_ids, s.config.eog_policy)
     m.fire(Trigger.ACCEPT, matched=0, eog=block.eog)

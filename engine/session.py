@@ -6,6 +6,7 @@ from typing import Protocol
 
 from engine.backend import Backend
 from engine.config import BackendKind, RunConfig
+from engine.conversation import Conversation, HeldOutConversation, SimConversation
 from engine.drafters import make_drafter
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
@@ -63,8 +64,16 @@ def make_backend(config: RunConfig) -> Backend:
     return TorchBackend(config)
 
 
+def make_conversation(config: RunConfig) -> Conversation:
+    """The configuration's own workload: sim tokens, or the torch held-out corpus."""
+    if config.backend is BackendKind.SIM:
+        return SimConversation(config)
+    return HeldOutConversation(config)
+
+
 class Session:
-    """Runs `config.turns` turns in each of `config.slots` slots against one backend."""
+    """Runs `config.turns` turns in each of `config.slots` slots against one backend,
+    asking what `conversation` says (both made from the configuration when not given)."""
 
     def __init__(
         self,
@@ -72,10 +81,12 @@ class Session:
         journal: Journal,
         backend: Backend | None = None,
         progress: Progress | None = None,
+        conversation: Conversation | None = None,
     ) -> None:
         self.config = config
         self.journal = journal
         self.backend = backend or make_backend(config)
+        self.conversation = conversation or make_conversation(config)
         self.progress = progress
         seq = itertools.count(1)
         next_seq = seq.__next__
@@ -96,7 +107,7 @@ class Session:
     def run_turn(self, slot: Slot) -> TurnMetrics:
         """The next turn of one slot."""
         turn = slot.machine.turn + 1
-        question = self.backend.question(slot.id, turn, first=turn == 1)
+        question = self.conversation.question(slot.id, turn)
         try:
             metrics = run_turn(slot, question, self.journal.end_unit, self.progress)
         except Exception as exc:

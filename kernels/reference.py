@@ -1,9 +1,16 @@
-"""Pure torch references for every kernel in this package.
+"""The one torch implementation of the gated delta rule, and references for every kernel.
 
-These are the truth the Triton kernels are tested against, and the code the torch backend
-runs on CPU. They follow HF transformers' Qwen3.5 ``torch_recurrent_gated_delta_rule`` and
-``causal_conv1d_update`` (same step order, fp32 state), extended with what speculative
-decoding needs: the state after every position, a slot pool, and deferred commit.
+The engine's GDN layer (``engine.hybrid.gdn``) runs these functions on CPU: the recurrent
+step (decode, per-token capture and replay all step through ``delta_step_``, so the same
+inputs give the same bits whichever path ran them) and the chunked form (prefill). The
+``*_ref`` functions are what ``kernels.ops`` runs for ``backend="torch"`` and what the
+Triton kernels are tested against. They follow HF transformers' Qwen3.5
+``torch_recurrent_gated_delta_rule`` and ``causal_conv1d_update`` (same step order, fp32
+state), extended with what speculative decoding needs: the state after every position, a
+slot pool, and deferred commit.
+
+Recurrence per value head, with S (K, V) in fp32:
+    S <- exp(g) * S;  S <- S + k ⊗ beta * (v - kᵀS);  o = qᵀS
 
 Shapes (shared with ``kernels.ops``):
     q, k        (B, T, H, K)     H divides HV; value head hv reads q/k head hv // (HV // H),
@@ -40,6 +47,28 @@ def _prepare_qk(x: torch.Tensor, hv: int, use_qk_l2norm: bool, eps: float) -> to
     return l2norm(x, eps) if use_qk_l2norm else x
 
 
+def by_position(x: torch.Tensor) -> torch.Tensor:
+    """(B, T, ...) -> (T, B, ...) contiguous: one copy up front, so that each step's slice
+    is already contiguous and `delta_step_` copies nothing (the values are the same bits)."""
+    return x.transpose(0, 1).contiguous()
+
+
+def delta_step_(state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                beta: torch.Tensor) -> None:
+    """Advance `state` (B, H, K, V) in place by one position: k (B, H, K), v (B, H, V),
+    g and beta (B, H)."""
+    k, v = k.contiguous(), v.contiguous()
+    state.mul_(g.exp()[..., None, None])
+    predicted = (k.unsqueeze(-2) @ state).squeeze(-2)  # (B, H, V)
+    delta = (v - predicted) * beta.unsqueeze(-1)
+    state.addcmul_(k.unsqueeze(-1), delta.unsqueeze(-2))
+
+
+def readout(q: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+    """qᵀS: q (B, H, K), state (B, H, K, V) -> (B, H, V)."""
+    return (q.contiguous().unsqueeze(-2) @ state).squeeze(-2)
+
+
 def gdn_recurrence(
     q: torch.Tensor | None,
     k: torch.Tensor,
@@ -62,27 +91,65 @@ def gdn_recurrence(
     """
     hv, kdim = v.shape[2], k.shape[3]
     scale = kdim**-0.5 if scale is None else scale
-    kf = _prepare_qk(k, hv, use_qk_l2norm, eps)  # (B, T, HV, K)
+    ks = by_position(_prepare_qk(k, hv, use_qk_l2norm, eps))  # (T, B, HV, K)
     qf = None if q is None else _prepare_qk(q, hv, use_qk_l2norm, eps) * scale
-    vf, gf, bf = v.float(), g.float(), beta.float()
+    vs, gf, bf = by_position(v.float()), g.float(), beta.float()
     s = initial_state.float().clone()  # (B, HV, K, V)
     outs, states = [], []
     for t in range(v.shape[1]):
-        k_t = kf[:, t]  # (B, HV, K)
-        s_new = s * gf[:, t].exp()[..., None, None]
-        kv_mem = (s_new * k_t[..., None]).sum(dim=-2)  # (B, HV, V)
-        delta = (vf[:, t] - kv_mem) * bf[:, t][..., None]
-        s_new = s_new + k_t[..., None] * delta[..., None, :]
-        if steps is not None:
+        before = None if steps is None else s.clone()
+        delta_step_(s, ks[t], vs[t], gf[:, t], bf[:, t])
+        if before is not None:
             # Rows whose prefix is exhausted keep their state: replay never looks past it.
-            active = (steps > t).view(-1, 1, 1, 1)
-            s_new = torch.where(active, s_new, s)
-        s = s_new
-        states.append(s)
+            s = torch.where((steps > t).view(-1, 1, 1, 1), s, before)
+        states.append(s.clone())
         if qf is not None:
-            outs.append((s * qf[:, t][..., None]).sum(dim=-2))  # (B, HV, V)
+            outs.append(readout(qf[:, t], s))  # (B, HV, V)
     o = torch.stack(outs, dim=1) if qf is not None else None
     return o, torch.stack(states, dim=1), s
+
+
+def chunk_gated_delta(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+    state: torch.Tensor, chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chunked (parallel) gated delta rule over T positions from `state` (not modified).
+    q, k (B, T, H, K) (prepared: normalised, q scaled); v (B, T, H, V); g, beta (B, T, H).
+    Returns the outputs (B, T, H, V) and the final state (B, H, K, V). Within a chunk the
+    T sequential rank-1 updates become one unit-lower-triangular solve (the UT transform)."""
+    length, dk, dv = k.shape[1], k.shape[-1], v.shape[-1]
+    size = min(chunk_size, length)
+    pad = (-length) % size
+    # Padded positions have k = 0 and g = 0: they neither write nor decay the state.
+    q, k, v = (F.pad(x.transpose(1, 2), (0, 0, 0, pad)) for x in (q, k, v))  # (B, H, T', D)
+    g, beta = (F.pad(x.transpose(1, 2), (0, pad)) for x in (g, beta))  # (B, H, T')
+    batch, heads = q.shape[:2]
+    q, k, v = (x.reshape(batch, heads, -1, size, x.shape[-1]) for x in (q, k, v))  # (B,H,N,C,D)
+    g, beta = (x.reshape(batch, heads, -1, size) for x in (g, beta))  # (B, H, N, C)
+
+    g_cum = g.cumsum(-1)
+    causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
+    # Mask before exp: above the diagonal the difference is positive and could overflow.
+    decay = (g_cum[..., :, None] - g_cum[..., None, :]).masked_fill(~causal, -torch.inf).exp()
+    k_beta = k * beta[..., None]
+    system = (k_beta @ k.transpose(-1, -2)) * decay  # (B, H, N, C, C); diagonal ignored
+    rhs = torch.cat((v * beta[..., None], k_beta * g_cum.exp()[..., None]), dim=-1)
+    solved = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
+    new_values, decayed_keys = solved.split((dv, dk), dim=-1)  # (B,H,N,C,V), (B,H,N,C,K)
+
+    intra = (q @ k.transpose(-1, -2)) * decay  # (B, H, N, C, C)
+    q_decayed = q * g_cum.exp()[..., None]
+    k_to_end = k * (g_cum[..., -1:] - g_cum).exp()[..., None]
+    chunk_decay = g_cum[..., -1].exp()[..., None, None]  # (B, H, N, 1, 1)
+
+    s = state
+    out = torch.empty_like(new_values)
+    for i in range(q.shape[2]):
+        v_new = new_values[:, :, i] - decayed_keys[:, :, i] @ s  # (B, H, C, V)
+        out[:, :, i] = q_decayed[:, :, i] @ s + intra[:, :, i] @ v_new
+        s = s * chunk_decay[:, :, i] + k_to_end[:, :, i].transpose(-1, -2) @ v_new
+    out = out.reshape(batch, heads, -1, dv)[:, :, :length].transpose(1, 2)  # (B, T, H, V)
+    return out, s
 
 
 def gdn_verify_ref(

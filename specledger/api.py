@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 
 from engine.backend import Backend
 from engine.config import RunConfig
+from engine.conversation import Conversation
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.session import Session, make_backend
@@ -51,15 +52,16 @@ def run_session(
     progress: Progress | None = None,
     parent_id: int | None = None,
     backend: Backend | None = None,
+    conversation: Conversation | None = None,
 ) -> RunResult:
     """Run `config` and record every transition into the log at `db` (path or URL).
     `backend` is one already built for `config` (benchmarks share a loaded checkpoint
-    across runs); without it the configuration's own is made."""
+    across runs); without it, or without a `conversation`, the configuration's own is
+    made."""
     if backend is None:
         backend = make_backend(config)
-    resolved = getattr(backend, "kernels", None)
-    if resolved is not None:  # record what ran, not what was asked for ("auto")
-        config = config.replace(kernels=resolved.value, device=backend.device.type)
+    caps = backend.capabilities
+    config = config.replace(**caps.resolved)  # record what ran, not what was asked ("auto")
     engine = open_db(db, create=True)
     sid = create_session(
         engine,
@@ -67,11 +69,12 @@ def run_session(
         backend=config.backend.value,
         seeds={"seed": config.seed},
         code_version=code_version(),
-        model_digest=getattr(backend, "model_digest", None),
+        model_digest=caps.model_digest() if caps.model_digest else None,
         parent_id=parent_id,
     )
     with Recorder(engine, sid) as rec:
-        turns = Session(config, rec, backend=backend, progress=progress).run()
+        turns = Session(config, rec, backend=backend, progress=progress,
+                        conversation=conversation).run()
     return RunResult(sid, turns, rec.written)
 
 

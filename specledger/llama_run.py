@@ -47,10 +47,10 @@ class LlamaRun:
 
 def questions(config: RunConfig) -> list[str]:
     """The user messages a torch session of `config` asks in slot 0, as text."""
-    from engine.hybrid.backend import TorchBackend
+    from engine.conversation import HeldOutConversation
 
-    backend = TorchBackend(config.replace(backend="torch", device="cpu"))
-    return [bytes(backend.question(0, turn, turn == 1)).decode("utf-8", errors="replace")
+    conversation = HeldOutConversation(config)
+    return [bytes(conversation.question(0, turn)).decode("utf-8", errors="replace")
             for turn in range(1, config.turns + 1)]
 
 

@@ -7,15 +7,15 @@ and the generation header of the chat template.
 """
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
+from engine.conversation import Conversation
 from engine.template import ChatTemplate
 from fsm.errors import SpecledgerError
 from fsm.event import APPEND, TRIM, Event
 from fsm.states import Trigger
 
 Questions = dict[tuple[int, int], list[int]]
-QuestionFn = Callable[[int, int, bool], list[int]]
 
 
 class PromptError(SpecledgerError):
@@ -55,19 +55,19 @@ def recorded_questions(events: Iterable[Event], template: ChatTemplate) -> Quest
 
 
 class RecordedQuestions:
-    """A backend's `question`, answered from the log; turns the log lacks (a counterfactual
-    with more turns) come from the backend's own generator when it has one."""
+    """A `Conversation` answered from the log; turns the log lacks (a counterfactual with
+    more turns) come from `fallback`, the configuration's own source, when there is one."""
 
-    def __init__(self, questions: Questions, fallback: QuestionFn | None) -> None:
+    def __init__(self, questions: Questions, fallback: Conversation | None) -> None:
         self.questions = questions
         self.fallback = fallback
 
-    def __call__(self, slot: int, turn: int, first: bool) -> list[int]:
+    def question(self, slot: int, turn: int) -> list[int]:
         """The question of `slot`'s `turn`."""
         q = self.questions.get((slot, turn))
         if q is not None:
             return list(q)
         if self.fallback is None:
             raise PromptError(f"the recorded session has no question for slot {slot} turn "
-                              f"{turn} and this backend generates none")
-        return self.fallback(slot, turn, first)
+                              f"{turn} and no source generates one")
+        return self.fallback.question(slot, turn)

@@ -14,9 +14,10 @@ from sqlalchemy import Engine
 
 from engine.backend import Backend
 from engine.config import BackendKind, RunConfig
+from engine.conversation import Conversation
 from engine.errors import BackendError
 from engine.progress import Progress
-from engine.session import Session, make_backend
+from engine.session import Session, make_backend, make_conversation
 from eventlog import Recorder, SessionInfo, create_session, get_session, open_db
 from eventlog.compare import EXACT, Tolerance
 from eventlog.diff import Divergence, Follower, TurnDelta, diff_streams
@@ -27,7 +28,7 @@ from specledger.api import code_version
 from specledger.prompts import RecordedQuestions, recorded_questions
 
 # Changing one of these changes the requests themselves: the recorded prompts no longer
-# apply, and the backend generates its own.
+# apply, and the configuration's own source generates them.
 NEW_PROMPTS = frozenset({"backend", "model", "prompt_tokens", "question_tokens", "seed"})
 
 
@@ -100,13 +101,12 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
     before, after = recorded.to_dict(), config.to_dict()
     changed = {k: after[k] for k in after if after[k] != before[k]}
     backend = make_backend(config)
+    conversation = make_conversation(config)
     if not NEW_PROMPTS & changed.keys():
         questions = recorded_questions(scan_events(engine, session_id), backend.template)
-        # Instance attribute on purpose: the engine calls backend.question, and only this
-        # run's requests must come from the log.
-        backend.question = RecordedQuestions(  # type: ignore[method-assign]
-            questions, getattr(backend, "question", None))
-    digest = getattr(backend, "model_digest", None)
+        conversation = RecordedQuestions(questions, conversation)
+    caps = backend.capabilities
+    digest = caps.model_digest() if caps.model_digest else None
     if not changed and info.model_digest and digest and digest != info.model_digest:
         raise BackendError(
             f"session {session_id} was recorded with model {info.model_digest}, but "
@@ -116,13 +116,13 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
         engine, config=after, backend=config.backend.value, seeds={"seed": config.seed},
         code_version=code_version(), model_digest=digest, parent_id=session_id)
     if changed:
-        error = _run(engine, new_id, config, backend, None, progress)
+        error = _run(engine, new_id, config, backend, conversation, None, progress)
         result = diff_streams(scan_events(engine, session_id), scan_events(engine, new_id), tol)
         return RerunResult(session_id, new_id, changed, tol, result.compared,
                            result.divergence, result.turns, error)
     follower = Follower(scan_events(engine, session_id), tol)
     try:
-        error = _run(engine, new_id, config, backend, follower, progress)
+        error = _run(engine, new_id, config, backend, conversation, follower, progress)
         return RerunResult(session_id, new_id, changed, tol, follower.compared,
                            follower.finish(), [], error)
     finally:
@@ -162,13 +162,15 @@ def _rerun_llama(engine: Engine, db: str, info: SessionInfo, changes: dict[str, 
 
 
 def _run(engine: Engine, session_id: int, config: RunConfig, backend: Backend,
-         follower: Follower | None, progress: Progress | None) -> str | None:
+         conversation: Conversation, follower: Follower | None, progress: Progress | None
+         ) -> str | None:
     """Run `config` into `session_id`, following the recorded log if `follower` is given;
     the failure it ended with, if any."""
     try:
         with Recorder(engine, session_id) as rec:
             journal = rec if follower is None else FollowingJournal(rec, follower)
-            Session(config, journal, backend=backend, progress=progress).run()
+            Session(config, journal, backend=backend, progress=progress,
+                    conversation=conversation).run()
     except _Diverged:
         return None
     except SpecledgerError as exc:  # a recorded failure (strict mode) may reproduce too

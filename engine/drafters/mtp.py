@@ -30,7 +30,7 @@ class MtpDrafter(BaseDrafter):
     def propose(self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
                 ) -> list[int]:
         """Up to `k` drafts after `tokens` (the target's state is at len(tokens) - 1)."""
-        hidden_states = getattr(backend, "hidden_states", None)
+        hidden_states = backend.capabilities.hidden_states
         if hidden_states is None:
             raise BackendError("the mtp drafter needs a backend with hidden states (torch)")
         p = state.position

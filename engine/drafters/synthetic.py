@@ -1,4 +1,4 @@
-"""A drafter with a chosen per-token acceptance rate, on any backend with a `peek`.
+"""A drafter with a chosen per-token acceptance rate, on any backend with an oracle.
 
 Each draft is the target's own token with probability `acceptance`, else a different
 ordinary token. The coin is keyed by (seed, slot, position) rather than drawn from a
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from engine.backend import Backend, SeqState
 from engine.drafters.base import BaseDrafter
+from engine.errors import BackendError
 from engine.sim.hashing import keyed, unit
 from engine.template import ChatTemplate
 
@@ -25,7 +26,7 @@ def ordinary_tokens(template: ChatTemplate) -> int:
 
 
 class SyntheticDrafter(BaseDrafter):
-    """Oracle-based drafter: asks the backend's `peek` for the true continuation."""
+    """Oracle-based drafter: asks the backend's declared oracle for the true continuation."""
 
     name = "synthetic"
 
@@ -38,19 +39,23 @@ class SyntheticDrafter(BaseDrafter):
         self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
     ) -> list[int]:
         """Up to `k` drafts after `tokens`."""
+        oracle = backend.capabilities.oracle
+        if oracle is None:
+            raise BackendError(f"the synthetic drafter needs a backend with an oracle; "
+                               f"{backend.name} declares none")
         vocab = ordinary_tokens(backend.template)
         base = len(tokens)
         coins = [keyed(self._key, base + i) for i in range(k)]
         if self.greedy:
             hits = next((i for i, c in enumerate(coins) if unit(c) >= self.acceptance), k)
-            truths = backend.continuation(state, tokens[-1], min(hits + 1, k))
+            truths = oracle.continuation(state, tokens[-1], min(hits + 1, k))
             if hits == k:
                 return truths
             # the first miss, and the rest of the draft filled from its coins
             return truths[:hits] + [(truths[hits] + 1 + c % 97) % vocab for c in coins[hits:]]
         batch = [tokens[-1]]
         for coin in coins:
-            truth = backend.peek(state, batch)[-1]
+            truth = oracle.peek(state, batch)[-1]
             batch.append(truth if unit(coin) < self.acceptance
                          else (truth + 1 + coin % 97) % vocab)
         return batch[1:]

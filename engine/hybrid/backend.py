@@ -1,6 +1,7 @@
 """The `torch` backend: the hybrid model behind `engine.backend.Backend`, on the wall
 clock. Rollback strategies map onto the state's own operations (snapshot/restore,
-per-position states, recorded GDN inputs)."""
+per-position states, recorded GDN inputs); the resolved kernel backend is passed to each
+operation that runs a kernel, never set on the (possibly shared) model."""
 
 import hashlib
 import time
@@ -10,11 +11,10 @@ from weakref import WeakKeyDictionary
 import torch
 from tokenizers import Tokenizer
 
-from engine.backend import VerifyMode, VerifyOut
-from engine.config import RunConfig
+from engine.backend import Capabilities, VerifyOut
+from engine.config import RunConfig, Strategy
 from engine.errors import BackendError
 from engine.hybrid.device import resolve_device, synchronize
-from engine.hybrid.gdn import GatedDeltaNet
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
 from engine.sampling import SamplingParams, greedy_targets, verify_targets
@@ -94,9 +94,6 @@ class TorchBackend:
             self.kernels = resolve_backend(config.kernels, self.device)
         except RuntimeError as exc:
             raise BackendError(f"kernels: {exc}") from None
-        for module in self.model.modules():
-            if isinstance(module, GatedDeltaNet):
-                module.kernels = self.kernels
         self.template = template_for(ckpt.tokenizer)
         self.params = SamplingParams(config.temperature, config.top_k, config.top_p)
         self.gen = torch.Generator().manual_seed(config.seed)
@@ -104,15 +101,15 @@ class TorchBackend:
         # Per live state, dropped with it: the audit twin and the hidden-state history.
         self._audits: WeakKeyDictionary[HybridState, tuple[HybridState, list[int]]] = (
             WeakKeyDictionary())
-        self._questions: dict[int, list[list[int]]] = {}
         # The final norm's output, kept per state and position for drafters that read the
         # target's hidden states (MTP); written after every forward over a batch.
         self._last = _last_hidden(self.model)
         self._hidden: WeakKeyDictionary[HybridState, torch.Tensor] = WeakKeyDictionary()
-        self._seed, self._turns = config.seed, config.turns
         self._t0 = time.perf_counter()
+        self.capabilities = Capabilities(
+            oracle=self, hidden_states=self.hidden_states, model_digest=self.model_digest,
+            resolved={"kernels": self.kernels.value, "device": self.device.type})
 
-    @property
     def model_digest(self) -> str:
         """sha256 over the checkpoint's config and weight files: a re-execution can refuse
         a different model."""
@@ -128,16 +125,6 @@ class TorchBackend:
         done (so an event's duration is the work's, not its launch's)."""
         synchronize(self.device)
         return time.perf_counter() - self._t0
-
-    def question(self, slot: int, turn: int, first: bool) -> list[int]:
-        """Held-out stdlib functions to complete, one conversation per slot (the corpus
-        the shipped models were not trained on), chosen by (seed, slot)."""
-        if slot not in self._questions:
-            from engine.training.conversations import conversation_prompts
-
-            self._questions[slot] = conversation_prompts(self._seed * 1009 + slot,
-                                                         self._turns)
-        return self._questions[slot][turn - 1]
 
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state."""
@@ -205,17 +192,11 @@ class TorchBackend:
         """Consume the prompt in chunks; return the next token."""
         return self._pick(self._consume(state, tokens))
 
-    def verify(self, state: HybridState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
-        """One forward over [last committed, drafts...]; the mode decides what is kept."""
-        ids = self._ids(batch)
+    def verify(self, state: HybridState, batch: Sequence[int], strategy: Strategy
+               ) -> VerifyOut:
+        """One forward over [last committed, drafts...]; the strategy decides what is kept."""
         start = state.position
-        kept: TokenStates | RecordedInputs | None = None
-        if mode is VerifyMode.PER_TOKEN:
-            logits, kept = self.model.verify_per_token(ids, state)
-        elif mode is VerifyMode.DEFERRED:
-            logits, kept = self.model.verify_deferred(ids, state)
-        else:
-            logits = self.model.forward(ids, state)
+        logits, kept = self.model.verify(self._ids(batch), state, strategy, self.kernels)
         self._store_hidden(state, start)
         targets = self._targets(logits[0], list(batch[1:]))
         return VerifyOut(targets, kept)
@@ -283,5 +264,5 @@ class TorchBackend:
 
     def peek(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """Greedy targets after `tokens` without advancing the state."""
-        logits, _ = self.model.verify_deferred(self._ids(tokens), state)
+        logits, _ = self.model.verify(self._ids(tokens), state, Strategy.INPUT_REPLAY)
         return greedy_targets(logits[0])

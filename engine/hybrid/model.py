@@ -1,18 +1,23 @@
 """`HybridModel`: the Qwen3.5 text decoder (Gated DeltaNet and gated attention layers,
-each followed by a SwiGLU MLP) with three forward modes, one per rollback need:
-`forward` (advance the state), `verify_per_token` (advance and keep every intermediate
-GDN state) and `verify_deferred` (leave the GDN state alone and record its inputs)."""
+each followed by a SwiGLU MLP): `forward` advances the state, `verify` keeps what a
+rollback strategy needs (every intermediate GDN state for `per_token`; for `input_replay`
+the GDN state is left alone and its inputs recorded)."""
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from engine.config import Strategy
 from engine.hybrid.attention import GatedAttention
 from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import HybridError, StateError
-from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates, Mode
+from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
 from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_tables
 from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
+from kernels.backend import KernelBackend
+
+# `train_logits` and `verify` under `input_replay` write no recurrent state back.
+_RECORD = Strategy.INPUT_REPLAY
 
 
 class DecoderLayer(nn.Module):
@@ -63,34 +68,34 @@ class HybridModel(nn.Module):
         """Logits (B, T, V) for input_ids (B, T) continuing from `state`, which advances by
         T (a fresh state when None). Chunked GDN form for T > 1, recurrent for T = 1.
         `last_only` computes logits for the last position only (B, 1, V)."""
-        logits, _ = self._run(input_ids, state, Mode.COMMIT, last_only)
+        logits, _ = self._run(input_ids, state, Strategy.NONE, last_only)
         return logits
 
     @torch.inference_mode()
-    def verify_per_token(
-        self, input_ids: Tensor, state: HybridState,
-    ) -> tuple[Tensor, TokenStates]:
-        """Like `forward`, and also keep every GDN layer's state after each position, so a
-        partial accept is `state.select(kept, j)` with no recompute."""
-        logits, traces = self._run(input_ids, state, Mode.PER_TOKEN, False)
+    def verify(
+        self, input_ids: Tensor, state: HybridState, strategy: Strategy,
+        kernels: KernelBackend = KernelBackend.TORCH,
+    ) -> tuple[Tensor, TokenStates | RecordedInputs | None]:
+        """Logits (B, T, V) for a verify batch and what `strategy` keeps: for `per_token`
+        every GDN layer's state after each position (a partial accept is
+        `state.select(kept, j)`, no recompute); for `input_replay` the GDN inputs, the
+        state left as it was (position, conv and recurrent unchanged; KV entries past
+        `position` written; commit with `state.replay_inputs(kept, n)`); else nothing,
+        the state advanced as by `forward`. `kernels` computes the per-position states."""
+        logits, traces = self._run(input_ids, state, strategy, False, kernels)
         length = input_ids.shape[1]
-        layers = tuple(t for t in traces if isinstance(t, LayerStates))
-        return logits, TokenStates(start=state.position - length, length=length, layers=layers)
-
-    @torch.inference_mode()
-    def verify_deferred(
-        self, input_ids: Tensor, state: HybridState,
-    ) -> tuple[Tensor, RecordedInputs]:
-        """Logits for the batch without advancing the state (position, conv and recurrent
-        state unchanged; KV entries past `position` written). Commit with
-        `state.replay_inputs(recorded, n)`; dropping the record leaves the state as it was."""
-        logits, traces = self._run(input_ids, state, Mode.RECORD, False)
-        layers = tuple(t for t in traces if isinstance(t, LayerInputs))
-        return logits, RecordedInputs(start=state.position, length=input_ids.shape[1],
-                                      layers=layers)
+        if strategy is Strategy.PER_TOKEN:
+            states = tuple(t for t in traces if isinstance(t, LayerStates))
+            return logits, TokenStates(start=state.position - length, length=length,
+                                       layers=states)
+        if strategy is _RECORD:
+            inputs = tuple(t for t in traces if isinstance(t, LayerInputs))
+            return logits, RecordedInputs(start=state.position, length=length, layers=inputs)
+        return logits, None
 
     def _run(
-        self, input_ids: Tensor, state: HybridState | None, mode: Mode, last_only: bool,
+        self, input_ids: Tensor, state: HybridState | None, strategy: Strategy,
+        last_only: bool, kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
         if input_ids.ndim != 2 or input_ids.shape[1] == 0:
             raise HybridError(f"input_ids must be (batch, length >= 1), got {input_ids.shape}")
@@ -107,8 +112,8 @@ class HybridModel(nn.Module):
             rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
                                  self.dtype, input_ids.device)
         hidden, traces = self._stack(self.embed_tokens(input_ids), state.conv, state.recurrent,
-                                     state.keys, state.values, start, rope, mode)
-        if mode is not Mode.RECORD:
+                                     state.keys, state.values, start, rope, strategy, kernels)
+        if strategy is not _RECORD:
             state.advance(length)
         hidden = self.norm(hidden[:, -1:] if last_only else hidden)
         return F.linear(hidden, self.output_weight), traces  # (B, T, V)
@@ -121,7 +126,7 @@ class HybridModel(nn.Module):
     def train_logits(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
         """Logits (B, T, V) and final-normed hidden states (B, T, hidden) of input_ids from
         an empty state, differentiable (for training; serving goes through `forward`).
-        Runs the chunked GDN form from zero state in RECORD mode (nothing written back, so
+        Runs the chunked GDN form from zero state recording (nothing written back, so
         autograd's saved tensors stay valid) and attention over scratch KV buffers, never a
         `HybridState`, whose inference tensors autograd cannot use."""
         if input_ids.ndim != 2 or input_ids.shape[1] < 2:
@@ -130,7 +135,7 @@ class HybridModel(nn.Module):
         c, device = self.config, input_ids.device
         n_full = sum(kind != LINEAR for kind in c.layer_types)
         n_linear = c.num_hidden_layers - n_full
-        # RECORD mode only reads these, so every GDN layer can share one pair.
+        # Recording only reads these, so every GDN layer can share one pair.
         conv = [torch.zeros(batch, c.conv_dim, c.linear_conv_kernel_dim - 1, dtype=self.dtype,
                             device=device)] * n_linear
         recurrent = [torch.zeros(batch, c.linear_num_value_heads, c.linear_key_head_dim,
@@ -139,13 +144,14 @@ class HybridModel(nn.Module):
                           device=device) for _ in range(2 * n_full)]
         rope = rotary_tables(0, length, c.rotary_dim, c.rope_theta, self.dtype, device)
         hidden, _ = self._stack(self.embed_tokens(input_ids), conv, recurrent, kv[:n_full],
-                                kv[n_full:], 0, rope, Mode.RECORD)
+                                kv[n_full:], 0, rope, _RECORD)
         hidden = self.norm(hidden)
         return F.linear(hidden, self.output_weight), hidden
 
     def _stack(
         self, hidden: Tensor, conv: list[Tensor], recurrent: list[Tensor], keys: list[Tensor],
-        values: list[Tensor], start: int, rope: tuple[Tensor, Tensor] | None, mode: Mode,
+        values: list[Tensor], start: int, rope: tuple[Tensor, Tensor] | None,
+        strategy: Strategy, kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
         """Run every decoder layer over hidden (B, T, hidden), reading and writing the
         given per-layer buffers."""
@@ -153,7 +159,8 @@ class HybridModel(nn.Module):
         for layer, slot in zip(self.layers, self._slots, strict=True):
             mixed = layer.input_layernorm(hidden)
             if layer.kind == LINEAR:
-                mixed, trace = layer.linear_attn(mixed, conv[slot], recurrent[slot], mode)
+                mixed, trace = layer.linear_attn(mixed, conv[slot], recurrent[slot], strategy,
+                                                 kernels)
                 traces.append(trace)
             else:
                 mixed = layer.self_attn(mixed, keys[slot], values[slot], start, rope)

@@ -14,6 +14,7 @@ from torch import Tensor
 from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import StateError
 from engine.hybrid.gdn import LayerInputs, LayerStates, replay_inputs_
+from kernels import ops
 from kernels.backend import KernelBackend
 
 _MIN_CAPACITY = 64
@@ -169,20 +170,11 @@ class HybridState:
                 f"{kept.start + kept.length}, but the state is at {self._position}"
             )
         _check_index(index, kept.length)
-        if kernels is KernelBackend.TRITON:
-            from kernels import ops
-
-            accept = torch.full((self.batch_size,), index, dtype=torch.long,
-                                device=self.recurrent[0].device)
-            for conv, recurrent, layer in zip(self.conv, self.recurrent, kept.layers,
-                                              strict=True):
-                ops.gdn_commit(recurrent, layer.recurrent, accept, conv_state=conv,
-                               conv_intermediate=layer.conv.contiguous(), backend=kernels)
-        else:
-            for conv, recurrent, layer in zip(self.conv, self.recurrent, kept.layers,
-                                              strict=True):
-                conv.copy_(layer.conv[:, index])
-                recurrent.copy_(layer.recurrent[:, index])
+        accept = torch.full((self.batch_size,), index, dtype=torch.long,
+                            device=self.recurrent[0].device)
+        for conv, recurrent, layer in zip(self.conv, self.recurrent, kept.layers, strict=True):
+            ops.gdn_commit(recurrent, layer.recurrent, accept, conv_state=conv,
+                           conv_intermediate=layer.conv.contiguous(), backend=kernels)
         self._position = kept.start + index + 1
 
     @torch.inference_mode()

@@ -83,16 +83,18 @@ class DrafterResult:
 
 def held_out_prompts(checkpoint: Any, n: int) -> list[list[int]]:
     """`n` distinct first-turn prompts of torch sessions, seeds 0, 1, ... (two seeds can
-    pick the same function): the backend's own question for slot 0, turn 1, in its chat
-    template."""
+    pick the same function): the session's question for slot 0, turn 1, in the model's
+    chat template."""
     from engine.config import RunConfig
-    from engine.hybrid.backend import TorchBackend
+    from engine.conversation import HeldOutConversation
+    from engine.hybrid.backend import template_for
 
+    template = template_for(checkpoint.tokenizer)
     prompts: dict[tuple[int, ...], None] = {}  # insertion-ordered set
     seed = 0
     while len(prompts) < n:
-        backend = TorchBackend(RunConfig(backend="torch", seed=seed, turns=1), checkpoint)
-        prompts[tuple(backend.template.next_prompt([], backend.question(0, 1, True)))] = None
+        question = HeldOutConversation(RunConfig(backend="torch", seed=seed, turns=1))
+        prompts[tuple(template.next_prompt([], question.question(0, 1)))] = None
         seed += 1
     return [list(p) for p in prompts]
 

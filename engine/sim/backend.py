@@ -12,8 +12,8 @@ shape (the numerics behind llama.cpp #28060).
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.backend import VerifyMode, VerifyOut
-from engine.config import RunConfig
+from engine.backend import Capabilities, VerifyOut
+from engine.config import RunConfig, Strategy
 from engine.sim.costs import CostProfile, get_profile
 from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
 from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCAB
@@ -76,6 +76,7 @@ class SimBackend:
         self._audit_h: list[int] = [0]
         self._audit_src: Sequence[int] | None = None
         self._last_walk: _Walk | None = None
+        self.capabilities = Capabilities(oracle=self)  # its own peek and continuation
 
     # clock and sizes -------------------------------------------------------------
     def now(self) -> float:
@@ -85,12 +86,6 @@ class SimBackend:
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state under the cost profile."""
         return int(self.costs.state_bytes)
-
-    def question(self, slot: int, turn: int, first: bool) -> list[int]:
-        """Ordinary tokens keyed by (seed, slot, turn)."""
-        n = self.cfg.prompt_tokens if first else self.cfg.question_tokens
-        key = keyed(self.cfg.seed, slot, turn, 0x0E57)
-        return [keyed(key, i) % VOCAB for i in range(n)]
 
     # the target --------------------------------------------------------------------
     def _predict(self, h: int, index: int, answer_start: int | None, batch: int) -> int:
@@ -147,15 +142,15 @@ class SimBackend:
         )
         return targets[-1]
 
-    def verify(self, state: SimState, batch: Sequence[int], mode: VerifyMode) -> VerifyOut:
-        """One forward over `batch`; what is kept depends on `mode`. The drafter's peeks
+    def verify(self, state: SimState, batch: Sequence[int], strategy: Strategy) -> VerifyOut:
+        """One forward over `batch`; what is kept depends on `strategy`. The drafter's peeks
         already walked most of the batch from this state: the walk is reused."""
         n = len(batch)
         self._t += self.costs.forward_s(n, state.position)
         w = self._walk(state, batch, n)
         targets = list(w.targets)
         pos0 = state.position
-        if mode is VerifyMode.DEFERRED:
+        if strategy is Strategy.INPUT_REPLAY:
             # The recurrence is not applied: only the attention KV is written, and the
             # per-position inputs (here: the tokens) are kept for the commit.
             kept = (state.h, pos0, state.answer_start, list(batch))
@@ -163,7 +158,7 @@ class SimBackend:
             return VerifyOut(targets, kept)
         state.kv.extend(batch)
         state.h, state.answer_start = w.hs[-1], w.starts[-1]
-        if mode is VerifyMode.PER_TOKEN:
+        if strategy is Strategy.PER_TOKEN:
             self._t += self.costs.intermediate_write_s(n)
             return VerifyOut(targets, (pos0, list(w.hs), list(w.starts)))
         return VerifyOut(targets)

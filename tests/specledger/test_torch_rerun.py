@@ -42,11 +42,11 @@ def _save_model(path: Path, hidden: int, layers: list[str], seed: int) -> None:
     build_tokenizer().save(str(path / "tokenizer.json"))
 
 
-class _ShortQuestions(TorchBackend):
+class _ShortQuestions:
     """Short byte-pattern questions keep the test fast; the re-run reads them from the log."""
 
-    def question(self, slot: int, turn: int, first: bool) -> list[int]:
-        return [97 + (slot * 7 + turn * 3 + i) % 26 for i in range(40 if first else 10)]
+    def question(self, slot: int, turn: int) -> list[int]:
+        return [97 + (slot * 7 + turn * 3 + i) % 26 for i in range(40 if turn == 1 else 10)]
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +73,7 @@ def _record(db: str, config: RunConfig) -> int:
     sid = create_session(engine, config=config.to_dict(), backend="torch",
                          seeds={"seed": config.seed}, code_version="test")
     with Recorder(engine, sid) as rec:
-        Session(config, rec, backend=_ShortQuestions(config)).run()
+        Session(config, rec, backend=TorchBackend(config), conversation=_ShortQuestions()).run()
     return sid
 
 

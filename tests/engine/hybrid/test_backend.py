@@ -40,11 +40,11 @@ def _save_model(path: Path, hidden: int, layers: list[str], seed: int) -> None:
     build_tokenizer().save(str(path / "tokenizer.json"))
 
 
-class _Backend(TorchBackend):
+class _Questions:
     """Questions from a fixed byte pattern (the corpus is not what is tested here)."""
 
-    def question(self, slot: int, turn: int, first: bool) -> list[int]:
-        n = 48 if first else 12
+    def question(self, slot: int, turn: int) -> list[int]:
+        n = 48 if turn == 1 else 12
         return [(97 + (slot * 7 + turn * 3 + i) % 26) for i in range(n)]
 
 
@@ -62,7 +62,8 @@ def _run(models: tuple[LoadedCheckpoint, Path], **kw: object) -> tuple[list, Mem
     config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
                        draft_max=4, draft_model=str(draft), model=str(ckpt.path), **kw)
     journal = MemoryJournal()
-    session = Session(config, journal, backend=_Backend(config, ckpt))
+    session = Session(config, journal, backend=TorchBackend(config, ckpt),
+                      conversation=_Questions())
     session.run()
     return session.slots, journal
 
@@ -130,7 +131,8 @@ def test_mtp_drafter_is_lossless(models: tuple[LoadedCheckpoint, Path], plain: l
                            draft_max=3, model=str(ckpt.path), drafter="ngram-simple",
                            strategy=strategy)
         journal = MemoryJournal()
-        session = Session(config, journal, backend=_Backend(config, ckpt))
+        session = Session(config, journal, backend=TorchBackend(config, ckpt),
+                          conversation=_Questions())
         session.slots[0].drafter = MtpDrafter(head)
         session.run()
         assert _answers(journal) == plain
@@ -151,12 +153,12 @@ def test_triton_kernels_drive_the_same_session(
                        draft_max=3, model=str(ckpt.path), drafter="draft-model",
                        draft_model=str(draft), strategy=strategy, kernels="triton")
     journal = MemoryJournal()
-    backend = _Backend(config, ckpt)
+    backend = TorchBackend(config, ckpt)
     assert backend.kernels.value == "triton"
-    try:
-        Session(config, journal, backend=backend).run()
-    finally:
-        _Backend(config.replace(kernels="torch"), ckpt)  # hand the shared model back to torch
+    # The choice travels with each call: a torch-kernel backend on the same model is not
+    # switched over by building this one, nor this one by building it.
+    assert TorchBackend(config.replace(kernels="torch"), ckpt).kernels.value == "torch"
+    Session(config, journal, backend=backend, conversation=_Questions()).run()
     assert _answers(journal) == plain[:len(_answers(journal))]
     assert [e for e in journal.events if e.trigger is Trigger.REJECT]
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
@@ -167,5 +169,5 @@ def test_backends_on_one_model_share_one_hidden_state_hook(
     ckpt, _ = models
     config = RunConfig(backend="torch", model=str(ckpt.path))
     for _ in range(3):
-        _Backend(config, ckpt)
+        TorchBackend(config, ckpt)
     assert len(ckpt.model.norm._forward_hooks) == 1

@@ -1,20 +1,14 @@
-"""The gated delta rule's chunked form against its recurrent form, and the conv helper
-against torch's padded conv1d (the formulation transformers uses)."""
+"""The gated delta rule's chunked form against its recurrent form (both in
+`kernels.reference`, which the GDN layer calls), and the conv helper against torch's
+padded conv1d (the formulation transformers uses)."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.hybrid.gdn import (
-    LayerInputs,
-    causal_conv,
-    chunk_gated_delta,
-    delta_states,
-    delta_step_,
-    l2norm,
-    readout,
-    replay_inputs_,
-)
+from engine.hybrid.gdn import LayerInputs, causal_conv, replay_inputs_
+from kernels.backend import KernelBackend
+from kernels.reference import chunk_gated_delta, delta_step_, gdn_recurrence, l2norm, readout
 
 
 def _inputs(length: int, heads: int = 3, dk: int = 8, dv: int = 6) -> tuple[torch.Tensor, ...]:
@@ -43,11 +37,11 @@ def test_chunked_matches_recurrent(length: int, chunk: int) -> None:
 
 def test_states_and_replay_are_bitwise_the_same_steps() -> None:
     q, k, v, g, beta, state = _inputs(5)
-    states = delta_states(state, k, v, g, beta)
+    _, states, _ = gdn_recurrence(q, k, v, g, beta, state, scale=1.0)
     conv = torch.randn(2, 4, 3)
     inputs = LayerInputs(q=q, k=k, v=v, g=g, beta=beta, conv_in=torch.randn(2, 4, 5))
     live = state.clone()
-    replay_inputs_(conv, live, inputs, 3)
+    replay_inputs_(conv, live, inputs, 3, KernelBackend.TORCH)
     assert torch.equal(live, states[:, 2])
     assert torch.equal(conv, torch.cat((torch.zeros(2, 4, 0), inputs.conv_in[..., :3]), -1))
 
