@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET, RunConfig
-from engine.hybrid.backend import TorchBackend
+from engine.conversation import HeldOutConversation
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from specbench.drafters import DRAFTERS, torch_config
 from specbench.drafters_runs import run_unrecorded
@@ -105,7 +105,7 @@ def main() -> None:
                                        "threads": args.threads},
                                "config": base.to_dict(), "quick": args.quick}
     results["lossless"] = lossless(base, ckpt, prompts)
-    prompt = TorchBackend(base, ckpt).question(0, 1, first=True)
+    prompt = HeldOutConversation(base).question(0, 1)
     results["vs_transformers"] = vs_transformers(args.model, prompt, tokens)
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -183,7 +183,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     calibration = {
         "date": now.isoformat(timespec="seconds"),
         "machine": machine(opts.threads, backend.device.type),
-        "model": opts.model, "model_digest": backend.model_digest, "quick": opts.quick,
+        "model": opts.model, "model_digest": backend.model_digest(), "quick": opts.quick,
         "fitted": list(FITTED), "grid": asdict(grid), "measure_s": measure_s,
         "fit_error": errors, "validation": validation, "command": COMMAND,
         "code_version": code_version(),

@@ -13,6 +13,7 @@ from engine.backend import Backend, SeqState
 from engine.config import RunConfig
 from engine.drafters.base import BaseDrafter
 from engine.drafters.synthetic import ordinary_tokens
+from engine.errors import BackendError
 from engine.session import MemoryJournal, Session
 from engine.sim.backend import SimBackend
 from engine.sim.costs import CostProfile
@@ -95,9 +96,13 @@ class ScriptedDrafter(BaseDrafter):
         """The next round's drafts (none once the script is done)."""
         drafted, accepted = next(self._rounds, (0, 0))
         vocab = ordinary_tokens(backend.template)
+        oracle = backend.capabilities.oracle
+        if oracle is None:
+            raise BackendError(f"a scripted replay needs a backend with an oracle, not "
+                               f"{backend.name}")
         batch = [tokens[-1]]
         for i in range(min(drafted, k)):
-            truth = backend.peek(state, batch)[-1]
+            truth = oracle.peek(state, batch)[-1]
             batch.append(truth if i < accepted else (truth + 1) % vocab)
         return batch[1:]
 

@@ -67,10 +67,11 @@ class LlamaRun:
 def session_prompts(config: RunConfig, checkpoint: Any) -> list[list[int]]:
     """The first-turn prompt of each slot of a torch session of `config`: what our engine
     is asked, so llama-server is asked the same."""
-    from engine.hybrid.backend import TorchBackend
+    from engine.conversation import HeldOutConversation
+    from engine.hybrid.backend import template_for
 
-    backend = TorchBackend(config, checkpoint)
-    return [backend.template.next_prompt([], backend.question(slot, 1, True))
+    template, conversation = template_for(checkpoint.tokenizer), HeldOutConversation(config)
+    return [template.next_prompt([], conversation.question(slot, 1))
             for slot in range(config.slots)]
 
 

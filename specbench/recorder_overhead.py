@@ -139,16 +139,17 @@ def overhead(config: RunConfig, make_backend: BackendFactory, repeat: int, workd
 
 def torch_backends(config: RunConfig) -> tuple[BackendFactory, str, RunConfig]:
     """A factory of fresh torch backends sharing one loaded checkpoint, the model digest,
-    and `config` with the kernels that resolved. A probe backend asks for the questions
-    first: the held-out functions they come from are parsed once per process (seconds),
-    which is not what is measured."""
+    and `config` with the kernels that resolved. The questions are asked once first: the
+    held-out functions they come from are parsed once per process (seconds), which is not
+    what is measured."""
+    from engine.conversation import HeldOutConversation
     from engine.hybrid.backend import TorchBackend
     from engine.hybrid.device import resolve_device
     from engine.hybrid.loader import load_checkpoint
 
     checkpoint = load_checkpoint(config.model, device=resolve_device(config.device))
     probe = TorchBackend(config, checkpoint)
-    probe.question(0, 1, first=True)
+    HeldOutConversation(config).question(0, 1)
     # Record what ran, not what was asked for ("auto"), as `run_session` does.
-    resolved = config.replace(kernels=probe.kernels.value, device=probe.device.type)
-    return lambda: TorchBackend(resolved, checkpoint), probe.model_digest, resolved
+    resolved = config.replace(**probe.capabilities.resolved)
+    return lambda: TorchBackend(resolved, checkpoint), probe.model_digest(), resolved
