@@ -5,9 +5,11 @@ Every step fires one transition of the slot's `RoundMachine` (and so writes one 
 the rollback strategy decides which steps do work. Replay is reconstruction unless the
 `reverify` policy is chosen, which verifies again and can livelock when numerics depend
 on the batch shape (llama.cpp #28060); the progress guard ends that and records it.
+Each payload is its trigger's type in fsm/payloads.py (docs/events.md).
 """
 
 from engine.config import ReplayPolicy, Strategy
+from engine.drafters.base import ChainDrafter
 from engine.slot import Slot
 from engine.speculative import Block, accepted_block
 from fsm.errors import InvariantViolationError
@@ -31,35 +33,34 @@ def run_round(s: Slot, budget: int | None = None) -> Block:
     pos0 = s.state.position
     t = b.now()
     snap = b.snapshot(s.state) if strategy is Strategy.CHECKPOINT else None
-    m.fire(
-        Trigger.BEGIN,
-        b.now() - t,
-        strategy=strategy.value,
-        position=pos0,
-        bytes=b.state_bytes() if snap is not None else 0,
-    )
+    m.fire(Trigger.BEGIN, b.now() - t, {"strategy": strategy.value, "position": pos0,
+                                         "bytes": b.state_bytes() if snap is not None else 0})
     t = b.now()
     drafts = s.drafter.propose(b, s.state, s.tokens, k_max)
-    m.fire(Trigger.DRAFT, b.now() - t, drafts=drafts, drafter=s.drafter.name,
-           **s.drafter.stats())
+    stats = s.drafter.stats()
+    m.fire(Trigger.DRAFT, b.now() - t, {"drafts": drafts, "drafter": s.drafter.name, **stats})
     if not drafts:
         return _plain_round(s)
     batch = [s.tokens[-1], *drafts]
     k = len(drafts)
+    draft = _draft_state(s, stats, k)
     trigger = Trigger.VERIFY
     while True:
         t = b.now()
         out = b.verify(s.state, batch, strategy)
-        counts = {"drafted": k} if trigger is Trigger.VERIFY else {}
-        m.fire(trigger, b.now() - t, drafts=drafts, targets=out.targets, batch=k + 1, **counts)
+        verified = {"drafts": drafts, "targets": out.targets, "batch": k + 1}
+        if trigger is Trigger.VERIFY:
+            verified["drafted"] = k
+        m.fire(trigger, b.now() - t, verified)
         block = accepted_block(drafts, out.targets, b.template.eog_ids, cfg.eog_policy)
         if block.consumed == k + 1:
-            m.fire(Trigger.ACCEPT, matched=block.accepted, eog=block.eog)
+            m.fire(Trigger.ACCEPT, 0.0, {"matched": block.accepted, "eog": block.eog})
             t = b.now()
             if strategy is Strategy.INPUT_REPLAY:
                 b.replay_inputs(s.state, out.kept, k + 1)
             break
-        m.fire(Trigger.REJECT, matched=block.accepted, eog=block.eog, cut=block.cut)
+        m.fire(Trigger.REJECT, 0.0, {"matched": block.accepted, "eog": block.eog,
+                                     "cut": block.cut})
         t0 = b.now()
         done = _roll_back(s, block, batch, snap, out.kept, pos0)
         t = b.now()
@@ -69,9 +70,21 @@ def run_round(s: Slot, budget: int | None = None) -> Block:
         trigger = Trigger.RETRY
     s.stats.drafted += k
     s.stats.accepted += block.accepted
-    commit(s, block, t)
+    commit(s, block, t, draft)
     s.drafter.on_commit(k, block.accepted)
     return block
+
+
+def _draft_state(s: Slot, stats: dict[str, int], k: int) -> tuple[int | None, int | None]:
+    """Invariant 6's facts after drafting: the draft state's position as its drafter
+    reports it, and where it belongs: the slot's tokens but the last, then the last and
+    the drafter's own drafts but the last (each draft is fed back to draft the next).
+    Unknown (None) for a drafter without a state, and for a chain, whose numbers merge
+    its drafters' and so do not say whose state drafted."""
+    position = stats.get("draft_position")
+    if position is None or isinstance(s.drafter, ChainDrafter):
+        return None, None
+    return position, len(s.tokens) - 1 + k
 
 
 def _plain_round(s: Slot) -> Block:
@@ -79,9 +92,9 @@ def _plain_round(s: Slot) -> Block:
     m, b = s.machine, s.backend
     t = b.now()
     out = b.verify(s.state, [s.tokens[-1]], Strategy.NONE)  # nothing to roll back
-    m.fire(Trigger.DECODE, b.now() - t, targets=out.targets, drafted=0, batch=1)
+    m.fire(Trigger.DECODE, b.now() - t, {"targets": out.targets, "drafted": 0, "batch": 1})
     block = accepted_block([], out.targets, b.template.eog_ids, s.config.eog_policy)
-    m.fire(Trigger.ACCEPT, matched=0, eog=block.eog)
+    m.fire(Trigger.ACCEPT, 0.0, {"matched": 0, "eog": block.eog})
     return commit(s, block, b.now())
 
 
@@ -98,14 +111,14 @@ def _roll_back(s: Slot, block: Block, batch: list[int], snap: object, kept: obje
         case Strategy.PER_TOKEN:
             b.select(s.state, kept, keep - 1)
             s.stats.restores += 1
-            m.fire(Trigger.RESTORE, b.now() - t, mode="select", index=keep - 1,
-                   bytes=b.state_bytes(), position=s.state.position)
+            m.fire(Trigger.RESTORE, b.now() - t, {"mode": "select", "index": keep - 1,
+                   "bytes": b.state_bytes(), "position": s.state.position})
         case Strategy.INPUT_REPLAY:
             s.stats.restores += 1
-            m.fire(Trigger.RESTORE, 0.0, mode="discard", bytes=0, position=pos0)
+            m.fire(Trigger.RESTORE, 0.0, {"mode": "discard", "bytes": 0, "position": pos0})
             t = b.now()
             b.replay_inputs(s.state, kept, keep)
-            m.fire(Trigger.REPLAY, b.now() - t, mode="recurrence", tokens=keep)
+            m.fire(Trigger.REPLAY, b.now() - t, {"mode": "recurrence", "tokens": keep})
         case Strategy.CHECKPOINT:
             return _restore_and_replay(s, block, batch[:keep], snap, pos0)
     return True
@@ -118,12 +131,12 @@ def _restore_and_replay(s: Slot, block: Block, replay: list[int], snap: object,
     b.restore(s.state, snap)
     s.stats.restores += 1
     s.guard.note_restore(pos0)
-    m.fire(Trigger.RESTORE, b.now() - t, mode="checkpoint", bytes=b.state_bytes(),
-           position=pos0)
+    m.fire(Trigger.RESTORE, b.now() - t, {"mode": "checkpoint", "bytes": b.state_bytes(),
+                                          "position": pos0})
     reverify = cfg.replay_policy is ReplayPolicy.REVERIFY
     t = b.now()
     targets = b.forward(s.state, replay)
-    m.fire(Trigger.REPLAY, b.now() - t, mode=cfg.replay_policy.value, tokens=len(replay))
+    m.fire(Trigger.REPLAY, b.now() - t, {"mode": cfg.replay_policy.value, "tokens": len(replay)})
     if not reverify:
         return True
     expected = [*replay[1:], block.tokens[-1]]
@@ -136,29 +149,33 @@ def _restore_and_replay(s: Slot, block: Block, replay: list[int], snap: object,
     b.restore(s.state, snap)
     s.stats.restores += 1
     livelock = s.guard.note_restore(pos0)
-    m.fire(Trigger.RESTORE, b.now() - t, mode="reverify_mismatch", bytes=b.state_bytes(),
-           position=pos0, at=mismatch, expected=expected[mismatch], actual=targets[mismatch])
+    m.fire(Trigger.RESTORE, b.now() - t, {
+        "mode": "reverify_mismatch", "bytes": b.state_bytes(), "position": pos0, "at": mismatch,
+        "expected": expected[mismatch], "actual": targets[mismatch]})
     if not livelock:
         return False
     s.stats.livelocks += 1
-    m.fire(Trigger.LIVELOCK, position=pos0, restores=s.guard.restores, cycle=LIVELOCK_CYCLE,
-           resolution="reconstruct")
+    m.fire(Trigger.LIVELOCK, 0.0, {"position": pos0, "restores": s.guard.restores,
+                                   "cycle": LIVELOCK_CYCLE, "resolution": "reconstruct"})
     t = b.now()
     b.forward(s.state, replay)
-    m.fire(Trigger.REPLAY, b.now() - t, mode="reconstruct", tokens=len(replay), guard=True)
+    m.fire(Trigger.REPLAY, b.now() - t, {"mode": "reconstruct", "tokens": len(replay),
+                                         "guard": True})
     return True
 
 
-def commit(s: Slot, block: Block, t: float) -> Block:
+def commit(s: Slot, block: Block, t: float,
+           draft: tuple[int | None, int | None] = (None, None)) -> Block:
     """Commit `block` (the state is already at its boundary) and check the invariants.
-    `t` is when the commit work began on the backend's clock."""
+    `t` is when the commit work began on the backend's clock; `draft` is invariant 6's
+    (draft state position, where it belongs), from `_draft_state`."""
     m, b, cfg = s.machine, s.backend, s.config
     s.tokens.extend(block.tokens)
     position = s.state.position
     digest = b.digest(s.state)
     audit = b.audit(s.state, s.tokens) if cfg.audit else None
-    m.fire(Trigger.COMMIT, b.now() - t, append=block.tokens, position=position, digest=digest,
-           accepted=block.accepted, cut=block.cut)
+    m.fire(Trigger.COMMIT, b.now() - t, {"append": block.tokens, "position": position,
+           "digest": digest, "accepted": block.accepted, "cut": block.cut})
     s.guard.note_progress()
     facts = CommitFacts(
         committed=len(block.tokens),
@@ -168,10 +185,12 @@ def commit(s: Slot, block: Block, t: float) -> Block:
         digest=digest,
         audit=audit,
         ctx_positions=[c.position for c in s.ring],
+        draft_position=draft[0],
+        draft_expected_position=draft[1],
     )
     for v in check_commit(facts):
         s.stats.violations += 1
-        m.fire(Trigger.INVARIANT_VIOLATION, **v.to_payload())
+        m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
         if cfg.strict:
             raise InvariantViolationError(f"{v.invariant}: {v.message}")
     return block

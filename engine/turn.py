@@ -1,5 +1,5 @@
 """One turn of a conversation in a slot: reuse the prefix, prefill, run rounds to EOG,
-check the slot against the transcript."""
+check the slot against the transcript. Payloads: fsm/payloads.py (docs/events.md)."""
 
 from collections.abc import Callable, Sequence
 
@@ -10,6 +10,7 @@ from engine.slot import CtxCheckpoint, Slot, plan_reuse
 from engine.speculative import visible_answer
 from fsm.errors import InvariantViolationError
 from fsm.invariants import check_turn_end
+from fsm.payloads import Prefill
 from fsm.states import Trigger
 
 
@@ -57,8 +58,8 @@ def start_turn(s: Slot, question: Sequence[int]) -> list[int]:
     s.stats.kept_tokens = plan.kept
     s.stats.f_keep = plan.kept / slot_len if slot_len else 1.0
     s.tokens = list(prompt)
-    m.fire(Trigger.START_TURN, trim=plan.kept, append=prompt[plan.kept:],
-           prompt_tokens=len(prompt), kept=plan.kept, f_keep=s.stats.f_keep)
+    m.fire(Trigger.START_TURN, 0.0, {"trim": plan.kept, "append": prompt[plan.kept:],
+           "prompt_tokens": len(prompt), "kept": plan.kept, "f_keep": s.stats.f_keep})
     s.drop_ctx_beyond(min(plan.kept, len(prompt) - 1))
     if s.drafter is not None:
         s.drafter.new_request()
@@ -80,9 +81,9 @@ def _repair(s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
     s.stats.ctx_restores += 1
     s.stats.reprefill_tokens = reprefill
     s.stats.repair_s += b.now() - t
-    m.fire(Trigger.CTX_RESTORE, b.now() - t, position=s.state.position,
-           digest=b.digest(s.state), reprefill=reprefill, from_position=old,
-           reset=ckpt is None)
+    m.fire(Trigger.CTX_RESTORE, b.now() - t, {
+        "position": s.state.position, "digest": b.digest(s.state), "reprefill": reprefill,
+        "from_position": old, "reset": ckpt is None})
 
 
 def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
@@ -107,13 +108,14 @@ def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
         s.stats.prefill_tokens += cut - pos
         s.stats.prefill_s += took
         s.stats.reprefill_s += took * max(0, min(cut, repeated_end) - pos) / (cut - pos)
-        extra = {"append": [first]} if cut == end else {}
-        m.fire(Trigger.PREFILL, b.now() - t, tokens=cut - pos, position=cut,
-               digest=b.digest(s.state), **extra)
+        chunk: Prefill = {"tokens": cut - pos, "position": cut, "digest": b.digest(s.state)}
+        if cut == end:
+            chunk["append"] = [first]
+        m.fire(Trigger.PREFILL, b.now() - t, chunk)
         if cut < end and cfg.ctx_checkpoints:
             t = b.now()
             s.save_ctx(b.snapshot(s.state))
-            m.fire(Trigger.CTX_SAVE, b.now() - t, at=cut, bytes=b.state_bytes())
+            m.fire(Trigger.CTX_SAVE, b.now() - t, {"at": cut, "bytes": b.state_bytes()})
         pos = cut
     s.tokens.append(first)
 
@@ -127,9 +129,9 @@ def _end_turn(s: Slot, prompt: Sequence[int], answer_start: int,
     s.stats.stray_tokens = len(s.tokens) - len(s.transcript)
     for v in check_turn_end(s.tokens, s.transcript):
         s.stats.violations += 1
-        m.fire(Trigger.INVARIANT_VIOLATION, **v.to_payload())
+        m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
         if cfg.strict:
             raise InvariantViolationError(f"{v.invariant}: {v.message}")
-    m.fire(Trigger.END_TURN, metrics=s.stats.to_dict())
+    m.fire(Trigger.END_TURN, 0.0, {"metrics": s.stats.to_dict()})
     end_unit()
     return s.stats

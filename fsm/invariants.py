@@ -5,9 +5,11 @@ log. A check returns violations; raising is the caller's choice (`--strict`).
 """
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from fsm.payloads import InvariantViolation
 
 
 class Invariant(StrEnum):
@@ -29,11 +31,10 @@ class Violation:
     message: str
     details: dict[str, Any] = field(default_factory=dict)
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(self) -> InvariantViolation:
         """The event payload of an `invariant_violation` event."""
-        out = asdict(self)
-        out["invariant"] = self.invariant.value
-        return out
+        return {"invariant": self.invariant.value, "message": self.message,
+                "details": self.details}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """A llama-server log as a specledger session: each task (request) is a turn of its slot,
 fired through the same round machine as our engine, with the same triggers and payload
-keys (engine/turn.py, engine/round.py), so the projection, the postmortem detectors and
-`show` read it as they read our own sessions.
+types (fsm/payloads.py, docs/events.md; engine/turn.py, engine/round.py), so the
+projection, the postmortem detectors and `show` read it as they read our own sessions.
 
 A turn: `start_turn` (the slot's reuse: the kept prefix `n_past`, the common prefix and
 f_keep over the server's slot length), `ctx_restore` for a context-checkpoint restore or a
@@ -31,6 +31,7 @@ from engine.metrics import TurnMetrics
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
+from fsm.payloads import TurnMetricsRow
 from fsm.states import Trigger
 
 K = RecordKind
@@ -102,7 +103,7 @@ class _Ledger:
         """Record one violation."""
         self.violations += 1
         turn.stats.violations += 1
-        m.fire(Trigger.INVARIANT_VIOLATION, **v.to_payload())
+        m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
 
     def task_units(self, task: LlamaTask, prompt_ids: list[int] | None,
                    resp: ResponseFacts | None, cut: Truncation | None) -> Iterator[Step]:
@@ -151,8 +152,9 @@ class _Ledger:
             what = (f"its last round was cut ({cut.dropped_tokens} emitted token(s) and "
                     f"{len(cut.partial.restores)} restore(s) so far, nothing committed)"
                     if cut.partial is not None else "it had no round open")
-            m.fire(Trigger.FAIL, error=f"the log ends inside task {cut.task} (slot {cut.slot}, "
-                                       f"line {cut.line}): {what}", truncated=True)
+            m.fire(Trigger.FAIL, 0.0, {"error": f"the log ends inside task {cut.task} (slot "
+                                         f"{cut.slot}, line {cut.line}): {what}",
+                                         "truncated": True})
             self.journal.end_unit()
 
     def finish(self, task: LlamaTask, s: SlotState, turn: TurnState,
@@ -196,10 +198,10 @@ class _Ledger:
         if stats.prefill_tokens and stats.reprefill_tokens:
             stats.reprefill_s = stats.prefill_s * min(
                 1.0, stats.reprefill_tokens / stats.prefill_tokens)
-        metrics = stats.to_dict() | {k: None for k in turn.unknown} | {
+        metrics: TurnMetricsRow = stats.to_dict() | {k: None for k in turn.unknown} | {
             "unknown": sorted(turn.unknown), "task": task.task,
             "stop": task.stop.value if task.stop is not None else None}
-        m.fire(Trigger.END_TURN, metrics=metrics)
+        m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics})
         s.length = task.released.n_tokens
         self.turns.append(TurnMetrics.from_dict(metrics))
 

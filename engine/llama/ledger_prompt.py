@@ -2,11 +2,10 @@
 log order (`ctx_restore` for a context-checkpoint restore or a full re-processing,
 `prefill` per prompt batch, `ctx_save` where a context checkpoint was taken) and the
 prefill that samples the first token; and the per-slot and per-turn state the ledger
-keeps while it imports (engine/llama/ledger.py)."""
+keeps while it imports (engine/llama/ledger.py). Payloads: fsm/payloads.py."""
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any
 
 from engine.llama.ledger_rounds import Step
 from engine.llama.logrecords import Checkpoint, Count, Record, RecordKind, TimingPhase
@@ -14,6 +13,7 @@ from engine.llama.responses import ResponseFacts
 from engine.llama.tasks import LlamaTask
 from engine.metrics import TurnMetrics
 from fsm.machine import RoundMachine
+from fsm.payloads import CtxRestore, StartTurn
 from fsm.states import Trigger
 
 K = RecordKind
@@ -68,8 +68,8 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
     turn.stats.f_keep = f_keep if f_keep is not None else 1.0
     turn.unknown |= {name for name, v in (("kept_tokens", kept), ("f_keep", f_keep),
                                            ("prompt_tokens", n_prompt)) if v is None}
-    payload: dict[str, Any] = {"prompt_tokens": n_prompt, "kept": kept, "f_keep": f_keep,
-                               "task": task.task, "n_past": n_past}
+    payload: StartTurn = {"prompt_tokens": n_prompt, "kept": kept, "f_keep": f_keep,
+                          "task": task.task, "n_past": n_past}
     if task.selection is not None:
         payload["selected_by"] = task.selection.method
         if task.selection.f_keep is not None:
@@ -77,7 +77,7 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
     if n_past is not None and n_prompt is not None:
         payload |= {"trim": n_past, "append": prompt[n_past:]}
         s.tokens = list(prompt)
-    m.fire(Trigger.START_TURN, **payload)
+    m.fire(Trigger.START_TURN, 0.0, payload)
     start, start_t = yield from _prompt_phase(task, s, turn, kept, now)
     generated = task.generated or (resp.predicted_n if resp is not None else 0)
     timing = task.timings.get(TimingPhase.PROMPT)
@@ -87,8 +87,8 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
             yield first.line, first.t
         tokens = n_prompt - start if start is not None else (timing.tokens if timing else 0)
         token = first.token if first is not None else None
-        m.fire(Trigger.PREFILL, _since(now, start_t), tokens=tokens, position=n_prompt,
-               append=[token])
+        m.fire(Trigger.PREFILL, _since(now, start_t), {"tokens": tokens, "position": n_prompt,
+                                                       "append": [token]})
         turn.stats.prefill_tokens += tokens
         s.tokens.append(token)
         s.position = n_prompt
@@ -108,15 +108,15 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
         yield r.line, r.t
         if isinstance(r, Count) and r.kind is K.CACHED:
             if start is not None and r.n > start:
-                m.fire(Trigger.PREFILL, _since(now, start_t), tokens=r.n - start,
-                       position=r.n)
+                m.fire(Trigger.PREFILL, _since(now, start_t), {"tokens": r.n - start,
+                                                               "position": r.n})
                 turn.stats.prefill_tokens += r.n - start
             start, start_t = r.n, r.t
         elif r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS):
             _ctx_restore(m, r, s, turn, kept)
         elif isinstance(r, Checkpoint) and r.kind is K.CTX_CREATED:
-            m.fire(Trigger.CTX_SAVE, at=r.n_tokens, index=r.index, limit=r.limit,
-                   bytes=round((r.size_mib or 0.0) * MIB))
+            m.fire(Trigger.CTX_SAVE, 0.0, {"at": r.n_tokens, "index": r.index, "limit": r.limit,
+                                           "bytes": round((r.size_mib or 0.0) * MIB)})
     return start, start_t
 
 def _ctx_restore(m: RoundMachine, r: Record, s: SlotState, turn: TurnState,
@@ -124,8 +124,8 @@ def _ctx_restore(m: RoundMachine, r: Record, s: SlotState, turn: TurnState,
     """A context-checkpoint restore, or a full re-processing (a reset)."""
     ckpt = r if isinstance(r, Checkpoint) else None
     position = ckpt.n_past or 0 if ckpt is not None else 0
-    payload: dict[str, Any] = {"position": position, "from_position": s.length,
-                               "reset": ckpt is None}
+    payload: CtxRestore = {"position": position, "from_position": s.length,
+                           "reset": ckpt is None}
     if ckpt is not None:
         payload |= {"checkpoint": ckpt.n_tokens, "pos_min": ckpt.pos_min,
                     "pos_max": ckpt.pos_max, "bytes": round((ckpt.size_mib or 0.0) * MIB)}
@@ -135,7 +135,7 @@ def _ctx_restore(m: RoundMachine, r: Record, s: SlotState, turn: TurnState,
     else:
         turn.unknown.add("reprefill_tokens")
     turn.stats.ctx_restores += 1
-    m.fire(Trigger.CTX_RESTORE, **payload)
+    m.fire(Trigger.CTX_RESTORE, 0.0, payload)
 
 def _since(now: Callable[[], float], t: float | None) -> float:
     """Seconds from log time `t` to now (0 without timestamps)."""

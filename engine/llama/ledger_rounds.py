@@ -1,6 +1,7 @@
 """One imported llama-server round, fired through the round machine with the triggers our
-own engine fires for the same steps (engine/round.py), so a llama.cpp session reads,
-projects and is checked like ours.
+own engine fires for the same steps (engine/round.py), and its payload types
+(fsm/payloads.py, docs/events.md), so a llama.cpp session reads, projects and is checked
+like ours.
 
 How llama-server rolls a partial acceptance back depends on the target's memory, which the
 log names: with a FULL-rollback context (`speculative decoding will use checkpoints`) it
@@ -23,6 +24,7 @@ from engine.config import Strategy
 from engine.llama.logrecords import StopReason
 from engine.llama.tasks import LlamaRound
 from fsm.machine import RoundMachine
+from fsm.payloads import Begin, Restore
 from fsm.states import Trigger
 
 MIB = 2**20
@@ -96,31 +98,33 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | 
     block, eog, position = round_block(rnd)
     yield rnd.first_line, rnd.t
     if not rnd.speculative:
-        m.fire(Trigger.DECODE, targets=block, drafted=0, batch=1)
-        m.fire(Trigger.ACCEPT, matched=0, eog=eog)
+        m.fire(Trigger.DECODE, 0.0, {"targets": block, "drafted": 0, "batch": 1})
+        m.fire(Trigger.ACCEPT, 0.0, {"matched": 0, "eog": eog})
         yield rnd.last_line, rnd.t_end
-        m.fire(Trigger.COMMIT, _span(rnd), append=block, position=position, accepted=0, cut=0)
+        m.fire(Trigger.COMMIT, _span(rnd), {"append": block, "position": position,
+                                            "accepted": 0, "cut": 0})
         return RoundResult(block, position, eog, 0, 0, 0)
     k, matched, accepted = rnd.drafted, first_verdict(rnd), accepted_drafts(rnd)
     ckpt = rnd.spec_ckpt
     strategy = Strategy.CHECKPOINT if ckpt is not None or rnd.restores else Strategy.PER_TOKEN
-    begin = {"strategy": strategy.value, "position": rnd.n_tokens}
+    begin: Begin = {"strategy": strategy.value, "position": rnd.n_tokens}
     if ckpt is not None and ckpt.size_mib is not None:
         begin |= {"bytes": round(ckpt.size_mib * MIB), "draft_bytes":
                   round((ckpt.draft_mib or 0.0) * MIB)}
-    m.fire(Trigger.BEGIN, **begin)
+    m.fire(Trigger.BEGIN, 0.0, begin)
     drafts = _drafts(rnd, block, matched)
-    m.fire(Trigger.DRAFT, drafts=drafts, drafter=drafter)
+    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": drafter})
     targets = [*block[:matched + 1], *[None] * (k - matched)]
-    m.fire(Trigger.VERIFY, drafts=drafts, targets=targets, batch=k + 1, drafted=k)
+    m.fire(Trigger.VERIFY, 0.0, {"drafts": drafts, "targets": targets, "batch": k + 1,
+                                 "drafted": k})
     if matched == k:
-        m.fire(Trigger.ACCEPT, matched=matched, eog=eog)
+        m.fire(Trigger.ACCEPT, 0.0, {"matched": matched, "eog": eog})
     else:
-        m.fire(Trigger.REJECT, matched=matched, eog=eog, cut=0)
+        m.fire(Trigger.REJECT, 0.0, {"matched": matched, "eog": eog, "cut": 0})
     restores = yield from _rollback(m, rnd, matched, n_rs_seq)
     yield rnd.last_line, rnd.t_end
-    m.fire(Trigger.COMMIT, _span(rnd), append=block, position=position, accepted=accepted,
-           cut=0)
+    m.fire(Trigger.COMMIT, _span(rnd), {"append": block, "position": position,
+                                        "accepted": accepted, "cut": 0})
     return RoundResult(block, position, eog, k, accepted, restores)
 
 
@@ -131,15 +135,16 @@ def partial_steps(m: RoundMachine, rnd: LlamaRound, drafter: str
     so)."""
     yield rnd.first_line, rnd.t
     if not rnd.speculative:
-        m.fire(Trigger.DECODE, targets=[], drafted=0, batch=1)
+        m.fire(Trigger.DECODE, 0.0, {"targets": [], "drafted": 0, "batch": 1})
         return
     strategy = Strategy.CHECKPOINT if rnd.spec_ckpt is not None else Strategy.PER_TOKEN
-    m.fire(Trigger.BEGIN, strategy=strategy.value, position=rnd.n_tokens)
+    m.fire(Trigger.BEGIN, 0.0, {"strategy": strategy.value, "position": rnd.n_tokens})
     drafts: list[int | None] = list(rnd.draft_ids) or [None] * rnd.drafted
-    m.fire(Trigger.DRAFT, drafts=drafts, drafter=drafter)
-    m.fire(Trigger.VERIFY, drafts=drafts, batch=rnd.drafted + 1, drafted=rnd.drafted)
+    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": drafter})
+    m.fire(Trigger.VERIFY, 0.0, {"drafts": drafts, "batch": rnd.drafted + 1,
+                                 "drafted": rnd.drafted})
     if rnd.restores:
-        m.fire(Trigger.REJECT, matched=first_verdict(rnd), eog=None, cut=0)
+        m.fire(Trigger.REJECT, 0.0, {"matched": first_verdict(rnd), "eog": None, "cut": 0})
         yield from _rollback(m, rnd, first_verdict(rnd), None)
 
 
@@ -149,14 +154,17 @@ def _rollback(m: RoundMachine, rnd: LlamaRound, matched: int, n_rs_seq: int | No
     if rnd.restores:
         for i, ckpt in enumerate(rnd.restores):
             yield ckpt.line, ckpt.t
-            size = {"bytes": round(ckpt.size_mib * MIB)} if ckpt.size_mib is not None else {}
-            m.fire(Trigger.RESTORE, mode="checkpoint", position=rnd.n_tokens, **size)
+            restore: Restore = {"mode": "checkpoint", "position": rnd.n_tokens}
+            if ckpt.size_mib is not None:
+                restore["bytes"] = round(ckpt.size_mib * MIB)
+            m.fire(Trigger.RESTORE, 0.0, restore)
             if i < len(rnd.replays):
-                m.fire(Trigger.REPLAY, mode="reverify", tokens=rnd.replays[i] + 1)
+                m.fire(Trigger.REPLAY, 0.0, {"mode": "reverify", "tokens": rnd.replays[i] + 1})
         return len(rnd.restores)
     if matched < rnd.drafted:
-        m.fire(Trigger.RESTORE, mode="select", index=matched, position=rnd.n_tokens + matched + 1,
-               logged=False, n_rs_seq=n_rs_seq)
+        m.fire(Trigger.RESTORE, 0.0, {"mode": "select", "index": matched, "position":
+                                      rnd.n_tokens + matched + 1, "logged": False,
+                                      "n_rs_seq": n_rs_seq})
         return 1
     return 0
 
