@@ -40,13 +40,6 @@ class Oracle(Protocol):
         would give them one at a time), state unchanged."""
 
 
-class HiddenStates(Protocol):
-    """The target's final hidden states per consumed position (the MTP head reads them)."""
-
-    def __call__(self, state: SeqState, start: int, end: int) -> Any:
-        """Hidden states at positions start..end-1 (end <= position)."""
-
-
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend offers beyond the state operations; None where it has none.
@@ -54,7 +47,9 @@ class Capabilities:
     with the session instead of what was asked for ("auto")."""
 
     oracle: Oracle | None = None
-    hidden_states: HiddenStates | None = None
+    # (state, start, end): the target's final hidden states at positions start..end-1
+    # (end <= position), which the MTP head drafts from.
+    hidden_states: Callable[[SeqState, int, int], Any] | None = None
     model_digest: Callable[[], str] | None = None
     resolved: Mapping[str, str] = field(default_factory=dict)
 

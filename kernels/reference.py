@@ -1,16 +1,10 @@
-"""The one torch implementation of the gated delta rule, and references for every kernel.
-
-The engine's GDN layer (``engine.hybrid.gdn``) runs these functions on CPU: the recurrent
-step (decode, per-token capture and replay all step through ``delta_step_``, so the same
-inputs give the same bits whichever path ran them) and the chunked form (prefill). The
-``*_ref`` functions are what ``kernels.ops`` runs for ``backend="torch"`` and what the
-Triton kernels are tested against. They follow HF transformers' Qwen3.5
-``torch_recurrent_gated_delta_rule`` and ``causal_conv1d_update`` (same step order, fp32
-state), extended with what speculative decoding needs: the state after every position, a
-slot pool, and deferred commit.
-
-Recurrence per value head, with S (K, V) in fp32:
-    S <- exp(g) * S;  S <- S + k ⊗ beta * (v - kᵀS);  o = qᵀS
+"""The one torch implementation of the gated delta rule (S <- exp(g) S; S <- S + k ⊗
+beta (v - kᵀS); o = qᵀS, S fp32): the truth the Triton kernels are tested against, and the
+code the engine's GDN layer runs on CPU (decode, per-token capture and replay all step
+through ``delta_step_``, so they agree bit for bit; prefill uses the chunked form). They
+follow HF transformers' Qwen3.5 ``torch_recurrent_gated_delta_rule`` and
+``causal_conv1d_update``, extended with what speculative decoding needs: the state after
+every position, a slot pool, and deferred commit.
 
 Shapes (shared with ``kernels.ops``):
     q, k        (B, T, H, K)     H divides HV; value head hv reads q/k head hv // (HV // H),
@@ -45,12 +39,6 @@ def _prepare_qk(x: torch.Tensor, hv: int, use_qk_l2norm: bool, eps: float) -> to
         x = x.repeat_interleave(hv // h, dim=2)
     # Normalise in fp32 after the cast, as HF does, so both backends see the same rounding.
     return l2norm(x, eps) if use_qk_l2norm else x
-
-
-def by_position(x: torch.Tensor) -> torch.Tensor:
-    """(B, T, ...) -> (T, B, ...) contiguous: one copy up front, so that each step's slice
-    is already contiguous and `delta_step_` copies nothing (the values are the same bits)."""
-    return x.transpose(0, 1).contiguous()
 
 
 def delta_step_(state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
@@ -91,9 +79,11 @@ def gdn_recurrence(
     """
     hv, kdim = v.shape[2], k.shape[3]
     scale = kdim**-0.5 if scale is None else scale
-    ks = by_position(_prepare_qk(k, hv, use_qk_l2norm, eps))  # (T, B, HV, K)
+    # (T, B, ...) copies up front: each step's slice is contiguous, delta_step_ copies nothing
+    ks = _prepare_qk(k, hv, use_qk_l2norm, eps).transpose(0, 1).contiguous()
+    vs = v.float().transpose(0, 1).contiguous()
     qf = None if q is None else _prepare_qk(q, hv, use_qk_l2norm, eps) * scale
-    vs, gf, bf = by_position(v.float()), g.float(), beta.float()
+    gf, bf = g.float(), beta.float()
     s = initial_state.float().clone()  # (B, HV, K, V)
     outs, states = [], []
     for t in range(v.shape[1]):

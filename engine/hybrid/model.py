@@ -76,12 +76,10 @@ class HybridModel(nn.Module):
         self, input_ids: Tensor, state: HybridState, strategy: Strategy,
         kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, TokenStates | RecordedInputs | None]:
-        """Logits (B, T, V) for a verify batch and what `strategy` keeps: for `per_token`
-        every GDN layer's state after each position (a partial accept is
-        `state.select(kept, j)`, no recompute); for `input_replay` the GDN inputs, the
-        state left as it was (position, conv and recurrent unchanged; KV entries past
-        `position` written; commit with `state.replay_inputs(kept, n)`); else nothing,
-        the state advanced as by `forward`. `kernels` computes the per-position states."""
+        """Logits (B, T, V) and what `strategy` keeps: `per_token`, every GDN layer's state
+        after each position (computed by `kernels`; commit with `state.select`);
+        `input_replay`, the GDN inputs, the state left as it was but for KV entries past
+        `position` (commit with `state.replay_inputs`); else nothing, as `forward`."""
         logits, traces = self._run(input_ids, state, strategy, False, kernels)
         length = input_ids.shape[1]
         if strategy is Strategy.PER_TOKEN:
