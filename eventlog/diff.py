@@ -14,9 +14,10 @@ from enum import StrEnum
 from typing import Any
 
 from eventlog.compare import EXACT, Tolerance, compare_events
+from eventlog.fold import LogFold, TurnRecord
 from eventlog.reader import SessionInfo
 from eventlog.token_diff import PromptTap, TokenComparer, TokenDiff, TurnVerdict, tapped
-from eventlog.turns import TurnFolder, TurnPairs, TurnRecord, folded
+from eventlog.turns import TurnPairs, folded
 from fsm.event import Event
 
 END_OF_LOG = "<end of log>"
@@ -157,7 +158,7 @@ def diff_streams(a: Iterable[Event], b: Iterable[Event], tol: Tolerance = EXACT,
         return diff_tokens(a, b)
     deltas: list[TurnDelta] = []
     pairs = TurnPairs(lambda key, ra, rb: deltas.append(turn_delta(key, ra, rb)))
-    fa, fb = TurnFolder(pairs.closer(0)), TurnFolder(pairs.closer(1))
+    fa, fb = LogFold(pairs.closer(0)), LogFold(pairs.closer(1))
     follower = Follower(folded(a, fa), tol, context)
     rest = follower.remaining()
     for ev in b:
@@ -188,7 +189,7 @@ def diff_tokens(a: Iterable[Event], b: Iterable[Event]) -> StreamDiff:
         deltas.append(turn_delta(key, ra, rb, verdict))
 
     pairs = TurnPairs(pair)
-    fa, fb = TurnFolder(pairs.closer(0)), TurnFolder(pairs.closer(1))
+    fa, fb = LogFold(pairs.closer(0)), LogFold(pairs.closer(1))
     rest = folded(tapped(a, taps[0]), fa)
     tap_b = taps[1].apply
     for ev in b:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from eventlog.turns import TurnKey, TurnRecord
+from eventlog.fold import TurnKey, TurnRecord
 from fsm.event import APPEND, TRIM, Event
 from fsm.states import Trigger
 
