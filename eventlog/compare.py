@@ -1,10 +1,11 @@
 """Comparing two events field by field, the way re-execution and diff need it.
 
-Timings never count: an event's `t` and `duration`, and any payload key ending in `_s` or
-`_tps` (the turn metrics' prefill_s, decode_s, rollback_s, decode_tps) differ between
-two runs of the same thing on a wall clock. Digests count exactly unless the comparison is
-across devices, where float rounding makes bit-exact state digests meaningless and only
-the numbers compared within a relative tolerance remain. Values compare as Python values
+Timings never count: an event's `t` and `duration`, and the payload fields the schema marks
+as timings (docs/events.md; the turn metrics' prefill_s, decode_s, ..., decode_tps) differ
+between two runs of the same thing on a wall clock. Digests (the fields the schema marks
+so) count exactly unless the comparison is across devices, where float rounding makes
+bit-exact state digests meaningless and only the numbers compared within a relative
+tolerance remain. Values compare as Python values
 (1 == 1.0), as the payloads come back from JSON, where a non-finite float is stored as its
 name (eventlog/jsoncodec.py).
 """
@@ -17,10 +18,14 @@ from typing import Any
 from eventlog.jsoncodec import as_stored
 from fsm.event import Event
 from fsm.invariants import Invariant
+from fsm.payloads import InvariantViolation, marked
 from fsm.states import Trigger
 
 _HEADER = ("seq", "slot", "turn", "round", "trigger", "source", "dest")
-_DIGEST_KEYS = frozenset({"digest", "expected_digest"})
+_TIMINGS = marked("timing")
+_DIGESTS = marked("digest")
+# A state-truth violation quotes both digests in its message and details.
+_STATE_TRUTH_QUOTES = frozenset({"message", "details.digest", "details.expected"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,39 +63,43 @@ def compare_events(expected: Event, actual: Event, tol: Tolerance = EXACT) -> Mi
     pa, pb = expected.payload, actual.payload
     if pa == pb:  # the common case, at C speed
         return None
-    skip = _skipped_keys(expected, tol)
-    return _walk("payload", pa, pb, tol, skip)
+    return _walk("payload", pa, pb, tol, _skipped(expected, tol))
 
 
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, StrEnum) else value
 
 
-def _skipped_keys(ev: Event, tol: Tolerance) -> frozenset[str]:
+def _skipped(ev: Event, tol: Tolerance) -> frozenset[str]:
+    """The payload paths (`metrics.decode_s`) not compared: timings, and digests unless
+    `tol` compares them."""
+    skip = _TIMINGS[ev.trigger]
     if tol.digests:
-        return frozenset()
-    if ev.trigger is Trigger.INVARIANT_VIOLATION and (
-        ev.payload.get("invariant") == Invariant.STATE_TRUTH.value
-    ):
-        # The message and details quote the two digests; the audit error stays compared.
-        return _DIGEST_KEYS | {"message", "expected"}
-    return _DIGEST_KEYS
+        return skip
+    if ev.trigger is Trigger.INVARIANT_VIOLATION:
+        p: InvariantViolation = ev.payload
+        if p["invariant"] == Invariant.STATE_TRUTH.value:
+            return skip | _STATE_TRUTH_QUOTES  # the audit error stays compared
+    return skip | _DIGESTS[ev.trigger]
 
 
-def _walk(path: str, a: Any, b: Any, tol: Tolerance, skip: frozenset[str]) -> Mismatch | None:
+def _walk(path: str, a: Any, b: Any, tol: Tolerance, skip: frozenset[str],
+          rel: str = "") -> Mismatch | None:
+    """The first difference under `path`; `rel` is its place in the payload, which is
+    what `skip` names."""
     if isinstance(a, dict) and isinstance(b, dict):
         for key in (*a, *(k for k in b if k not in a)):
-            if key in skip or _is_timing(key):
+            if rel + key in skip:
                 continue
             if key not in a or key not in b:
                 return Mismatch(f"{path}.{key}", a.get(key, _MISSING), b.get(key, _MISSING))
-            found = _walk(f"{path}.{key}", a[key], b[key], tol, skip)
+            found = _walk(f"{path}.{key}", a[key], b[key], tol, skip, f"{rel}{key}.")
             if found is not None:
                 return found
         return None
     if isinstance(a, list) and isinstance(b, list):
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            found = _walk(f"{path}[{i}]", x, y, tol, skip)
+            found = _walk(f"{path}[{i}]", x, y, tol, skip, rel)
             if found is not None:
                 return found
         if len(a) != len(b):
@@ -102,10 +111,6 @@ def _walk(path: str, a: Any, b: Any, tol: Tolerance, skip: frozenset[str]) -> Mi
 
 
 _MISSING = "<missing>"
-
-
-def _is_timing(key: str) -> bool:
-    return key.endswith("_s") or key.endswith("_tps")
 
 
 def _numbers_close(a: Any, b: Any, rel: float) -> bool:

@@ -20,7 +20,8 @@ class Event:
 
     `seq` is unique within the session and strictly increasing in emission order; `t`
     and `duration` are seconds on the backend's clock (simulated for `sim`, wall for
-    `torch`), `t` counted from the session's start.
+    `torch`), `t` counted from the session's start. `payload` is the trigger's payload
+    type (`fsm.payloads.PAYLOADS`, docs/events.md): a reader annotates it as that type.
     """
 
     seq: int
@@ -32,7 +33,7 @@ class Event:
     dest: RoundState
     t: float
     duration: float
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: Any = field(default_factory=dict)
 
     def to_row(self) -> dict[str, Any]:
         """Plain-typed mapping (enums as strings) for JSON output."""

@@ -14,11 +14,20 @@ def _ev(trigger: Trigger = Trigger.COMMIT, **payload: object) -> Event:
 
 
 def test_equal_events_and_timings_are_ignored() -> None:
-    a = _ev(append=[1, 2], metrics={"decode_s": 1.0, "decode_tps": 9.0, "accepted": 3})
-    b = replace(_ev(append=[1, 2], metrics={"decode_s": 2.0, "decode_tps": 4.0,
-                                            "accepted": 3}), t=99.0, duration=5.0)
+    a = _ev(Trigger.END_TURN, metrics={"decode_s": 1.0, "decode_tps": 9.0, "accepted": 3})
+    b = replace(_ev(Trigger.END_TURN, metrics={"decode_s": 2.0, "decode_tps": 4.0,
+                                               "accepted": 3}), t=99.0, duration=5.0)
     assert compare_events(a, a) is None
     assert compare_events(a, b) is None
+
+
+def test_timings_are_the_fields_the_schema_marks_not_a_key_suffix() -> None:
+    a = _ev(Trigger.END_TURN, metrics={"decode_s": 1.0, "prefill_tokens": 3})
+    b = _ev(Trigger.END_TURN, metrics={"decode_s": 1.0, "prefill_tokens": 4})
+    assert compare_events(a, b).field == "payload.metrics.prefill_tokens"
+    # Only inside the metrics is `decode_s` a timing: elsewhere it would count.
+    m = compare_events(_ev(decode_s=1.0), _ev(decode_s=2.0))
+    assert m is not None and m.field == "payload.decode_s"
 
 
 def test_header_and_nested_payload_paths() -> None:
