@@ -11,6 +11,7 @@ from typing import Any
 from eventlog.postmortem.detector import config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.event import Event
+from fsm.payloads import Commit, Verify
 from fsm.states import Trigger
 
 T = Trigger
@@ -49,14 +50,16 @@ class AcceptanceCollapse:
         """Fold one event."""
         slot = ev.slot
         if ev.trigger is T.VERIFY:
-            self._verify[slot] = (ev.payload.get("drafted", 0), ev.duration, ev.seq)
+            verify: Verify = ev.payload
+            self._verify[slot] = (verify["drafted"], ev.duration, ev.seq)
         elif ev.trigger is T.END_TURN:
             self._close(slot)
         else:
             k, verify_s, seq = self._verify.pop(slot, (0, 0.0, ev.seq))
             if not k:
                 return
-            accepted = ev.payload.get("accepted", 0)
+            commit: Commit = ev.payload
+            accepted = commit["accepted"]
             self.drafted += k
             self.accepted += accepted
             if accepted:

@@ -12,8 +12,9 @@ from typing import Any
 
 from eventlog.postmortem.detector import config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import APPEND, Event
+from fsm.event import Event
 from fsm.invariants import Invariant
+from fsm.payloads import Commit, InvariantViolation, Verify
 from fsm.states import RoundState, Trigger
 
 T = Trigger
@@ -44,22 +45,25 @@ class Contamination:
 
     def feed(self, ev: Event) -> None:
         """Fold one event."""
-        p = ev.payload
         if ev.trigger is T.VERIFY:
-            self._batch[ev.slot] = p.get("batch", len(p.get("drafts", ())) + 1)
+            verify: Verify = ev.payload
+            self._batch[ev.slot] = verify["batch"]
         elif ev.trigger is T.COMMIT:
+            commit: Commit = ev.payload
             batch = self._batch.pop(ev.slot, 0)
-            rejected = batch - len(p.get(APPEND, ()))
+            rejected = batch - len(commit["append"])
             if ev.source is RoundState.REJECT and rejected > 0:
                 self.absorbed += rejected
                 self.last_seq = ev.seq
                 self.unrolled.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
                                            {"rejected": rejected,
-                                            "position": p.get("position")}))
-        elif p.get("invariant") == Invariant.STATE_TRUTH.value:
-            self.last_seq = ev.seq
-            self.violations.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
-                                         dict(p.get("details") or {})))
+                                            "position": commit["position"]}))
+        else:
+            v: InvariantViolation = ev.payload
+            if v["invariant"] == Invariant.STATE_TRUTH.value:
+                self.last_seq = ev.seq
+                self.violations.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
+                                             dict(v["details"])))
 
     def finish(self) -> list[Finding]:
         """One error finding when either sign is present."""

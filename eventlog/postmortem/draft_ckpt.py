@@ -11,6 +11,7 @@ from typing import Any
 from eventlog.postmortem.detector import config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.event import Event
+from fsm.payloads import Draft
 from fsm.states import Trigger
 
 T = Trigger
@@ -33,7 +34,8 @@ class DraftCheckpoints:
         if ev.trigger is T.START_TURN:
             self._request_start[ev.slot] = ev.turn > 1
             return
-        total = ev.payload.get("draft_recomputed")
+        draft: Draft = ev.payload
+        total = draft.get("draft_recomputed")
         if total is None:
             return
         at_start = self._request_start.pop(ev.slot, False)
@@ -44,7 +46,7 @@ class DraftCheckpoints:
             self.rows.append({"seq": ev.seq, "slot": ev.slot, "turn": ev.turn,
                               "round": ev.round, "recomputed": delta,
                               "request_start": at_start, "draft_s": ev.duration,
-                              "draft_position": ev.payload.get("draft_position")})
+                              "draft_position": draft.get("draft_position")})
 
     def finish(self) -> list[Finding]:
         """A warning when the draft state was rebuilt at request boundaries."""

@@ -15,6 +15,7 @@ from typing import Any
 from eventlog.postmortem.detector import config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.event import Event
+from fsm.payloads import Begin, CtxRestore, CtxSave
 from fsm.states import Trigger
 
 T = Trigger
@@ -34,16 +35,19 @@ class DraftStateSizes:
 
     def feed(self, ev: Event) -> None:
         """Fold one event."""
-        p = ev.payload
         if ev.trigger is T.BEGIN:
-            draft = p.get("draft_bytes") or 0
-            if draft and (self.spec is None or p["bytes"] > self.spec[0]):
-                self.spec = (int(p["bytes"]), int(draft))
+            begin: Begin = ev.payload
+            draft = begin.get("draft_bytes", 0)
+            if draft and (self.spec is None or begin["bytes"] > self.spec[0]):
+                self.spec = (begin["bytes"], draft)
         elif ev.trigger is T.CTX_SAVE:
-            if p.get("bytes"):
+            save: CtxSave = ev.payload
+            if save["bytes"]:
                 self.saves.append(ev)
-        elif not p.get("reset"):
-            self.restores.append(ev)
+        else:
+            restore: CtxRestore = ev.payload
+            if not restore["reset"]:
+                self.restores.append(ev)
 
     def finish(self) -> list[Finding]:
         """A warning when context checkpoints miss the draft model's share."""

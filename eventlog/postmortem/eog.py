@@ -13,7 +13,8 @@ from typing import Any
 
 from eventlog.postmortem.detector import config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import APPEND, TRIM, Event
+from fsm import payloads as pl
+from fsm.event import Event
 from fsm.invariants import Invariant
 from fsm.states import Trigger
 
@@ -67,31 +68,38 @@ class EogTail:
 
     def feed(self, ev: Event) -> None:
         """Fold one event."""
-        p, slot, trig = ev.payload, ev.slot, ev.trigger
+        slot, trig = ev.slot, ev.trigger
         if trig is T.COMMIT:
-            block = p.get(APPEND, [])
+            commit: pl.Commit = ev.payload
+            block = commit["append"]
             self._len[slot] += len(block)
             eog = self._eog.pop(slot, None)
             if eog is not None and len(block) > eog + 1:
                 self._current(ev).note(ev, len(block) - eog - 1, block[eog + 1:])
         elif trig is T.ACCEPT or trig is T.REJECT:
-            self._eog[slot] = p.get("eog")
+            verdict: pl.Accept = ev.payload  # a Reject has the same `eog`
+            self._eog[slot] = verdict["eog"]
         elif trig is T.PREFILL:
-            self._len[slot] += len(p.get(APPEND, ()))
+            prefill: pl.Prefill = ev.payload
+            self._len[slot] += len(prefill.get("append", ()))
         elif trig is T.START_TURN:
             self._start_turn(ev)
         elif trig is T.END_TURN:
             cur = self._turn.pop(slot, None)
             if cur is not None and cur.stray:
-                cur.answer = (p.get("metrics") or {}).get("generated_tokens", 0)
+                end: pl.EndTurn = ev.payload
+                cur.answer = end["metrics"]["generated_tokens"] or 0
                 self.strays.append(cur)
                 self._awaiting[slot] = cur
         elif trig is T.CTX_RESTORE:
             self._ctx_restore(ev)
-        elif p.get("invariant") == Invariant.SLOT_PREFIX.value:
+        else:
+            v: pl.InvariantViolation = ev.payload
+            if v["invariant"] != Invariant.SLOT_PREFIX.value:
+                return
             cur = self._current(ev)
             if not cur.stray:  # no EOG index in the log: the violation is the evidence
-                stray = list((p.get("details") or {}).get("stray", []))
+                stray = list(v["details"]["stray"])
                 cur.note(ev, len(stray), stray)
 
     def _current(self, ev: Event) -> _StrayTurn:
@@ -101,11 +109,12 @@ class EogTail:
         return cur
 
     def _start_turn(self, ev: Event) -> None:
-        p, slot = ev.payload, ev.slot
+        p: pl.StartTurn = ev.payload
+        slot = ev.slot
         old = self._len[slot]
-        self._len[slot] = p.get(TRIM, old) + len(p.get(APPEND, ()))
-        kept = p.get("kept", 0)
-        f_keep = p.get("f_keep", 1.0)
+        self._len[slot] = p.get("trim", old) + len(p.get("append", ()))
+        kept = p["kept"]
+        f_keep = p["f_keep"]
         self._start[slot] = (kept, old, f_keep)
         waiting = self._awaiting.get(slot)
         if waiting is not None and waiting.turn == ev.turn - 1:
@@ -115,19 +124,20 @@ class EogTail:
             self._awaiting.pop(slot, None)
 
     def _ctx_restore(self, ev: Event) -> None:
-        p, slot = ev.payload, ev.slot
+        p: pl.CtxRestore = ev.payload
+        slot = ev.slot
         reprefill = p.get("reprefill", 0)
         waiting = self._awaiting.pop(slot, None)
         if waiting is not None and waiting.turn == ev.turn - 1:
             waiting.reprefill += reprefill
-            waiting.checkpoint = p.get("position")
+            waiting.checkpoint = p["position"]
             waiting.last_seq = ev.seq
             return
         kept, old, f_keep = self._start.get(slot, (0, 0, 1.0))
         self.other.append({"seq": ev.seq, "slot": slot, "turn": ev.turn, "round": ev.round,
                            "reprefill": reprefill, "kept": kept, "slot_len": old,
-                           "f_keep": f_keep, "checkpoint": p.get("position"),
-                           "reset": bool(p.get("reset"))})
+                           "f_keep": f_keep, "checkpoint": p["position"],
+                           "reset": p["reset"]})
 
     def finish(self) -> list[Finding]:
         """At most one finding per kind, with per-turn examples."""

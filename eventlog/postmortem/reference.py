@@ -1,8 +1,10 @@
-"""Output against a recorded non-speculative reference (invariant 4, lossless).
+"""Output against a recorded non-speculative reference: where invariant 4 (lossless) is
+decided. The engine cannot decide it during a run, having no plain decode beside it.
 
 The reference is a plain decoding run (drafter none) of the same conversation: same
 backend, model, prompts, seed and sampling. Greedy speculative output must equal it token
-for token; a sampled run can only be compared in distribution, which one log cannot do.
+for token, and a difference is a `lossless` failure; a sampled run can only be compared in
+distribution, which one log cannot do.
 """
 
 from dataclasses import dataclass
@@ -10,6 +12,7 @@ from typing import Any
 
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from eventlog.turns import TurnRecord
+from fsm.invariants import Invariant
 
 # Settings that change how tokens are produced, not which: they may differ.
 _FREE = frozenset({
@@ -97,8 +100,10 @@ class OutputCheck:
             return Finding(Kind.OUTPUT_MISMATCH, Severity.INFO, first.seq, first.seq, text,
                            "Compare greedy runs (--temperature 0) for a token-level check.",
                            numbers, slot, turn)
+        numbers["invariant"] = Invariant.LOSSLESS.value
         return Finding(
-            Kind.OUTPUT_MISMATCH, Severity.ERROR, first.seq, first.last_seq, text,
+            Kind.OUTPUT_MISMATCH, Severity.ERROR, first.seq, first.last_seq,
+            f"Invariant {Invariant.LOSSLESS} failed: {text}",
             "Greedy speculative decoding must reproduce plain decoding: look for the cause "
             "at that round (state contamination, a stray token, batch-shape-dependent "
             f"numerics) and compare the logs with `specledger diff {reference_id} "

@@ -12,7 +12,8 @@ from typing import Any
 
 from eventlog.postmortem.detector import config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import APPEND, Event
+from fsm.event import Event
+from fsm.payloads import Commit, Livelock, Restore
 from fsm.states import Trigger
 
 T = Trigger
@@ -30,7 +31,13 @@ class _Round:
     restores: dict[int, int] = field(default_factory=dict)  # position -> restores
     repeats: int = 0  # most restores at one position
     redo_s: float = 0.0  # time in restores, replays and retries after the first restore
-    guard: dict[str, Any] | None = None
+    guard: Livelock | None = None
+    unfinished: bool = False  # the log ends inside the round
+
+    @property
+    def locked(self) -> bool:
+        """A livelock: the guard ended the round, or the log ends inside its storm."""
+        return self.guard is not None or self.unfinished
 
     @property
     def worst(self) -> tuple[int, int]:
@@ -80,7 +87,8 @@ class RestoreStorms:
         r.last_seq = ev.seq
         if trig is T.RESTORE:
             self.restores += 1
-            pos = ev.payload.get("position", -1)
+            restore: Restore = ev.payload
+            pos = restore["position"]
             n = r.restores[pos] = r.restores.get(pos, 0) + 1
             if n > 1:
                 r.repeats = max(r.repeats, n)
@@ -88,15 +96,16 @@ class RestoreStorms:
         elif r.repeats > 1 and trig in _REDO:
             r.redo_s += ev.duration
         elif trig is T.LIVELOCK:
-            r.guard = dict(ev.payload)
+            r.guard = ev.payload
         elif trig is T.COMMIT:
-            self.committed += len(ev.payload.get(APPEND, ()))
+            commit: Commit = ev.payload
+            self.committed += len(commit["append"])
             self._close(ev.slot)
 
     def _close(self, slot: int) -> None:
         r = self._open.pop(slot)
-        if r.repeats > 1 or r.guard is not None:
-            locked = r.guard is not None
+        if r.repeats > 1 or r.locked:
+            locked = r.locked
             if locked in self._named:
                 r.path = []  # only each kind's first round names the cycle: memory stays flat
             self._named.add(locked)
@@ -106,11 +115,10 @@ class RestoreStorms:
         """A livelock finding (error) and a storm finding (warning), as the rounds show."""
         for slot in list(self._open):  # a round the log ends inside never made progress
             r = self._open[slot]
-            if r.repeats > 1:
-                r.guard = r.guard or {"unfinished": True}
+            r.unfinished = r.repeats > 1
             self._close(slot)
-        locked = [r for r in self.storms if r.guard is not None]
-        stormy = [r for r in self.storms if r.guard is None]
+        locked = [r for r in self.storms if r.locked]
+        stormy = [r for r in self.storms if not r.locked]
         out = []
         if locked:
             out.append(self._finding(locked, Kind.REPLAY_LIVELOCK, Severity.ERROR))
@@ -120,7 +128,7 @@ class RestoreStorms:
 
     def _finding(self, rounds: list[_Round], kind: Kind, severity: Severity) -> Finding:
         first = rounds[0]
-        cycle = (first.guard or {}).get("cycle")
+        cycle = first.guard["cycle"] if first.guard is not None else None
         named = " -> ".join([*cycle, cycle[0]]) if cycle else name_cycle(
             [t.value for t in first.path])
         storm_restores = sum(sum(r.restores.values()) for r in rounds)
@@ -136,7 +144,7 @@ class RestoreStorms:
             "per_round": examples([{"slot": r.slot, "turn": r.turn, "round": r.round,
                                     "seq": [r.first_seq, r.last_seq],
                                     "restores": sum(r.restores.values()),
-                                    "guard": r.guard is not None} for r in rounds]),
+                                    "guard": r.locked} for r in rounds]),
         }
         what = ("the forward-progress guard had to end" if kind is Kind.REPLAY_LIVELOCK
                 else "went round without the guard firing in")

@@ -12,6 +12,7 @@ from typing import Any
 from eventlog.postmortem.detector import config_value
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.event import Event
+from fsm.payloads import Begin
 from fsm.states import Trigger
 
 T = Trigger
@@ -53,7 +54,8 @@ class UnknownInputs:
 
     def feed(self, ev: Event) -> None:
         """Fold one event."""
-        if ev.payload.get("draft_bytes"):
+        begin: Begin = ev.payload
+        if begin.get("draft_bytes"):
             self.draft_state_sized = True
 
     def finish(self) -> list[Finding]:

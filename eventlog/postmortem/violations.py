@@ -1,6 +1,6 @@
 """Everything else the engine itself flagged: the invariant violations no other detector
-explains (bookkeeping, forward progress, draft state, lossless), failed runs and logs that
-end mid-session."""
+explains (bookkeeping, forward progress, draft state), failed runs and logs that end
+mid-session. Lossless (invariant 4) needs a plain reference: reference.py decides it."""
 
 from typing import Any
 
@@ -8,6 +8,7 @@ from eventlog.postmortem.detector import examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.event import Event
 from fsm.invariants import Invariant
+from fsm.payloads import Fail, InvariantViolation
 from fsm.states import Trigger
 
 _EXAMPLES = 5  # violations quoted per invariant
@@ -22,7 +23,6 @@ _FIX = {
                                       "target's own).",
     Invariant.DRAFT_STATE.value: "Checkpoint and restore the draft model's own state with the "
                                  "target's (a recurrent draft has the same problem).",
-    Invariant.LOSSLESS.value: "Verification must accept exactly the target's tokens.",
 }
 
 
@@ -42,7 +42,8 @@ class Violations:
         if ev.trigger is Trigger.FAIL:
             self.failures.append(ev)
             return
-        name = ev.payload.get("invariant", "?")
+        v: InvariantViolation = ev.payload
+        name = v["invariant"]
         if name not in _EXPLAINED:
             firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
             if len(firsts) < _EXAMPLES:
@@ -54,21 +55,23 @@ class Violations:
         out = []
         for name, (evs, count, last_seq) in self.by_invariant.items():
             first = evs[0]
+            v: InvariantViolation = first.payload
             out.append(Finding(
                 Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, last_seq,
                 f"Invariant {name} failed {count} time(s); first: "
-                f"{first.payload.get('message', '')}",
+                f"{v['message']}",
                 _FIX.get(name, "See the invariant's definition in docs/design.md#invariants."),
                 {"invariant": name, "count": count,
                  "first": examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
-                                     **(e.payload.get("details") or {})} for e in evs],
+                                     **e.payload["details"]} for e in evs],
                                    _EXAMPLES)},
                 first.slot, first.turn, first.round))
         for ev in self.failures:
+            fail: Fail = ev.payload
             out.append(Finding(
                 Kind.RUN_FAILED, Severity.ERROR, ev.seq, ev.seq,
                 f"The run failed in turn {ev.turn} round {ev.round} (slot {ev.slot}): "
-                f"{ev.payload.get('error', 'no error recorded')}",
+                f"{fail['error']}",
                 "Fix the error above; the log holds every whole round before it.",
-                {"error": ev.payload.get("error")}, ev.slot, ev.turn, ev.round))
+                {"error": fail["error"]}, ev.slot, ev.turn, ev.round))
         return out

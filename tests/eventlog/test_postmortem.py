@@ -9,6 +9,7 @@ import pytest
 from eventlog.postmortem import Kind, Severity, analyze
 from eventlog.turns import fold_turns
 from fsm.event import Event
+from fsm.payloads import check_events
 from fsm.states import RoundState, Trigger
 from tests.eventlog.sim import sim_events
 
@@ -85,11 +86,13 @@ def test_output_against_a_plain_reference() -> None:
         Kind.OUTPUT_MISMATCH]
     first = f.numbers["first"]
     assert f.severity is Severity.ERROR and f.numbers["reference"] == 7
+    assert f.numbers["invariant"] == "lossless" and "lossless failed" in f.explanation
     want = fold_turns(plain)[(0, first["turn"])].answer
     assert want[first["token_index"]] == first["expected"] != first["actual"]
     sampled = {**config, "temperature": 0.7}
     info = _kinds(events, sampled, reference=plain, reference_id=7)
     assert info[Kind.OUTPUT_MISMATCH].severity is Severity.INFO
+    assert "invariant" not in info[Kind.OUTPUT_MISMATCH].numbers  # undecidable from a log
 
 
 def test_acceptance_collapse_streaks() -> None:
@@ -108,11 +111,13 @@ def _draft_stream(recomputed: list[int]) -> list[Event]:
         turn = i // 2 + 1
         if i % 2 == 0:
             seq += 1
-            out.append(Event(seq, 0, turn, 0, Trigger.START_TURN, S.IDLE, S.IDLE, 0.0, 0.0, {}))
+            out.append(Event(seq, 0, turn, 0, Trigger.START_TURN, S.IDLE, S.IDLE, 0.0, 0.0,
+                             {"prompt_tokens": 10, "kept": 0, "f_keep": 1.0}))
         seq += 1
         out.append(Event(seq, 0, turn, 1 + i % 2, Trigger.DRAFT, S.CHECKPOINT, S.SPECULATE,
-                         0.0, 0.25, {"drafts": [1], "draft_recomputed": total,
-                                     "draft_position": 10}))
+                         0.0, 0.25, {"drafts": [1], "drafter": "draft-model",
+                                     "draft_recomputed": total, "draft_position": 10}))
+    assert check_events(out) == []
     return out
 
 
