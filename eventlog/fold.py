@@ -11,16 +11,18 @@ also timed the moments between events, so its own figures are the ones END_TURN 
 """
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine
 
 from eventlog.draft_profile import DraftProfile
+from eventlog.jsoncodec import decode_json
 from eventlog.reader import scan_fields
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
-from fsm.states import RoundState, Trigger
+from fsm.states import TRANSITIONS, RoundState, Trigger
 
 TurnKey = tuple[int, int]
 Payload = dict[str, Any]
@@ -31,6 +33,14 @@ PHASES: dict[Trigger, str] = {
     Trigger.REPLAY: "rollback", Trigger.COMMIT: "commit",
 }
 """The phase of a round each of its steps' durations counts to."""
+_NONE: Payload = {}  # the payload of an event whose payload was not read; never changed
+_DEST: dict[str, RoundState] = {t: dest for t, _, dest in TRANSITIONS if dest is not None}
+_T = Trigger
+_RESTORE, _VERIFY, _DRAFT, _COMMIT, _REJECT, _ACCEPT, _RETRY, _LIVELOCK, _DECODE = (
+    _T.RESTORE, _T.VERIFY, _T.DRAFT, _T.COMMIT, _T.REJECT, _T.ACCEPT, _T.RETRY, _T.LIVELOCK,
+    _T.DECODE)
+_PREFILL, _START_TURN, _CTX_RESTORE, _VIOLATION, _END_TURN = (
+    _T.PREFILL, _T.START_TURN, _T.CTX_RESTORE, _T.INVARIANT_VIOLATION, _T.END_TURN)
 
 
 @dataclass(slots=True)
@@ -142,6 +152,8 @@ class LogFold:
     `records`, keyed by (slot, turn) in the order turns began. With `on_close`, a turn
     leaves `records` at its END_TURN and goes there instead."""
 
+    __slots__ = ("_on_close", "_open", "_void", "records", "seq", "slots")
+
     def __init__(self, on_close: Callable[[TurnRecord], None] | None = None) -> None:
         self.slots: dict[int, SlotView] = {}
         self.records: dict[TurnKey, TurnRecord] = {}
@@ -155,27 +167,30 @@ class LogFold:
         self.step(ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.dest, ev.t, ev.duration,
                   ev.payload)
 
-    def step(self, seq: int, slot: int, turn: int, rnd: int, trigger: str, dest: RoundState,
-             t: float, duration: float, payload: Payload | None) -> None:
-        """Fold one event given as its fields (`payload` None: not read, which only a
-        trigger outside `PAYLOADS` may be)."""
+    def step(self, seq: int, slot: int, turn: int, rnd: int, trigger: str,
+             dest: RoundState | None, t: float, d: float, p: Payload | None) -> None:
+        """Fold one event given as its fields (`dest` None: the state stays, as after a
+        note; `p` None: the payload was not read, which only a trigger outside `PAYLOADS`
+        may be)."""
         self.seq = seq
-        view = self.slots.get(slot)
-        if view is None:
-            view = self.slots[slot] = SlotView(slot)
-        if payload:
+        v = self.slots.get(slot)
+        if v is None:
+            v = self.slots[slot] = SlotView(slot)
+        if p:
             # Order matters: an event may cut the tokens back and then append to the cut.
-            if TRIM in payload:
-                del view.tokens[payload[TRIM]:]
-            if APPEND in payload:
-                view.tokens.extend(payload[APPEND])
-            if POSITION in payload:
-                view.position = payload[POSITION]
-            if DIGEST in payload:
-                view.digest = payload[DIGEST]
-        view.state = dest
-        view.turn = turn
-        view.round = rnd
+            if TRIM in p:
+                del v.tokens[p[TRIM]:]
+            if APPEND in p:
+                v.tokens.extend(p[APPEND])
+            if POSITION in p:
+                v.position = p[POSITION]
+            if DIGEST in p:
+                v.digest = p[DIGEST]
+        else:
+            p = _NONE
+        if dest is not None:
+            v.state = dest
+        v.turn, v.round = turn, rnd
         rec = self._open.get(slot)
         if rec is None or rec.turn != turn:
             rec = self._begin(slot, turn, seq)
@@ -184,10 +199,65 @@ class LogFold:
             rec.round_no, rec.round_t, rec.round_k, rec.round_eog = rnd, rec.t, -1, None
         phase = PHASES.get(trigger)
         if phase is not None:
-            rec.phase_s[phase] = rec.phase_s.get(phase, 0.0) + duration
-        handle = _HANDLERS.get(trigger)
-        if handle is not None:
-            handle(self, view, rec, payload or {}, t, duration)
+            rec.phase_s[phase] = rec.phase_s.get(phase, 0.0) + d
+        st = rec.stats
+        # Every figure is computed as the engine computes it (engine/turn.py, round.py),
+        # from the same clock readings, so that on the sim the floats agree to the last bit.
+        if trigger == _RESTORE:
+            v.restores += 1
+            st.restores += 1
+        elif trigger == _VERIFY:
+            k = int(p.get("drafted") or len(p.get("drafts", ())))
+            v.drafted += k
+            st.drafted += k
+            rec.verifies += 1
+            rec.round_k = k
+        elif trigger == _DRAFT:
+            rec.round_k = 0
+        elif trigger == _COMMIT:
+            if rec.rollback_t is not None:
+                _rolled_back(rec)
+            accepted = p.get("accepted") or 0
+            v.rounds += 1
+            v.accepted += accepted
+            st.rounds += 1
+            st.accepted += accepted
+            st.decode_s += t - rec.round_t
+            if rec.round_k >= 0:
+                rec.drafts.append((rec.round_k, accepted))
+            if rec.round_eog is not None and rec.answer_end is None:
+                rec.answer_end = len(rec.committed) + rec.round_eog + 1
+            _committed(rec, p)
+        elif trigger == _REJECT:
+            rec.round_eog = p.get("eog")
+            rec.rollback_t = t
+        elif trigger == _ACCEPT:
+            rec.round_eog = p.get("eog")
+        elif trigger == _RETRY:
+            _rolled_back(rec)
+        elif trigger == _LIVELOCK:
+            st.livelocks += 1
+        elif trigger == _DECODE:
+            v.drafted += p.get("drafted", 0)
+        elif trigger == _PREFILL:
+            _prefill(rec, p, d)
+        elif trigger == _START_TURN:
+            st.prompt_tokens = p.get("prompt_tokens", 0)
+            st.kept_tokens = p.get("kept", 0)
+            st.f_keep = p.get("f_keep", 1.0)
+        elif trigger == _CTX_RESTORE:
+            n = p.get("reprefill", 0)
+            v.ctx_restores += 1
+            v.reprefill_tokens += n
+            st.ctx_restores += 1
+            st.reprefill_tokens += n
+            st.repair_s += d
+        elif trigger == _VIOLATION:
+            v.violations.append(p)
+            st.violations += 1
+        elif trigger == _END_TURN:
+            rec.metrics = p.get("metrics")
+            self._close(rec)
         rec.t = t
 
     def _begin(self, slot: int, turn: int, seq: int) -> TurnRecord:
@@ -197,8 +267,7 @@ class LogFold:
             slot, turn, first_seq=seq, stats=TurnStats(slot, turn))
         return rec
 
-    def close(self, rec: TurnRecord) -> None:
-        """The turn's END_TURN: its answer's length is known; hand it over if asked to."""
+    def _close(self, rec: TurnRecord) -> None:
         st = rec.stats
         n = len(rec.committed)
         st.generated_tokens = n if rec.answer_end is None else rec.answer_end
@@ -207,27 +276,13 @@ class LogFold:
             self._on_close(self.records.pop((rec.slot, rec.turn)))
 
 
-Handler = Callable[[LogFold, SlotView, TurnRecord, Payload, float, float], None]
-
-
-def _start_turn(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-                ) -> None:
-    st = rec.stats
-    st.prompt_tokens = p.get("prompt_tokens", 0)
-    st.kept_tokens = p.get("kept", 0)
-    st.f_keep = p.get("f_keep", 1.0)
-
-
-def _prefill(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-             ) -> None:
+def _prefill(rec: TurnRecord, p: Payload, d: float) -> None:
     st = rec.stats
     n = p.get("tokens", 0)
     st.prefill_tokens += n
     st.prefill_s += d
     cut = p.get(POSITION)
-    if n and cut is not None:
-        # The re-prefilled history's share of the chunk's time, pro rata by tokens, as the
-        # engine computes it (engine/turn.py), so that the floats agree to the last bit.
+    if n and cut is not None:  # the re-prefilled history's share of the chunk, by tokens
         pos = cut - n
         if rec.prefill_from is None:
             rec.prefill_from = pos
@@ -243,105 +298,18 @@ def _committed(rec: TurnRecord, p: Payload) -> None:
         rec.marks.append((len(rec.committed), rec.last_seq))
 
 
-def _ctx_restore(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-                 ) -> None:
-    n = p.get("reprefill", 0)
-    v.ctx_restores += 1
-    v.reprefill_tokens += n
-    st = rec.stats
-    st.ctx_restores += 1
-    st.reprefill_tokens += n
-    st.repair_s += d
-
-
-def _draft(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
-    rec.round_k = 0
-
-
-def _verify(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
-    k = int(p.get("drafted") or len(p.get("drafts", ())))
-    v.drafted += k
-    rec.stats.drafted += k
-    rec.verifies += 1
-    rec.round_k = k
-
-
-def _decode(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
-    v.drafted += p.get("drafted", 0)
-
-
-def _verdict(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-             ) -> None:
-    rec.round_eog = p.get("eog")
-
-
-def _reject(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
-    rec.round_eog = p.get("eog")
-    rec.rollback_t = t
-
-
 def _rolled_back(rec: TurnRecord) -> None:
     """A rollback ends where the next verification or the commit begins: at the time of
-    the event before, as the engine clocks it (engine/round.py)."""
+    the event before it."""
     if rec.rollback_t is not None:
         rec.stats.rollback_s += rec.t - rec.rollback_t
         rec.rollback_t = None
 
 
-def _retry(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
-    _rolled_back(rec)
-
-
-def _restore(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-             ) -> None:
-    v.restores += 1
-    rec.stats.restores += 1
-
-
-def _livelock(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-              ) -> None:
-    rec.stats.livelocks += 1
-
-
-def _commit(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float) -> None:
-    _rolled_back(rec)
-    accepted = p.get("accepted") or 0
-    v.rounds += 1
-    v.accepted += accepted
-    st = rec.stats
-    st.rounds += 1
-    st.accepted += accepted
-    st.decode_s += t - rec.round_t
-    if rec.round_k >= 0:
-        rec.drafts.append((rec.round_k, accepted))
-    if rec.round_eog is not None and rec.answer_end is None:
-        rec.answer_end = len(rec.committed) + rec.round_eog + 1
-    _committed(rec, p)
-
-
-def _violation(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-               ) -> None:
-    v.violations.append(p)
-    rec.stats.violations += 1
-
-
-def _end_turn(f: LogFold, v: SlotView, rec: TurnRecord, p: Payload, t: float, d: float
-              ) -> None:
-    rec.metrics = p.get("metrics")
-    f.close(rec)
-
-
-_HANDLERS: dict[str, Handler] = {
-    Trigger.START_TURN: _start_turn, Trigger.PREFILL: _prefill,
-    Trigger.CTX_RESTORE: _ctx_restore, Trigger.DRAFT: _draft, Trigger.VERIFY: _verify,
-    Trigger.DECODE: _decode, Trigger.ACCEPT: _verdict, Trigger.REJECT: _reject,
-    Trigger.RETRY: _retry, Trigger.RESTORE: _restore, Trigger.LIVELOCK: _livelock,
-    Trigger.COMMIT: _commit, Trigger.INVARIANT_VIOLATION: _violation,
-    Trigger.END_TURN: _end_turn,
-}
-
-PAYLOADS: frozenset[Trigger] = frozenset(
-    {Trigger.BEGIN, Trigger.RESTORE, *_HANDLERS} - {Trigger.DRAFT, Trigger.RETRY})
+PAYLOADS = frozenset({
+    Trigger.START_TURN, Trigger.PREFILL, Trigger.CTX_RESTORE, Trigger.BEGIN, Trigger.VERIFY,
+    Trigger.DECODE, Trigger.ACCEPT, Trigger.REJECT, Trigger.RESTORE, Trigger.LIVELOCK,
+    Trigger.COMMIT, Trigger.INVARIANT_VIOLATION, Trigger.END_TURN})
 """The triggers whose payloads the fold reads (BEGIN and RESTORE for their positions); a
 reader of the log may leave the others' undecoded."""
 
@@ -357,13 +325,21 @@ def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | N
 
 
 def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *,
-                 upto_seq: int | None = None) -> LogFold:
-    """The stored session's events (through `upto_seq` when given) folded into `fold` (a
-    new `LogFold` by default), reading from the database only what the fold reads."""
+                 upto_seq: int | None = None, triggers: Collection[Trigger] | None = None
+                 ) -> LogFold:
+    """The stored session's events (through `upto_seq`; only `triggers`' when given)
+    folded into `fold` (a new `LogFold` by default), reading from the database only what
+    the fold reads."""
     fold = LogFold() if fold is None else fold
-    step = fold.step
-    for fields in scan_fields(engine, session_id, payloads=PAYLOADS, upto_seq=upto_seq):
-        step(*fields)
+    step, dest, loads = fold.step, _DEST.get, orjson.loads
+    for rows in scan_fields(engine, session_id, payloads=PAYLOADS, triggers=triggers,
+                            upto_seq=upto_seq):
+        for seq, slot, turn, rnd, trigger, t, d, text in rows:
+            try:
+                p = None if text is None else loads(text)
+            except orjson.JSONDecodeError:  # a ledger from before payloads were standard
+                p = decode_json(text)
+            step(seq, slot, turn, rnd, trigger, dest(trigger), t, d, p)
     return fold
 
 

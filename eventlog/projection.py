@@ -3,8 +3,12 @@
 
 from collections.abc import Iterable
 
-from eventlog.fold import LogFold, SlotView, TurnRecord
+from sqlalchemy import Engine
+
+from eventlog.fold import LogFold, SlotView, TurnRecord, fold_session
+from eventlog.reader import last_events
 from fsm.event import Event
+from fsm.states import Trigger
 
 
 def _let_go(rec: TurnRecord) -> None:
@@ -14,6 +18,8 @@ def _let_go(rec: TurnRecord) -> None:
 class Projector(LogFold):
     """Folds events one at a time into `slots` (slot number -> `SlotView`), in place,
     keeping only the turns still open."""
+
+    __slots__ = ()
 
     def __init__(self) -> None:
         super().__init__(on_close=_let_go)
@@ -32,3 +38,24 @@ def project(events: Iterable[Event], at: int | None = None) -> dict[int, SlotVie
                 break
             apply(event)
     return projector.slots
+
+
+SLOT_TRIGGERS = frozenset({
+    Trigger.START_TURN, Trigger.PREFILL, Trigger.CTX_RESTORE, Trigger.BEGIN, Trigger.VERIFY,
+    Trigger.DECODE, Trigger.RESTORE, Trigger.LIVELOCK, Trigger.COMMIT,
+    Trigger.INVARIANT_VIOLATION})
+"""The triggers that change a slot's view beyond its state, turn and round."""
+
+
+def project_session(engine: Engine, session_id: int, at: int | None = None) -> Projector:
+    """The stored session projected through seq `at` (inclusive), or through its end. Only
+    the events of `SLOT_TRIGGERS` are read, half of a long session's; each slot's state,
+    turn and round are then its latest event's, and the projector's `seq` the latest."""
+    projector = Projector()
+    fold_session(engine, session_id, projector, upto_seq=at, triggers=SLOT_TRIGGERS)
+    for slot, (seq, turn, rnd, state) in last_events(engine, session_id, projector.slots,
+                                                      at).items():
+        view = projector.slots[slot]
+        view.turn, view.round, view.state = turn, rnd, state
+        projector.seq = max(projector.seq, seq)
+    return projector

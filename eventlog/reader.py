@@ -1,6 +1,6 @@
 """Reading sessions and events back. Readers never write."""
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -139,31 +139,41 @@ def _events(batches: Iterator[list[Any]]) -> Iterator[Event]:
                         t, duration, loads(payload))
 
 
-Fields = tuple[int, int, int, int, str, RoundState, float, float, Any]
+Fields = tuple[int, int, int, int, str, float, float, str | None]
 
 
 def scan_fields(
     engine: Engine, session_id: int, *, payloads: Collection[Trigger],
-    upto_seq: int | None = None, batch: int = 2000,
-) -> Iterator[Fields]:
-    """Every event of the session as (seq, slot, turn, round, trigger, dest, t, duration,
-    payload), for a fold that reads a whole session (eventlog/fold.py) faster than
-    `scan_events`: no `Event` built, the trigger as stored, no source state, and only
-    `payloads`' triggers' payloads read and decoded (None for the rest, which never leave
-    the database)."""
+    triggers: Collection[Trigger] | None = None, upto_seq: int | None = None,
+    batch: int = 2000,
+) -> Iterator[list[Fields]]:
+    """The session's events (only those with one of `triggers`, when given) in lists of
+    `batch`, each as (seq, slot, turn, round, trigger, t, duration, payload text), for a
+    fold that reads a whole session (eventlog/fold.py) faster than `scan_events` does: no
+    `Event` built, no states (the trigger implies the destination), and only `payloads`'
+    triggers' payloads read (None for the rest, which never leave the database)."""
     get_session(engine, session_id)
     c = events.c
     wanted = case((c.trigger.in_(sorted(t.value for t in payloads)), cast(c.payload, Text)))
-    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, c.dest, c.t, c.duration, wanted)
-    return _fields(_scan(engine, _where(query, session_id, upto_seq, None), batch))
+    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, c.t, c.duration, wanted)
+    return _scan(engine, _where(query, session_id, upto_seq, triggers), batch)
 
 
-def _fields(batches: Iterator[list[Any]]) -> Iterator[Fields]:
-    states, loads = _STATES, decode_json
-    for rows in batches:
-        for seq, slot, turn, rnd, trigger, dest, t, duration, payload in rows:
-            yield (seq, slot, turn, rnd, trigger, states[dest], t, duration,
-                   None if payload is None else loads(payload))
+def last_events(engine: Engine, session_id: int, slots: Iterable[int],
+                upto_seq: int | None = None) -> dict[int, tuple[int, int, int, RoundState]]:
+    """Each slot's latest event (through `upto_seq`) as (seq, turn, round, destination)."""
+    c = events.c
+    out = {}
+    with engine.connect() as conn:
+        for slot in slots:
+            query = select(c.seq, c.turn, c.round, c.dest).where(
+                c.session_id == session_id, c.slot == slot)
+            if upto_seq is not None:
+                query = query.where(c.seq <= upto_seq)
+            row = conn.execute(query.order_by(c.seq.desc()).limit(1)).first()
+            if row is not None:
+                out[slot] = (row.seq, row.turn, row.round, _STATES[row.dest])
+    return out
 
 
 def _where(query: Select[Any], session_id: int, upto_seq: int | None,

@@ -9,9 +9,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from eventlog import open_db, project
+from eventlog import open_db
 from eventlog.diff import diff_streams
 from eventlog.postmortem import postmortem_session
+from eventlog.projection import project_session
 from eventlog.reader import scan_events
 
 
@@ -28,7 +29,7 @@ def analyse(db: str, session: int, what: Analysis) -> dict[str, Any]:
     engine = open_db(db, create=False)
     wall, cpu = time.perf_counter(), time.process_time()
     if what is Analysis.PROJECTION:
-        views = project(scan_events(engine, session))
+        views = project_session(engine, session).slots
         found: Any = {"slots": len(views), "tokens": sum(len(v.tokens) for v in views.values())}
     elif what is Analysis.POSTMORTEM:
         pm = postmortem_session(engine, session)

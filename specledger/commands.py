@@ -6,8 +6,9 @@ from pathlib import Path
 
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
-from eventlog import DEFAULT_DB, Projector, get_session, list_sessions, open_db
+from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.fold import fold_profiles
+from eventlog.projection import project_session
 from eventlog.reader import scan_events
 from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, output
 from specledger.api import RunResult, run_session, turn_table
@@ -116,12 +117,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.at is not None and args.at > info.events:
         raise ConfigError(f"--at {args.at}: session {args.session} has {info.events} events "
                           f"(seq 1..{info.events}; 0 is the state before the first)")
-    projector = Projector()
-    last = 0
-    for ev in scan_events(engine, args.session, upto_seq=args.at):
-        projector.apply(ev)
-        last = ev.seq
-    views = projector.slots
+    projector = project_session(engine, args.session, args.at)
+    last, views = projector.seq, projector.slots
     slots = [{"slot": v.slot, "tokens": v.tokens, "position": v.position,
               "state": v.state.value, "digest": v.digest, "turn": v.turn, "round": v.round,
               "restores": v.restores, "ctx_restores": v.ctx_restores,

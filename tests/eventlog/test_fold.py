@@ -12,8 +12,9 @@ from sqlalchemy import Engine
 from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
 from engine.metrics import TurnMetrics
 from engine.session import MemoryJournal, Session
-from eventlog import Recorder
+from eventlog import Recorder, project
 from eventlog.fold import LogFold, TurnRecord, fold_log, fold_session
+from eventlog.projection import project_session
 
 TIMINGS = ("prefill_s", "decode_s", "rollback_s", "repair_s", "reprefill_s")
 
@@ -89,7 +90,11 @@ def test_a_stored_session_folds_as_its_events_do(engine: Engine, session_id: int
     assert [asdict(r.stats) for r in stored] == [asdict(r.stats) for r in memory]
     assert [(r.committed, r.drafts, r.metrics) for r in stored] == [
         (r.committed, r.drafts, r.metrics) for r in memory]
-    cut = len(journal.events) // 2
-    half = fold_session(engine, session_id, upto_seq=cut)
-    assert half.seq == cut
-    assert half.slots == fold_log(journal.events[:cut]).slots
+    n = len(journal.events)
+    for cut in (0, 1, n // 3, n // 2, n - 1, n, None):
+        want = project(journal.events, at=cut)
+        assert fold_session(engine, session_id, upto_seq=cut).slots == want
+        # The projection reads only the events that change more than a slot's state.
+        projected = project_session(engine, session_id, at=cut)
+        assert projected.slots == want
+        assert projected.seq == (n if cut is None else cut)
