@@ -5,6 +5,10 @@ ever written, one database transaction per flush, so a crash leaves whole rounds
 nothing. A flush happens when `flush_events` complete events are buffered or `flush_ms`
 passed since the last one (checked at `end_unit`), on `flush()` (every turn end) and on
 `close()`.
+
+With `check_payloads` (default: the environment variable SPECLEDGER_CHECK_PAYLOADS=1,
+which tests set) every event's payload must be its trigger's type (fsm/payloads.py), or
+`append` raises `PayloadError`; off, appending costs nothing more.
 """
 
 import os
@@ -21,7 +25,11 @@ from eventlog.inserts import integrity_errors, row_inserter
 from eventlog.jsoncodec import encode_json
 from eventlog.liveness import hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
+from fsm.errors import PayloadError
 from fsm.event import Event
+from fsm.payloads import check_payload
+
+CHECK_ENV = "SPECLEDGER_CHECK_PAYLOADS"
 
 
 def create_session(
@@ -70,6 +78,7 @@ class Recorder:
         *,
         flush_events: int = 2000,
         flush_ms: float = 200.0,
+        check_payloads: bool | None = None,
     ) -> None:
         self.engine = engine
         self.session_id = session_id
@@ -92,9 +101,18 @@ class Recorder:
         self._insert = row_inserter(engine)
         self._integrity = integrity_errors(engine)
         self._lock = hold_writer_lock(engine, session_id)
+        if check_payloads if check_payloads is not None else os.environ.get(CHECK_ENV) == "1":
+            self.append = self._checked_append
 
     def append(self, event: Event) -> None:
         """Buffer one event; it is written once its unit is complete."""
+        self._buffer.append(event)
+
+    def _checked_append(self, event: Event) -> None:
+        problems = check_payload(event.trigger, event.payload)
+        if problems:
+            raise PayloadError(f"seq {event.seq} {event.trigger}: {'; '.join(problems)} "
+                               "(docs/events.md)")
         self._buffer.append(event)
 
     def end_unit(self) -> None:

@@ -22,5 +22,9 @@ class ReplayWithoutRestoreError(InvalidTransitionError):
     """`replay` was fired without a preceding `restore` in the same round."""
 
 
+class PayloadError(SpecledgerError):
+    """An event's payload is not its trigger's payload type (fsm/payloads.py)."""
+
+
 class InvariantViolationError(SpecledgerError):
     """An invariant failed under `--strict`; without it the violation is only recorded."""

@@ -10,11 +10,13 @@ from pathlib import Path
 
 from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
 from engine.session import MemoryJournal, Session
+from fsm.payloads import check_events, marked
+from fsm.states import Trigger
 
 GOLDEN = Path(__file__).with_name("event_hashes.json")
 TIMING = ("t", "duration")
 # Wall-clock figures inside the end-of-turn metrics (torch runs differ in these only).
-WALL_METRICS = ("prefill_s", "decode_s", "rollback_s", "repair_s", "reprefill_s", "decode_tps")
+WALL_METRICS = frozenset(k.removeprefix("metrics.") for k in marked("timing")[Trigger.END_TURN])
 
 
 def grid() -> dict[str, RunConfig]:
@@ -48,9 +50,12 @@ def torch_grid() -> dict[str, RunConfig]:
 
 
 def event_hash(config: RunConfig, timing: bool = True) -> str:
-    """sha256 over every event of the session's rows, in order."""
+    """sha256 over every event of the session's rows, in order; every payload must be its
+    trigger's type (fsm/payloads.py)."""
     journal = MemoryJournal()
     Session(config, journal).run()
+    problems = check_events(journal.events)
+    assert not problems, problems[:5]
     h = hashlib.sha256()
     for e in journal.events:
         row = e.to_row()
