@@ -51,14 +51,20 @@ def open_db(db: str, create: bool) -> Engine:
         if version is None:
             raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
         if version != str(SCHEMA_VERSION):
-            raise NotASpecledgerDatabaseError(
-                f"{shown} has specledger schema version {version}; this specledger "
-                f"reads version {SCHEMA_VERSION}: use a matching specledger or another --db"
-            )
+            raise NotASpecledgerDatabaseError(_version_mismatch(shown, version))
     except BaseException:
         engine.dispose()
         raise
     return engine
+
+
+def _version_mismatch(shown: str, version: str) -> str:
+    """One line: which side is older, and what to do (docs/events.md#versions)."""
+    older = version.isdigit() and int(version) < SCHEMA_VERSION
+    which = "an older" if older else "another"
+    return (f"{shown} has specledger schema version {version}, written by {which} "
+            f"specledger; this one reads version {SCHEMA_VERSION} (docs/events.md#versions): "
+            f"open it with the specledger that wrote it, or pass another --db")
 
 
 def _parse(db: str) -> URL:

@@ -19,8 +19,12 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 1
-"""Bump on any incompatible change; `open_db` refuses a database with another version."""
+from fsm.payloads import EVENT_SCHEMA_VERSION
+
+SCHEMA_VERSION = EVENT_SCHEMA_VERSION
+"""The ledger's version: these tables and the event payloads (fsm/payloads.py,
+docs/events.md) are one schema. Bump it there on any incompatible change; `open_db`
+refuses a database with another version."""
 
 
 class SessionStatus(StrEnum):

@@ -14,7 +14,7 @@ from eventlog import (
     list_sessions,
     open_db,
 )
-from eventlog.schema import meta
+from eventlog.schema import SCHEMA_VERSION, meta
 from fsm.errors import SpecledgerError
 
 
@@ -78,6 +78,18 @@ def test_another_schema_version_is_refused(db_url: str) -> None:
         conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="99"))
     with pytest.raises(NotASpecledgerDatabaseError, match="schema version 99"):
         open_db(db_url, False)
+
+
+def test_a_ledger_of_an_older_schema_is_refused_in_one_line(db_url: str) -> None:
+    with open_db(db_url, True).begin() as conn:
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(
+            value=str(SCHEMA_VERSION - 1)))
+    for create in (False, True):
+        with pytest.raises(NotASpecledgerDatabaseError) as err:
+            open_db(db_url, create)
+        message = str(err.value)
+        assert "\n" not in message and "written by an older specledger" in message
+        assert f"reads version {SCHEMA_VERSION}" in message
 
 
 def test_an_empty_file_is_refused_to_readers_and_initialised_by_writers(tmp_path: Path) -> None:
