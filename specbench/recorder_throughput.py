@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from eventlog import NullRecorder, Recorder, create_session, iter_events, open_db, project
 from fsm.event import Event
 from fsm.machine import RoundMachine, reference_machine
+from fsm.payloads import Begin, Commit, Draft, Reject, Restore, Verify
 from fsm.states import RoundState, Trigger
 from specledger.api import code_version
 
@@ -19,8 +20,9 @@ UNIT = 6  # events per synthetic round
 
 
 def synthetic_events(n: int) -> list[Event]:
-    """`n` events (whole rounds) shaped like a k=4 speculative round with payloads as the
-    engine writes them: draft tokens, counts, appended tokens, positions and digests."""
+    """`n` events (whole rounds) shaped like a k=4 speculative round under `checkpoint`,
+    with the payloads the engine writes (fsm/payloads.py): draft and target tokens,
+    counts, appended tokens, positions, bytes and digests."""
     s, t = RoundState, Trigger
     out: list[Event] = []
     position = 0
@@ -28,15 +30,22 @@ def synthetic_events(n: int) -> list[Event]:
         drafts = [(rnd * 31 + i) % 151_936 for i in range(4)]
         accepted = rnd % 4  # always a partial accept: the costly path
         committed = [*drafts[:accepted], (rnd * 7) % 151_936]
-        position += len(committed)
+        targets = [*committed, *drafts[accepted + 1:]]
+        start, position = position, position + len(committed)
+        begin: Begin = {"strategy": "checkpoint", "position": start, "bytes": 2_097_152}
+        draft: Draft = {"drafts": drafts, "drafter": "ngram-mod"}
+        verify: Verify = {"drafts": drafts, "targets": targets, "batch": 5, "drafted": 4}
+        reject: Reject = {"matched": accepted, "eog": None, "cut": 0}
+        restore: Restore = {"mode": "checkpoint", "bytes": 2_097_152, "position": start}
+        commit: Commit = {"append": committed, "position": position, "digest": f"{rnd:016x}",
+                          "accepted": accepted, "cut": 0}
         steps = (
-            (t.BEGIN, s.IDLE, s.CHECKPOINT, {"strategy": "checkpoint", "bytes": 2_097_152}),
-            (t.DRAFT, s.CHECKPOINT, s.SPECULATE, {"drafts": drafts, "drafter": "ngram-mod"}),
-            (t.VERIFY, s.SPECULATE, s.VERIFY, {"drafts": drafts, "drafted": 4}),
-            (t.REJECT, s.VERIFY, s.REJECT, {"accepted": accepted}),
-            (t.RESTORE, s.REJECT, s.RESTORE, {"position": position - 1, "bytes": 2_097_152}),
-            (t.COMMIT, s.RESTORE, s.COMMIT,
-             {"append": committed, "position": position - 1, "digest": f"{rnd:016x}"}),
+            (t.BEGIN, s.IDLE, s.CHECKPOINT, begin),
+            (t.DRAFT, s.CHECKPOINT, s.SPECULATE, draft),
+            (t.VERIFY, s.SPECULATE, s.VERIFY, verify),
+            (t.REJECT, s.VERIFY, s.REJECT, reject),
+            (t.RESTORE, s.REJECT, s.RESTORE, restore),
+            (t.COMMIT, s.RESTORE, s.COMMIT, commit),
         )
         slot, turn = rnd % 4, rnd // 64
         for i, (trigger, source, dest, payload) in enumerate(steps):
@@ -91,7 +100,7 @@ def transition_cost(rounds: int) -> dict[str, float]:
     start = time.perf_counter()
     for _ in range(rounds):
         for trigger in path:
-            machine.fire(trigger, 0.0, **payload)
+            machine.fire(trigger, 0.0, payload)
     ours = time.perf_counter() - start
     return {"round_machine_us": ours / n * 1e6, "transitions_us": bare / n * 1e6}
 
