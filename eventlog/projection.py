@@ -43,8 +43,9 @@ def project(events: Iterable[Event], at: int | None = None) -> dict[int, SlotVie
 SLOT_TRIGGERS = frozenset({
     Trigger.START_TURN, Trigger.PREFILL, Trigger.CTX_RESTORE, Trigger.BEGIN, Trigger.VERIFY,
     Trigger.DECODE, Trigger.RESTORE, Trigger.LIVELOCK, Trigger.COMMIT,
-    Trigger.INVARIANT_VIOLATION})
-"""The triggers that change a slot's view beyond its state, turn and round."""
+    Trigger.INVARIANT_VIOLATION, Trigger.END_TURN})
+"""The triggers that change a slot's view beyond its state, turn and round, and END_TURN,
+where the fold lets a turn go."""
 
 
 def project_session(engine: Engine, session_id: int, at: int | None = None) -> Projector:

@@ -19,8 +19,8 @@ from engine.sim.backend import SimBackend
 from engine.sim.costs import CostProfile
 from engine.sim.vocab import SIM_TEMPLATE
 from eventlog import iter_events, open_db
+from eventlog.fold import fold_log
 from fsm.event import Event
-from fsm.states import Trigger
 from specledger.api import run_session
 
 if TYPE_CHECKING:
@@ -52,18 +52,9 @@ class TorchRun:
 def round_script(events: Iterable[Event]) -> tuple[Script, float]:
     """What each drafting round of a recorded session drafted and accepted, in order, and
     the seconds spent drafting."""
-    script: Script = []
-    open_round: tuple[int, int] | None = None
-    draft_s = 0.0
-    for e in events:
-        if e.trigger is Trigger.DRAFT:
-            draft_s += e.duration
-            script.append((len(e.payload["drafts"]), 0))
-            open_round = (e.turn, e.round)
-        elif e.trigger in (Trigger.ACCEPT, Trigger.REJECT) and open_round == (e.turn, e.round):
-            script[-1] = (script[-1][0], e.payload["matched"])
-            open_round = None
-    return script, draft_s
+    turns = fold_log(events).records.values()
+    return ([r for t in turns for r in t.drafts],
+            sum(t.phase_s.get("draft", 0.0) for t in turns))
 
 
 def torch_run(config: RunConfig, checkpoint: LoadedCheckpoint, db: str) -> TorchRun:

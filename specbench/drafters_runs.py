@@ -1,4 +1,4 @@
-"""A drafter benchmark run: recorded (or not), read back from its events, and summed
+"""A drafter benchmark run: recorded (or not), read back from its events' fold, and summed
 up per configuration (the fastest of its repeats, its speedup over plain decode)."""
 
 import time
@@ -9,37 +9,11 @@ from typing import Any
 
 from engine.config import BackendKind, RunConfig
 from engine.metrics import TurnMetrics
-from eventlog.reader import scan_events
-from fsm.event import Event
-from fsm.states import Trigger
+from eventlog.fold import LogFold, fold_log, fold_session
 from specbench.common import BenchOptions
 from specledger.api import run_session
 
 PLAIN = "none"
-
-
-@dataclass(frozen=True)
-class Folded:
-    """What a run's events say beyond its turn metrics: the committed answer tokens, the
-    draft phase's seconds and the rounds that verified drafts."""
-
-    answer: list[int]
-    draft_s: float
-    draft_rounds: int
-
-
-def fold_events(events: Iterable[Event]) -> Folded:
-    """Fold a session's events (read back from the log, or a `MemoryJournal`'s)."""
-    answer: list[int] = []
-    draft_s, rounds = 0.0, 0
-    for e in events:
-        if e.trigger in (Trigger.PREFILL, Trigger.COMMIT):
-            answer += e.payload.get("append", [])
-        elif e.trigger is Trigger.DRAFT:
-            draft_s += e.duration
-        elif e.trigger is Trigger.VERIFY:
-            rounds += 1
-    return Folded(answer, draft_s, rounds)
 
 
 @dataclass
@@ -65,20 +39,23 @@ class Run:
     answer: list[int]
 
     @classmethod
-    def of(cls, config: RunConfig, turns: Sequence[TurnMetrics], folded: Folded, *,
+    def of(cls, config: RunConfig, turns: Sequence[TurnMetrics], fold: LogFold, *,
            session: int = 0, repeat: int = 0, wall_s: float = 0.0) -> "Run":
-        """A run of `config` from its turn metrics and folded events."""
+        """A run of `config` from its turn metrics and its events' fold (the committed
+        answer, the draft phase's seconds, the rounds that verified drafts)."""
         synthetic = config.drafter == "synthetic"
+        records = fold.records.values()
         return cls(
             backend=config.backend.value, drafter=config.drafter,
             acceptance=config.acceptance if synthetic else 0.0,
             draft=0 if config.drafter == PLAIN else config.draft_max, repeat=repeat,
             session=session, wall_s=wall_s,
             generated=sum(t.generated_tokens for t in turns),
-            rounds=sum(t.rounds for t in turns), draft_rounds=folded.draft_rounds,
+            rounds=sum(t.rounds for t in turns), draft_rounds=sum(r.verifies for r in records),
             drafted=sum(t.drafted for t in turns), accepted=sum(t.accepted for t in turns),
-            decode_s=sum(t.decode_s for t in turns), draft_s=folded.draft_s,
-            answer=folded.answer)
+            decode_s=sum(t.decode_s for t in turns),
+            draft_s=sum(r.phase_s.get("draft", 0.0) for r in records),
+            answer=[tok for r in records for tok in r.committed])
 
     @property
     def key(self) -> tuple[str, float, int]:
@@ -137,7 +114,7 @@ def run_unrecorded(config: RunConfig, ckpt: Any = None, repeat: int = 0) -> Run:
     journal = MemoryJournal()
     t = time.perf_counter()
     turns = Session(config, journal, backend=backend).run()
-    return Run.of(config, turns, fold_events(journal.events), repeat=repeat,
+    return Run.of(config, turns, fold_log(journal.events), repeat=repeat,
                   wall_s=time.perf_counter() - t)
 
 
@@ -153,7 +130,7 @@ def record(config: RunConfig, opts: BenchOptions, log: Any, ckpt: Any = None,
     t = time.perf_counter()
     result = run_session(config, opts.db, backend=backend)
     wall = time.perf_counter() - t
-    return Run.of(config, result.turns, fold_events(scan_events(log, result.session_id)),
+    return Run.of(config, result.turns, fold_session(log, result.session_id),
                   session=result.session_id, repeat=repeat, wall_s=wall)
 
 

@@ -9,17 +9,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from engine.config import BackendKind, RunConfig, Strategy
-from eventlog.reader import scan_events
-from fsm.states import Trigger
+from eventlog.fold import fold_session
 from specledger.api import run_session
 
 STRATEGIES = tuple(s.value for s in Strategy)
 CORRECT = ("checkpoint", "per_token", "input_replay")  # `none` keeps rejected tokens
-PHASES = {
-    Trigger.BEGIN: "checkpoint", Trigger.DRAFT: "draft", Trigger.VERIFY: "verify",
-    Trigger.RETRY: "verify", Trigger.DECODE: "verify", Trigger.RESTORE: "rollback",
-    Trigger.REPLAY: "rollback", Trigger.COMMIT: "commit",
-}
 COST_PHASES = ("checkpoint", "verify", "rollback", "commit")
 
 
@@ -75,11 +69,10 @@ def measure(config: RunConfig, db: str, log: Engine, extra_bytes: float,
     result = run_session(config, db)
     phases: dict[str, float] = defaultdict(float)
     answer: list[int] = []
-    for e in scan_events(log, result.session_id):
-        if e.round > 0 and e.trigger in PHASES:
-            phases[PHASES[e.trigger]] += e.duration
-        if e.trigger in (Trigger.PREFILL, Trigger.COMMIT):
-            answer += e.payload.get("append", [])
+    for rec in fold_session(log, result.session_id).records.values():
+        for phase, seconds in rec.phase_s.items():
+            phases[phase] += seconds
+        answer += rec.committed
     turns = result.turns
     return Point(
         backend=config.backend.value,

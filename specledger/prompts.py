@@ -6,13 +6,13 @@ the log: each turn's prompt, as START_TURN recorded it, ends with the new user m
 and the generation header of the chat template.
 """
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from engine.conversation import Conversation
 from engine.template import ChatTemplate
+from eventlog.projection import Projector
 from fsm.errors import SpecledgerError
-from fsm.event import APPEND, TRIM, Event
+from fsm.event import Event
 from fsm.states import Trigger
 
 Questions = dict[tuple[int, int], list[int]]
@@ -37,20 +37,14 @@ def user_message(prompt: Sequence[int], template: ChatTemplate) -> list[int]:
 
 
 def recorded_questions(events: Iterable[Event], template: ChatTemplate) -> Questions:
-    """Each (slot, turn)'s user message, from the prompts the log recorded."""
-    tokens: dict[int, list[int]] = defaultdict(list)
+    """Each (slot, turn)'s user message, from the prompts the log recorded: the slot's
+    tokens as the projection has them at the turn's start."""
+    projector = Projector()
     out: Questions = {}
     for ev in events:
-        p = ev.payload
-        if not p:
-            continue
-        slot = tokens[ev.slot]
-        if TRIM in p:
-            del slot[p[TRIM]:]
-        if APPEND in p:
-            slot.extend(p[APPEND])
+        projector.apply(ev)
         if ev.trigger is Trigger.START_TURN:
-            out[(ev.slot, ev.turn)] = user_message(slot, template)
+            out[(ev.slot, ev.turn)] = user_message(projector.slots[ev.slot].tokens, template)
     return out
 
 
