@@ -14,8 +14,8 @@ from engine.conversation import Conversation
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.session import Session, make_backend
-from eventlog import Recorder, create_session, iter_events, open_db
-from fsm.states import Trigger
+from eventlog import Recorder, create_session, open_db
+from eventlog.fold import LogFold, TurnRecord, fold_session
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,7 @@ def run_session(
 
 
 def turn_table(engine: Engine, session_id: int) -> list[TurnMetrics]:
-    """The per-turn metrics a session recorded at each turn end."""
-    return [
-        TurnMetrics.from_dict(ev.payload["metrics"])
-        for ev in iter_events(engine, session_id)
-        if ev.trigger is Trigger.END_TURN
-    ]
+    """The per-turn metrics a session recorded at each turn end, in the order turns ended."""
+    closed: list[TurnRecord] = []
+    fold_session(engine, session_id, LogFold(closed.append))
+    return [TurnMetrics.from_dict(r.metrics) for r in closed if r.metrics is not None]
