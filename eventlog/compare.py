@@ -18,7 +18,8 @@ from typing import Any
 from eventlog.jsoncodec import as_stored
 from fsm.event import Event
 from fsm.invariants import Invariant
-from fsm.payloads import InvariantViolation, marked
+from fsm.payload_schema import marked
+from fsm.payloads import InvariantViolation
 from fsm.states import Trigger
 
 _HEADER = ("seq", "slot", "turn", "round", "trigger", "source", "dest")

@@ -27,7 +27,7 @@ from eventlog.liveness import hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
 from fsm.errors import PayloadError
 from fsm.event import Event
-from fsm.payloads import check_payload
+from fsm.payload_schema import check_payload
 
 CHECK_ENV = "SPECLEDGER_CHECK_PAYLOADS"
 

@@ -2,36 +2,24 @@
 
 Each payload is a `TypedDict`, so a payload is the plain dict the log stores (JSON, in
 the key order the writer gives): writers build it by name (`Commit(append=..., ...)`),
-readers annotate and index it (`p: Commit = ev.payload; p["accepted"]`) and nothing is
-converted on either side: the sim records ~50k events a second and a postmortem reads a
+readers annotate and index it (`p: Commit = ev.payload; p["accepted"]`), and nothing
+is converted on either side: the sim records ~50k events a second and a postmortem reads a
 million, where a dataclass per event would cost several times the dict
 (docs/events.md#why-dicts). `check_payload` tells whether a dict is its trigger's
-payload; tests check every event a run writes with it (`CheckedSink`).
+payload (fsm/payload_schema.py); tests check every event a run writes with it.
 
 A key is required, or `NotRequired` (absent: not applicable, or unknown to the source,
 such as an imported llama-server log); a required `X | None` key is always stored and
 None means unknown. Every field is `Annotated` with its `Field`: meaning, unit and
 whether it is a timing (a wall-clock figure that two runs of the same thing do not share,
 so comparisons skip it) or a state digest (skipped when comparing across devices).
-`python -m fsm.payloads` prints docs/events.md.
+`python -m fsm.events_doc` prints docs/events.md.
 """
 
-from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import NoneType, UnionType
-from typing import (
-    Annotated,
-    Any,
-    NotRequired,
-    TypedDict,
-    Union,
-    get_args,
-    get_origin,
-    get_type_hints,
-    is_typeddict,
-)
+from typing import Annotated, Any, NotRequired, TypedDict
 
-from fsm.states import TRANSITIONS, Trigger
+from fsm.states import Trigger
 
 EVENT_SCHEMA_VERSION = 1
 """The version of the event schema: these payloads and the tables of eventlog/schema.py,
@@ -316,197 +304,3 @@ PAYLOADS: dict[Trigger, type] = {
     Trigger.INVARIANT_VIOLATION: InvariantViolation, Trigger.LIVELOCK: Livelock,
 }
 """Each trigger's payload type."""
-
-# --- reading the schema -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Key:
-    """One key of a payload type: its name, type, whether it must be present, its `Field`."""
-
-    name: str
-    type: Any
-    required: bool
-    field: Field
-
-
-def keys(td: type) -> list[Key]:
-    """The keys of payload type `td`, in declaration order."""
-    hints = get_type_hints(td, include_extras=True)
-    out = []
-    for name, hint in hints.items():
-        if get_origin(hint) is NotRequired:
-            hint = get_args(hint)[0]
-        base, meta = get_args(hint)[0], get_args(hint)[1]
-        out.append(Key(name, base, name in td.__required_keys__, meta))
-    return out
-
-
-def _paths(td: type, flag: str, prefix: str = "") -> Iterator[str]:
-    for k in keys(td):
-        if getattr(k.field, flag):
-            yield prefix + k.name
-        if is_typeddict(k.type):
-            yield from _paths(k.type, flag, f"{prefix}{k.name}.")
-
-
-def marked(flag: str) -> dict[Trigger, frozenset[str]]:
-    """Per trigger, the dotted paths of its payload's fields with `flag` ("timing" or
-    "digest") set, such as `metrics.decode_s`."""
-    return {t: frozenset(_paths(td, flag)) for t, td in PAYLOADS.items()}
-
-
-# --- checking payloads --------------------------------------------------------------------------
-
-
-def check_payload(trigger: Trigger, payload: Mapping[str, Any]) -> list[str]:
-    """Why `payload` is not `trigger`'s payload type: missing, unknown or ill-typed keys
-    (empty when it is one). For tests; readers trust what the recorder was given."""
-    return _check(PAYLOADS[trigger], payload, "")
-
-
-def check_events(events: Iterable[Any]) -> list[str]:
-    """`check_payload` over events (anything with `seq`, `trigger` and `payload`): one
-    line per problem, naming the event."""
-    return [f"seq {ev.seq} {ev.trigger.value}: {problem}" for ev in events
-            for problem in check_payload(ev.trigger, ev.payload)]
-
-
-def _check(td: type, payload: Mapping[str, Any], path: str) -> list[str]:
-    if not isinstance(payload, Mapping):
-        return [f"{path or 'payload'}: {type(payload).__name__}, not an object"]
-    known = {k.name: k for k in keys(td)}
-    out = [f"{path}{name}: unknown key" for name in payload if name not in known]
-    for name, k in known.items():
-        if name not in payload:
-            if k.required:
-                out.append(f"{path}{name}: missing")
-        elif not _conforms(payload[name], k.type, f"{path}{name}", out):
-            out.append(f"{path}{name}: {payload[name]!r} is not {_type_name(k.type)}")
-    return out
-
-
-def _conforms(value: Any, tp: Any, path: str, out: list[str]) -> bool:
-    origin = get_origin(tp)
-    if tp is Any:
-        return True
-    if tp is NoneType:
-        return value is None
-    if origin in (Union, UnionType):
-        return any(_conforms(value, arm, path, []) for arm in get_args(tp))
-    if is_typeddict(tp):
-        out.extend(_check(tp, value, path + "."))
-        return True
-    if origin is list:
-        (arm,) = get_args(tp)
-        return isinstance(value, list | tuple) and all(_conforms(v, arm, path, out)
-                                                       for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, tp)
-
-
-def _type_name(tp: Any) -> str:
-    if tp is NoneType:
-        return "null"
-    if get_origin(tp) in (Union, UnionType):
-        return " | ".join(_type_name(a) for a in get_args(tp))
-    if get_origin(tp) is list:
-        return f"list[{_type_name(get_args(tp)[0])}]"
-    if is_typeddict(tp):
-        return f"`{tp.__name__}`"
-    if get_origin(tp) is dict:
-        return "object"
-    return {int: "int", float: "number", str: "string", bool: "bool"}.get(tp, str(tp))
-
-
-# --- docs/events.md -----------------------------------------------------------------------------
-
-
-def markdown() -> str:
-    """The text of docs/events.md, generated from the payload types."""
-    lines = [_INTRO.format(version=EVENT_SCHEMA_VERSION)]
-    moves = {t: (srcs, dest) for t, srcs, dest in TRANSITIONS}
-    nested: list[type] = []
-    for trigger, td in PAYLOADS.items():
-        srcs, dest = moves[trigger]
-        where = ("any state, staying there" if dest is None
-                 else f"{' | '.join(s.value for s in srcs) if len(srcs) < 11 else 'any'}"
-                 f" -> {dest.value}")
-        lines += [f"### `{trigger.value}`", "", f"`{td.__name__}` ({where}). "
-                  f"{_doc(td)}", ""]
-        lines += _table(td, nested)
-    for td in nested:
-        lines += [f"### `{td.__name__}`", "", _doc(td), ""]
-        lines += _table(td, [])
-    lines.append(_VERSIONS)
-    return "\n".join(lines)
-
-
-def _doc(td: type) -> str:
-    return " ".join((td.__doc__ or "").split())
-
-
-def _table(td: type, nested: list[type]) -> list[str]:
-    ks = keys(td)
-    if not ks:
-        return ["No fields.", ""]
-    rows = ["| key | type | presence | unit | meaning |", "|---|---|---|---|---|"]
-    for k in ks:
-        if is_typeddict(k.type) and k.type not in nested:
-            nested.append(k.type)
-        presence = "required" if k.required else "optional"
-        notes = [k.field.doc] + [n for n, on in (("timing: never compared", k.field.timing),
-                                                 ("digest: compared on one device only",
-                                                  k.field.digest)) if on]
-        cells = (f"`{k.name}`", _type_name(k.type), presence, k.field.unit, "; ".join(notes))
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return [*rows, ""]
-
-
-_INTRO = """\
-# Event schema
-
-Generated by `python -m fsm.payloads` from the payload types in `fsm/payloads.py`
-(a test keeps this file equal to it); do not edit by hand. Event schema version
-{version}: the version a ledger stores (`eventlog/schema.py`); a ledger of another version
-is refused in one line when it is opened.
-
-Every transition of a slot's round machine is one event: `seq`, `slot`, `turn`, `round`,
-`trigger`, `source` and `dest` (the states before and after, docs/design.md#round-transaction),
-`t` and `duration` (seconds on the backend's clock: simulated for `sim`, wall for `torch`,
-log time for an imported llama-server log; never compared between runs) and a JSON
-`payload`, the trigger's payload type below. Positions follow docs/design.md#positions:
-`position` is the count of the slot's tokens the model state has consumed.
-
-A key is *required* or *optional* (absent where it does not apply, or where the source,
-such as an imported llama-server log, does not show it). A type `... | null` is a required
-key whose null means unknown. Token lists hold null where an imported log does not show
-an id. *timing* fields differ between two runs of the same thing and are never compared
-(`eventlog/compare.py`); *digest* fields are compared only between runs on one device.
-
-## Why dicts
-
-A payload is stored, and handed to readers, as the plain dict its writer built: the types
-are `TypedDict`s, checked by tests (`fsm.payloads.check_payload` on every event of sim,
-torch and imported sessions), not converted per event. Building and parsing a frozen
-dataclass per event costs several times the dict, on paths that record ~50k events a
-second and analyse a million.
-
-## Payloads
-"""
-
-_VERSIONS = """\
-## Versions
-
-- 1: the first recorded schema (the payloads above). Documented as types without a
-  change to any stored event.
-"""
-
-
-if __name__ == "__main__":
-    print(markdown(), end="")

@@ -9,7 +9,7 @@ import pytest
 from eventlog.postmortem import Kind, Severity, analyze
 from eventlog.turns import fold_turns
 from fsm.event import Event
-from fsm.payloads import check_events
+from fsm.payload_schema import check_events
 from fsm.states import RoundState, Trigger
 from tests.eventlog.sim import sim_events
 

@@ -5,14 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from fsm.payloads import PAYLOADS, Field, check_payload, keys, markdown, marked
+from fsm.events_doc import markdown
+from fsm.payload_schema import check_payload, keys, marked
+from fsm.payloads import PAYLOADS, Field
 from fsm.states import Trigger
 
 DOCS = Path(__file__).parents[2] / "docs" / "events.md"
 
 
 def test_docs_events_md_is_generated_from_the_types() -> None:
-    assert DOCS.read_text() == markdown(), "run: python -m fsm.payloads > docs/events.md"
+    assert DOCS.read_text() == markdown(), "run: python -m fsm.events_doc > docs/events.md"
 
 
 def test_every_trigger_has_a_payload_type_with_documented_fields() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
 from engine.session import MemoryJournal, Session
-from fsm.payloads import check_events, marked
+from fsm.payload_schema import check_events, marked
 from fsm.states import Trigger
 
 GOLDEN = Path(__file__).with_name("event_hashes.json")
