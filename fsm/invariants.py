@@ -1,6 +1,8 @@
 """The invariants of docs/design.md#invariants as pure checks over plain facts.
 
-The engine checks them at commit and turn end; `postmortem` re-checks them from the
+The engine checks them at commit and turn end, all but 4 (lossless), which needs a plain
+run beside the speculative one: the postmortem decides it against a reference
+(eventlog/postmortem/reference.py). `postmortem` re-checks the others from the
 log. A check returns violations; raising is the caller's choice (`--strict`).
 """
 
