@@ -1,18 +1,13 @@
 """The one fold from a session's events to what its readers show, in one pass: each slot's
-state at any seq (the projection, `replay --at`) and each turn's record (the tokens it
-committed, the metrics END_TURN recorded, and the same metrics counted again from the
-round events, with its draft rounds and phase times). It holds the slots and their open
-turns only: a closed turn goes to `on_close`, or stays in `records` without one.
+state at any seq (the projection) and each turn's record (its committed tokens, the metrics
+END_TURN recorded and the same counted again from the events, its draft rounds and phase
+times), holding only the slots and their open turns.
 
-The counted metrics are the engine's `TurnMetrics` (engine/metrics.py), which a live run
-counts as it goes (the engine does not read the log); on the sim's simulated clock the two
-agree exactly, timings included (tests/eventlog/test_fold.py). On a wall clock the engine
-also timed the moments between events, so its own figures are the ones END_TURN recorded.
-"""
+The counted metrics are the engine's `TurnMetrics`, which a live run counts as it goes (the
+engine does not read the log): on the sim's clock they agree exactly, timings included
+(tests/eventlog/test_fold.py); on a wall clock the engine's own timings are END_TURN's."""
 
-from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -21,6 +16,7 @@ from sqlalchemy import Engine
 from eventlog.draft_profile import DraftProfile
 from eventlog.jsoncodec import decode_json
 from eventlog.reader import scan_fields
+from eventlog.records import SlotView, TurnRecord, TurnStats
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
 
@@ -41,110 +37,6 @@ _RESTORE, _VERIFY, _DRAFT, _COMMIT, _REJECT, _ACCEPT, _RETRY, _LIVELOCK, _DECODE
     _T.DECODE)
 _PREFILL, _START_TURN, _CTX_RESTORE, _VIOLATION, _END_TURN = (
     _T.PREFILL, _T.START_TURN, _T.CTX_RESTORE, _T.INVARIANT_VIOLATION, _T.END_TURN)
-
-
-@dataclass(slots=True)
-class SlotView:
-    """One slot as the log says it is after the events folded so far.
-
-    `tokens` are the committed tokens and `position` how many the model state has
-    consumed (docs/design.md#positions); `digest` is the state digest at `position`.
-    `rounds` counts commits; `drafted` and `accepted` sum the verifications' draft sizes
-    and the commits' accepted drafts; `restores` and `ctx_restores` count those events;
-    `reprefill_tokens` sums the tokens processed again after a context restore;
-    `violations` holds the invariant-violation payloads.
-    """
-
-    slot: int
-    tokens: list[int] = field(default_factory=list)
-    position: int = 0
-    state: RoundState = RoundState.IDLE
-    digest: str = ""
-    turn: int = 0
-    round: int = 0
-    rounds: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    restores: int = 0
-    ctx_restores: int = 0
-    reprefill_tokens: int = 0
-    violations: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class TurnStats:
-    """One turn's metrics counted from its events, named and defined as `TurnMetrics`."""
-
-    slot: int = 0
-    turn: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    kept_tokens: int = 0
-    f_keep: float = 1.0
-    reprefill_tokens: int = 0
-    restores: int = 0
-    ctx_restores: int = 0
-    rounds: int = 0
-    stray_tokens: int = 0
-    prefill_tokens: int = 0
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    rollback_s: float = 0.0
-    repair_s: float = 0.0
-    reprefill_s: float = 0.0
-    livelocks: int = 0
-    violations: int = 0
-
-
-@dataclass(slots=True)
-class TurnRecord:
-    """One turn of one slot. `committed` holds every token the turn appended after its
-    prompt (the prefill's first token and each round's block, stray tokens included);
-    `metrics` is the END_TURN payload's metrics, None while the turn is open; `stats` the
-    same counted from the events; `drafts` one (drafts proposed, drafts accepted) per
-    round that asked the drafter, in order; `phase_s` the rounds' step durations by
-    `PHASES`; `verifies` the rounds that verified drafts. The fields after `verifies`
-    belong to the fold: the round in progress."""
-
-    slot: int
-    turn: int
-    committed: list[int] = field(default_factory=list)
-    metrics: dict[str, Any] | None = None
-    first_seq: int = 0
-    last_seq: int = 0
-    marks: list[tuple[int, int]] = field(default_factory=list)  # (tokens so far, seq)
-    stats: TurnStats = field(default_factory=TurnStats)
-    drafts: list[tuple[int, int]] = field(default_factory=list)
-    phase_s: dict[str, float] = field(default_factory=dict)
-    verifies: int = 0
-    t: float = 0.0  # the time of the turn's latest event
-    round_no: int = 0
-    round_t: float = 0.0  # when the round began: the time of the event before it
-    round_k: int = -1  # the round's draft size at its first verification; -1: no draft
-    round_eog: int | None = None  # where the latest verdict saw an EOG in the block
-    rollback_t: float | None = None  # when the rollback in progress began
-    prefill_from: int | None = None  # where the turn's prefill began
-    answer_end: int | None = None  # committed tokens through the first EOG
-
-    def seq_of(self, index: int) -> int:
-        """The seq of the event that committed `committed[index]`."""
-        i = bisect_right(self.marks, (index, float("inf")))
-        return self.marks[i][1] if i < len(self.marks) else self.last_seq
-
-    @property
-    def answer(self) -> list[int]:
-        """The visible answer: the committed tokens through the EOG, which the engine
-        counted as `generated_tokens` (the log does not name the EOG ids itself)."""
-        if self.metrics is None:
-            return list(self.committed)
-        return self.committed[: self.metrics.get("generated_tokens", len(self.committed))]
-
-    @property
-    def profile(self) -> DraftProfile:
-        """The turn's speculative rounds (those that verified drafts) as a profile."""
-        return DraftProfile([r for r in self.drafts if r[0] > 0])
 
 
 class LogFold:
@@ -170,8 +62,7 @@ class LogFold:
     def step(self, seq: int, slot: int, turn: int, rnd: int, trigger: str,
              dest: RoundState | None, t: float, d: float, p: Payload | None) -> None:
         """Fold one event given as its fields (`dest` None: the state stays, as after a
-        note; `p` None: the payload was not read, which only a trigger outside `PAYLOADS`
-        may be)."""
+        note; `p` None: not read, which only a trigger outside `PAYLOADS` may be)."""
         self.seq = seq
         v = self.slots.get(slot)
         if v is None:
@@ -299,8 +190,7 @@ def _committed(rec: TurnRecord, p: Payload) -> None:
 
 
 def _rolled_back(rec: TurnRecord) -> None:
-    """A rollback ends where the next verification or the commit begins: at the time of
-    the event before it."""
+    """A rollback ends where the next verification or the commit begins."""
     if rec.rollback_t is not None:
         rec.stats.rollback_s += rec.t - rec.rollback_t
         rec.rollback_t = None
@@ -310,8 +200,7 @@ PAYLOADS = frozenset({
     Trigger.START_TURN, Trigger.PREFILL, Trigger.CTX_RESTORE, Trigger.BEGIN, Trigger.VERIFY,
     Trigger.DECODE, Trigger.ACCEPT, Trigger.REJECT, Trigger.RESTORE, Trigger.LIVELOCK,
     Trigger.COMMIT, Trigger.INVARIANT_VIOLATION, Trigger.END_TURN})
-"""The triggers whose payloads the fold reads (BEGIN and RESTORE for their positions); a
-reader of the log may leave the others' undecoded."""
+"""The triggers whose payloads the fold reads; a reader may leave the others' unread."""
 
 
 def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | None = None
@@ -328,8 +217,7 @@ def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *
                  upto_seq: int | None = None, triggers: Collection[Trigger] | None = None
                  ) -> LogFold:
     """The stored session's events (through `upto_seq`; only `triggers`' when given)
-    folded into `fold` (a new `LogFold` by default), reading from the database only what
-    the fold reads."""
+    folded into `fold` (a new `LogFold` by default), reading only what the fold reads."""
     fold = LogFold() if fold is None else fold
     step, dest, loads = fold.step, _DEST.get, orjson.loads
     for rows in scan_fields(engine, session_id, payloads=PAYLOADS, triggers=triggers,
@@ -347,10 +235,5 @@ def fold_profiles(events: Iterable[Event]) -> dict[TurnKey, DraftProfile]:
     """Each (slot, turn)'s draft profile. A round counts once, at its commit, with the draft
     size of its first verification (a re-verification repeats the same drafts)."""
     out: dict[TurnKey, DraftProfile] = {}
-
-    def keep(rec: TurnRecord) -> None:
-        out[(rec.slot, rec.turn)] = rec.profile
-
-    for key, rec in fold_log(events, keep).records.items():
-        out[key] = rec.profile
-    return out
+    fold = fold_log(events, lambda rec: out.__setitem__((rec.slot, rec.turn), rec.profile))
+    return out | {key: rec.profile for key, rec in fold.records.items()}
