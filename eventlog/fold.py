@@ -214,14 +214,15 @@ def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | N
 
 
 def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *,
-                 upto_seq: int | None = None, triggers: Collection[Trigger] | None = None
-                 ) -> LogFold:
+                 upto_seq: int | None = None, triggers: Collection[Trigger] | None = None,
+                 timings: bool = True) -> LogFold:
     """The stored session's events (through `upto_seq`; only `triggers`' when given)
-    folded into `fold` (a new `LogFold` by default), reading only what the fold reads."""
+    folded into `fold` (a new `LogFold` by default), reading only what the fold reads
+    (without `timings`, every time is read as 0)."""
     fold = LogFold() if fold is None else fold
     step, dest, loads = fold.step, _DEST.get, orjson.loads
     for rows in scan_fields(engine, session_id, payloads=PAYLOADS, triggers=triggers,
-                            upto_seq=upto_seq):
+                            upto_seq=upto_seq, timings=timings):
         for seq, slot, turn, rnd, trigger, t, d, text in rows:
             try:
                 p = None if text is None else loads(text)

@@ -50,10 +50,12 @@ where the fold lets a turn go."""
 
 def project_session(engine: Engine, session_id: int, at: int | None = None) -> Projector:
     """The stored session projected through seq `at` (inclusive), or through its end. Only
-    the events of `SLOT_TRIGGERS` are read, half of a long session's; each slot's state,
-    turn and round are then its latest event's, and the projector's `seq` the latest."""
+    the events of `SLOT_TRIGGERS` are read, half of a long session's, and not their times;
+    each slot's state, turn and round are then its latest event's, and the projector's
+    `seq` the latest."""
     projector = Projector()
-    fold_session(engine, session_id, projector, upto_seq=at, triggers=SLOT_TRIGGERS)
+    fold_session(engine, session_id, projector, upto_seq=at, triggers=SLOT_TRIGGERS,
+                 timings=False)
     for slot, (seq, turn, rnd, state) in last_events(engine, session_id, projector.slots,
                                                       at).items():
         view = projector.slots[slot]

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, Select, Text, case, cast, func, select
+from sqlalchemy import Connection, Engine, Row, Select, Text, case, cast, func, literal, select
 
 from eventlog.errors import UnknownSessionError
 from eventlog.jsoncodec import decode_json
@@ -145,17 +145,19 @@ Fields = tuple[int, int, int, int, str, float, float, str | None]
 def scan_fields(
     engine: Engine, session_id: int, *, payloads: Collection[Trigger],
     triggers: Collection[Trigger] | None = None, upto_seq: int | None = None,
-    batch: int = 2000,
+    timings: bool = True, batch: int = 2000,
 ) -> Iterator[list[Fields]]:
     """The session's events (only those with one of `triggers`, when given) in lists of
     `batch`, each as (seq, slot, turn, round, trigger, t, duration, payload text), for a
     fold that reads a whole session (eventlog/fold.py) faster than `scan_events` does: no
-    `Event` built, no states (the trigger implies the destination), and only `payloads`'
-    triggers' payloads read (None for the rest, which never leave the database)."""
+    `Event` built, no states (the trigger implies the destination), t and duration 0
+    unless `timings`, and only `payloads`' triggers' payloads read (None for the rest,
+    which never leave the database)."""
     get_session(engine, session_id)
     c = events.c
     wanted = case((c.trigger.in_(sorted(t.value for t in payloads)), cast(c.payload, Text)))
-    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, c.t, c.duration, wanted)
+    t, duration = (c.t, c.duration) if timings else (literal(0), literal(0))
+    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, t, duration, wanted)
     return _scan(engine, _where(query, session_id, upto_seq, triggers), batch)
 
 
