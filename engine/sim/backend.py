@@ -146,7 +146,7 @@ class SimBackend:
         """One forward over `batch`; what is kept depends on `strategy`. The drafter's peeks
         already walked most of the batch from this state: the walk is reused."""
         n = len(batch)
-        self._t += self.costs.forward_s(n, state.position)
+        self._t += self.costs.verify_s(n, state.position)
         w = self._walk(state, batch, n)
         targets = list(w.targets)
         pos0 = state.position
@@ -172,15 +172,15 @@ class SimBackend:
         return targets
 
     def snapshot(self, state: SimState) -> SimSnapshot:
-        """Copy the state (costs one state copy)."""
-        self._t += self.costs.copy_s()
+        """Copy the state (one checkpoint copy, where the profile keeps checkpoints)."""
+        self._t += self.costs.checkpoint_s()
         return SimSnapshot(state.h, state.position, state.answer_start)
 
     def restore(self, state: SimState, snap: SimSnapshot) -> None:
-        """Copy a snapshot back (one state copy); the KV trims to its length."""
+        """Copy a snapshot back (one checkpoint copy); the KV trims to its length."""
         if snap.length > state.position:
             raise ValueError(f"snapshot at {snap.length} lies beyond position {state.position}")
-        self._t += self.costs.copy_s()
+        self._t += self.costs.checkpoint_s()
         state.h, state.answer_start = snap.h, snap.answer_start
         del state.kv[snap.length:]
 

@@ -13,6 +13,17 @@ small operators. A few optional terms say so (`token_s`, `multi_token_s`,
 `state_step_s`, `recurrence_launch_s`); their defaults (0, None) leave the GPU view's
 times unchanged to the last bit, and `specledger bench calibration` fits them.
 
+Where a whole-state checkpoint lives is a term too (`checkpoint_place`, `Placement`).
+llama.cpp keeps its speculative and context checkpoints in host memory and copies the
+recurrent state there and back every round unless `LLAMA_STATE_SEQ_FLAGS_ON_DEVICE` is
+set; per-position states (`n_rs_seq`, our `per_token`) stay on the device. A host copy
+crosses PCIe (or is a memcpy on a CPU) at `host_bw` after a fixed `host_copy_s`; on
+unified memory it runs at the memory's own copy rate, still paying the fixed cost. A
+speculative round may also pay a host synchronisation (`round_sync_s`: the engine reads
+the verify's logits back and decides on the host). `ROUND_COPIES` says which copies each
+strategy's round makes. The defaults (device, 0) leave every time unchanged to the bit,
+and `specledger bench calibration --backend llama` fits them to llama-server.
+
 Profiles are named so a session records which one produced its times: the built-in ones
 below, and measured ones stored as JSON in `engine/sim/profiles/` (`specledger bench
 calibration` writes them).
@@ -21,6 +32,7 @@ calibration` writes them).
 import json
 import math
 from dataclasses import MISSING, asdict, dataclass, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +40,35 @@ from engine.errors import ConfigError
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 """Where JSON profiles live: `<name>.json`, found by `get_profile` after the built-ins."""
+
+
+class Placement(StrEnum):
+    """Where whole-state checkpoints (speculative and context) are kept."""
+
+    DEVICE = "device"  # beside the live state: a device-to-device copy at copy_bw
+    HOST = "host"  # host memory: over PCIe (a GPU) or a memcpy (a CPU) at host_bw
+    UNIFIED = "unified"  # one memory for host and device (an APU): copy_bw, host-side cost
+
+
+@dataclass(frozen=True)
+class RoundCopies:
+    """The state copies one speculative round of a strategy makes: whole-state
+    checkpoints saved at `begin` and restored on a reject (at the checkpoint placement),
+    and per-position states selected on a reject (on the device)."""
+
+    saves: int
+    restores_on_reject: int
+    selects_on_reject: int
+
+
+ROUND_COPIES: dict[str, RoundCopies] = {
+    "checkpoint": RoundCopies(saves=1, restores_on_reject=1, selects_on_reject=0),
+    "per_token": RoundCopies(saves=0, restores_on_reject=0, selects_on_reject=1),
+    "input_replay": RoundCopies(saves=0, restores_on_reject=0, selects_on_reject=0),
+    "none": RoundCopies(saves=0, restores_on_reject=0, selects_on_reject=0),
+}
+"""Per strategy, the copies of one round (llama.cpp: the n-gram types, without
+`n_rs_seq`, are `checkpoint`; draft-mtp with `n_rs_seq` is `per_token`)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +101,16 @@ class CostProfile:
     # The fixed cost of a recurrence replay; None: one forward launch (`launch_s`). On a
     # CPU a replay runs a handful of operators, far fewer than a forward.
     recurrence_launch_s: float | None = None
+    # Where whole-state checkpoints live (a `Placement` value); the default: the device.
+    checkpoint_place: str = Placement.DEVICE.value
+    # Bytes/s of a copy between device and host memory; None: copy_bw.
+    host_bw: float | None = None
+    # Fixed cost of one checkpoint copy off the device: the synchronisation before it and
+    # the state read out (or written back) tensor by tensor.
+    host_copy_s: float = 0.0
+    # Per speculative round (a verify of drafts): the host synchronisation that reads the
+    # verify's results back and runs the accept decision.
+    round_sync_s: float = 0.0
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
@@ -72,6 +123,29 @@ class CostProfile:
     def copy_s(self, n_states: float = 1.0) -> float:
         """Copying `n_states` whole recurrent + conv states device to device."""
         return n_states * self.state_bytes / self.copy_bw
+
+    def verify_s(self, batch: int, ctx: int) -> float:
+        """A verify forward: a speculative one (drafts: `batch` > 1) also pays the
+        round's host synchronisation."""
+        sync = self.round_sync_s if batch > 1 else 0.0
+        return self.forward_s(batch, ctx) + sync
+
+    def checkpoint_s(self) -> float:
+        """Saving or restoring one whole-state checkpoint where `checkpoint_place` keeps
+        it: a device copy, a host copy at `host_bw`, or a copy within unified memory."""
+        place = Placement(self.checkpoint_place)
+        if place is Placement.DEVICE:
+            return self.copy_s()
+        host = place is Placement.HOST and self.host_bw is not None
+        bw = self.host_bw if host else self.copy_bw
+        return self.host_copy_s + self.state_bytes / bw
+
+    def round_copy_s(self, strategy: str, rejected: bool) -> float:
+        """The state copies of one speculative round of `strategy` (`ROUND_COPIES`)."""
+        c = ROUND_COPIES[strategy]
+        saves = c.saves + (c.restores_on_reject if rejected else 0)
+        selects = c.selects_on_reject if rejected else 0
+        return saves * self.checkpoint_s() + selects * self.copy_s()
 
     def recurrence_s(self, n_tokens: int) -> float:
         """Replaying only the recurrence over `n_tokens` recorded inputs (read + write of
@@ -152,9 +226,10 @@ PROFILES: dict[str, CostProfile] = {
 
 
 # Rates divide: they must be positive. Sizes and the launch time may be zero.
-_RATES = ("hbm_bw", "peak_flops", "copy_bw")
+_RATES = ("hbm_bw", "peak_flops", "copy_bw", "host_bw")
 _TEXT = ("name", "description")
-_OPTIONAL = ("recurrence_launch_s",)  # null: the default rule (see the field)
+_CHOICES = {"checkpoint_place": tuple(p.value for p in Placement)}
+_OPTIONAL = ("recurrence_launch_s", "host_bw")  # null: the default rule (see the field)
 _METADATA = "calibration"  # free-form: how a measured profile was obtained
 
 
@@ -189,6 +264,10 @@ def profile_from_dict(data: Any, source: str) -> CostProfile:
         if name in _TEXT:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"profile {source}: {name} must be a non-empty string")
+        elif name in _CHOICES:
+            if value not in _CHOICES[name]:
+                raise ConfigError(f"profile {source}: {name} = {value!r} must be one of "
+                                  f"{', '.join(_CHOICES[name])}")
         elif value is None and name in _OPTIONAL:
             pass
         elif (isinstance(value, bool) or not isinstance(value, int | float)
@@ -245,7 +324,10 @@ def get_profile(name: str, folder: Path = PROFILE_DIR) -> CostProfile:
 __all__ = [
     "PROFILES",
     "PROFILE_DIR",
+    "ROUND_COPIES",
     "CostProfile",
+    "Placement",
+    "RoundCopies",
     "get_profile",
     "load_profile_file",
     "profile_from_dict",

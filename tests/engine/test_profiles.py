@@ -1,6 +1,7 @@
 """Cost profiles stored as JSON: found by name after the built-ins, round trip exactly
 (with the CPU terms, or without them as older files were written), a malformed file is a
-clear ConfigError; the CPU terms left at their defaults change no time."""
+clear ConfigError; the CPU terms and the checkpoint placement left at their defaults
+change no time (every existing profile's sim sessions hash as recorded before)."""
 
 import json
 from dataclasses import asdict, replace
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import RunConfig
+from engine.config import BackendKind, RunConfig, Strategy
 from engine.errors import ConfigError
 from engine.sim.backend import SimBackend
 from engine.sim.costs import (
@@ -20,6 +21,7 @@ from engine.sim.costs import (
     profile_names,
     save_profile,
 )
+from tests.engine.golden.hashes import event_hash
 
 MEASURED = replace(PROFILES["tiny-cpu"], name="my-cpu-measured", launch_s=4.2e-3,
                    hbm_bw=1.25e9, description="a measured profile", token_s=1.5e-4,
@@ -130,3 +132,74 @@ def test_shipped_profiles_load_and_drive_the_sim(path: Path) -> None:
     backend = SimBackend(RunConfig(profile=path.stem))
     assert backend.costs == profile
     assert profile.forward_s(1, 0) > 0
+
+
+# --- where checkpoints live (llama.cpp's host copies), the round's host sync ----------
+
+PLACEMENT_TERMS = ("checkpoint_place", "host_bw", "host_copy_s", "round_sync_s")
+PROFILE_HASHES = Path(__file__).with_name("profile_event_hashes.json")
+
+
+def _profile_grid() -> dict[str, RunConfig]:
+    """Sim sessions under every profile that existed before the placement terms: every
+    strategy with a drafter that drafts long (synthetic) and one that rejects (ngram-mod),
+    prompts long enough to take context checkpoints."""
+    out = {}
+    for prof in ("qwen3.5-27b-h200", "qwen3-next-80b-h200", "tiny-cpu",
+                 "hybrid-tiny-cpu-measured"):
+        for s in Strategy:
+            for d in ("synthetic", "ngram-mod"):
+                out[f"{prof}/{s.value}/{d}"] = RunConfig(
+                    backend=BackendKind.SIM, turns=2, prompt_tokens=600, question_tokens=12,
+                    answer_tokens=40, seed=5, strategy=s, drafter=d, profile=prof)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(json.loads(PROFILE_HASHES.read_text())))
+def test_existing_profiles_times_are_unchanged_to_the_bit(name: str) -> None:
+    """Recorded before the placement terms existed: their defaults change no event, no
+    time."""
+    assert event_hash(_profile_grid()[name]) == json.loads(PROFILE_HASHES.read_text())[name]
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_placement_terms_default_to_the_device_copy(name: str) -> None:
+    p = PROFILES[name]
+    assert all(getattr(p, t) == getattr(CostProfile, t) for t in PLACEMENT_TERMS)
+    assert p.checkpoint_s() == p.copy_s()
+    for batch in (1, 2, 9):
+        assert p.verify_s(batch, 100) == p.forward_s(batch, 100)
+
+
+def test_host_and_unified_checkpoints_and_the_round_sync() -> None:
+    base = replace(MEASURED, state_bytes=1e6, copy_bw=1e9)
+    host = replace(base, checkpoint_place="host", host_bw=1e8, host_copy_s=2e-5,
+                   round_sync_s=3e-5)
+    assert host.checkpoint_s() == pytest.approx(2e-5 + 1e-2)
+    unified = replace(host, checkpoint_place="unified")
+    assert unified.checkpoint_s() == pytest.approx(2e-5 + 1e-3)
+    assert host.verify_s(1, 0) == host.forward_s(1, 0)  # a plain step: no round
+    assert host.verify_s(4, 0) == pytest.approx(host.forward_s(4, 0) + 3e-5)
+    # checkpoint: a save every round, a restore on a reject; per_token selects on device
+    assert host.round_copy_s("checkpoint", rejected=False) == pytest.approx(host.checkpoint_s())
+    assert host.round_copy_s("checkpoint", rejected=True) == pytest.approx(
+        2 * host.checkpoint_s())
+    assert host.round_copy_s("per_token", rejected=True) == pytest.approx(host.copy_s())
+    assert host.round_copy_s("input_replay", rejected=True) == 0.0
+    # a sim session under host checkpoints is slower, and only in its clock
+    fast, slow = (SimBackend(RunConfig(), p) for p in (base, host))
+    for b in (fast, slow):
+        b.snapshot(b.new_state())
+    assert slow.now() > fast.now()
+
+
+def test_placement_round_trips_and_a_bad_one_is_a_config_error(tmp_path: Path) -> None:
+    prof = replace(MEASURED, checkpoint_place="host", host_bw=2.5e10, host_copy_s=1e-5)
+    assert get_profile(save_profile(prof, tmp_path).stem, tmp_path) == prof
+    _write(tmp_path, "bad", json.dumps({**asdict(MEASURED), "name": "bad",
+                                        "checkpoint_place": "disk"}))
+    with pytest.raises(ConfigError, match="checkpoint_place = 'disk' must be one of"):
+        get_profile("bad", tmp_path)
+    _write(tmp_path, "zero", json.dumps({**asdict(MEASURED), "name": "zero", "host_bw": 0}))
+    with pytest.raises(ConfigError, match="host_bw = 0 must be a finite positive"):
+        get_profile("zero", tmp_path)
