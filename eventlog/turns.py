@@ -6,9 +6,6 @@ from collections.abc import Callable, Iterable, Iterator
 from eventlog.fold import LogFold, TurnKey, TurnRecord, fold_log
 from fsm.event import Event
 
-TurnFolder = LogFold
-"""The fold, under the name the turn readers (diff, the postmortem's reference) use."""
-
 
 def folded(events: Iterable[Event], fold: LogFold) -> Iterator[Event]:
     """`events`, each folded into `fold` as it passes."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from eventlog.fold import LogFold
 from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.contamination import Contamination
 from eventlog.postmortem.detector import Detector
@@ -20,7 +21,7 @@ from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
 from eventlog.reader import SessionInfo, count_events, get_session, scan_events
 from eventlog.schema import SessionStatus
-from eventlog.turns import TurnFolder, TurnPairs, folded
+from eventlog.turns import TurnPairs, folded
 from fsm.errors import SpecledgerError
 from fsm.event import Event
 from fsm.states import Trigger
@@ -62,7 +63,7 @@ class Postmortem:
 
 
 _TURN_TRIGGERS = (Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT, Trigger.END_TURN)
-"""What a turn's answer is folded from (`eventlog.turns.TurnFolder`)."""
+"""What a turn's answer is folded from (`eventlog.fold.LogFold`)."""
 
 
 def detectors(config: dict[str, Any]) -> list[Detector]:
@@ -87,7 +88,7 @@ def analyze(events: Iterable[Event], config: dict[str, Any],
             routes[trigger].append(d.feed)
     check = OutputCheck()
     pairs = TurnPairs(check.pair)
-    folder, ref_folder = TurnFolder(pairs.closer(0)), TurnFolder(pairs.closer(1))
+    folder, ref_folder = LogFold(pairs.closer(0)), LogFold(pairs.closer(1))
     ref_events = iter(()) if reference is None else folded(reference, ref_folder)
     if reference is not None:
         for trigger in _TURN_TRIGGERS:
