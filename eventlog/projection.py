@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from sqlalchemy import Engine
 
 from eventlog.fold import LogFold, SlotView, TurnRecord, fold_session
-from eventlog.reader import last_events
+from eventlog.reader import last_events, last_seq
 from fsm.event import Event
 from fsm.states import Trigger
 
@@ -53,6 +53,8 @@ def project_session(engine: Engine, session_id: int, at: int | None = None) -> P
     the events of `SLOT_TRIGGERS` are read, half of a long session's, and not their times;
     each slot's state, turn and round are then its latest event's, and the projector's
     `seq` the latest."""
+    if at is None:  # one bound for both reads, should the session still be growing
+        at = last_seq(engine, session_id)
     projector = Projector()
     fold_session(engine, session_id, projector, upto_seq=at, triggers=SLOT_TRIGGERS,
                  timings=False)

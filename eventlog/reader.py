@@ -161,17 +161,22 @@ def scan_fields(
     return _scan(engine, _where(query, session_id, upto_seq, triggers), batch)
 
 
-def last_events(engine: Engine, session_id: int, slots: Iterable[int],
-                upto_seq: int | None = None) -> dict[int, tuple[int, int, int, RoundState]]:
-    """Each slot's latest event (through `upto_seq`) as (seq, turn, round, destination)."""
+def last_seq(engine: Engine, session_id: int) -> int:
+    """The seq of the session's latest stored event (0: none yet)."""
+    with engine.connect() as conn:
+        return int(conn.scalar(select(func.max(events.c.seq)).where(
+            events.c.session_id == session_id)) or 0)
+
+
+def last_events(engine: Engine, session_id: int, slots: Iterable[int], upto_seq: int
+                ) -> dict[int, tuple[int, int, int, RoundState]]:
+    """Each slot's latest event through `upto_seq` as (seq, turn, round, destination)."""
     c = events.c
     out = {}
     with engine.connect() as conn:
         for slot in slots:
             query = select(c.seq, c.turn, c.round, c.dest).where(
-                c.session_id == session_id, c.slot == slot)
-            if upto_seq is not None:
-                query = query.where(c.seq <= upto_seq)
+                c.session_id == session_id, c.slot == slot, c.seq <= upto_seq)
             row = conn.execute(query.order_by(c.seq.desc()).limit(1)).first()
             if row is not None:
                 out[slot] = (row.seq, row.turn, row.round, _STATES[row.dest])
