@@ -37,6 +37,7 @@ run stores its profile as `hybrid-tiny-cuda-measured`, beside the CPU one.
 
 The cost model and its fit are in `calibration_fit`, the timings in `calibration_measure`,
 the validation conversations in `calibration_validate`; this module runs them and reports.
+`--backend llama` fits a profile to llama.cpp's llama-server instead (`calibration_llama`).
 """
 
 import time
@@ -149,7 +150,11 @@ def table(profile: CostProfile, errors: dict[str, dict[str, float]],
 
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure (with the validation conversations between the passes), fit, validate,
-    write the profile and the plot."""
+    write the profile and the plot; under `--backend llama`, the llama.cpp calibration."""
+    if opts.backend == "llama":
+        from specbench import calibration_llama
+
+        return calibration_llama.run(opts)
     import torch
 
     from engine.hybrid.backend import TorchBackend

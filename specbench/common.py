@@ -38,12 +38,15 @@ class BenchOptions:
     draft_model: str = SHIPPED_DRAFT
     seed: int = 0
     device: str = "auto"  # the torch backend's: auto (CUDA when present), cpu or cuda
+    backend: str = "torch"  # the engine a calibration fits: our torch backend, or llama.cpp
 
     def __post_init__(self) -> None:
         if self.threads < 1:
             raise ConfigError(f"threads: {self.threads} must be at least 1")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
+        if self.backend not in ("torch", "llama"):
+            raise ConfigError(f"backend: '{self.backend}' is not torch or llama")
         if self.record and self.quick:  # the tracked results are numbers to quote
             raise ConfigError("bench: --record keeps full runs' numbers; --quick's are not "
                               "to quote (drop one)")

@@ -30,7 +30,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = results_folder(args.out, args.record)
     opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
                         record=args.record, threads=args.threads, model=args.model,
-                        draft_model=args.draft_model, seed=args.seed, device=args.device)
+                        draft_model=args.draft_model, seed=args.seed, device=args.device,
+                        backend=args.backend)
     names = args.suites or list(SUITES)
     unknown = [n for n in names if n not in SUITES]
     if unknown:  # before any suite runs: a typo must not cost the suites before it
@@ -94,6 +95,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="torch backend's device (auto: CUDA when torch sees one)")
+    p.add_argument("--backend", choices=["torch", "llama"], default="torch",
+                   help="calibration: fit the sim to our torch backend or to llama.cpp's "
+                        "llama-server (make llama)")
     p.add_argument("--model", default=SHIPPED_TARGET, help="torch: target checkpoint")
     p.add_argument("--draft-model", default=SHIPPED_DRAFT, help="torch: draft checkpoint")
     p.add_argument("--seed", type=int, default=0)

@@ -203,3 +203,14 @@ def test_placement_round_trips_and_a_bad_one_is_a_config_error(tmp_path: Path) -
     _write(tmp_path, "zero", json.dumps({**asdict(MEASURED), "name": "zero", "host_bw": 0}))
     with pytest.raises(ConfigError, match="host_bw = 0 must be a finite positive"):
         get_profile("zero", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["rtx3090-qwen3.5-27b-q4-llama",
+                                  "strix-halo-qwen3-next-80b-q4-llama",
+                                  "h200-qwen3.5-27b-bf16-llama"])
+def test_public_hardware_profiles_say_they_are_predictions(name: str) -> None:
+    p = get_profile(name)
+    assert "not a measurement" in p.description and "Sources:" in p.description
+    assert p.checkpoint_place in ("host", "unified")
+    assert p.checkpoint_s() > replace(p, checkpoint_place="device").checkpoint_s()
+    assert p.round_sync_s > 0
