@@ -41,7 +41,8 @@ class DoubleState:
 
 
 class DoubleBackend:
-    """Every state operation in a few lines; `corrupt_restore` flips a bit on restore."""
+    """Every state operation of `engine.backend.Backend` (documented there) in a few lines,
+    and the oracle; `corrupt_restore` flips a bit of the digest on every restore."""
 
     name, clock, template = "double", "simulated", TEMPLATE
 
