@@ -46,11 +46,6 @@ class Round:
     checkpoint: bool
     replays: tuple[int, ...]
 
-    @property
-    def restores(self) -> int:
-        """Speculative-checkpoint restores (each followed by a replay verification)."""
-        return len(self.replays)
-
 
 @dataclass(frozen=True)
 class Trace:
@@ -65,11 +60,6 @@ class Trace:
     def drafted(self) -> int:
         """Drafts verified over all rounds."""
         return sum(r.drafted for r in self.rounds)
-
-    @property
-    def accepted(self) -> int:
-        """Drafts kept over all rounds."""
-        return sum(r.accepted for r in self.rounds)
 
 
 @dataclass

@@ -116,3 +116,11 @@ def test_public_profiles_predict_the_checkpoint_cost() -> None:
         assert p["ngram_host_tok_s"] < p["ngram_on_device_tok_s"] < p["per_token_tok_s"]
         assert p["plain_tok_s"] < p["ngram_host_tok_s"]
     assert table().count("\n") == len(NAMES) + 1
+
+
+def test_cli_backend_is_a_choice(capsys: pytest.CaptureFixture[str]) -> None:
+    from specledger.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bench", "calibration", "--backend", "vllm"])
+    assert "invalid choice: 'vllm'" in capsys.readouterr().err
