@@ -36,6 +36,13 @@ class ChatTemplate:
     def next_prompt(self, transcript: Sequence[int], question: Sequence[int]) -> list[int]:
         """The whole prompt of the next turn: the visible history, the new question and
         the generation header. The separator after a previous answer is part of the new
-        prompt, never of the old answer."""
-        sep = list(self.nl) if transcript and transcript[-1] in self.eog_ids else []
+        prompt, never of the old answer; so is the `im_end` that closes an answer cut
+        without one, as a chat template closes every assistant message (llama-server's
+        does: docs/design.md#multi-turn-slots)."""
+        if not transcript:
+            sep: list[int] = []
+        elif transcript[-1] in self.eog_ids:
+            sep = list(self.nl)
+        else:
+            sep = [self.im_end, *self.nl]
         return [*transcript, *sep, *self.user_turn(question), *self.header]
