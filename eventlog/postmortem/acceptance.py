@@ -8,9 +8,8 @@ n-gram drafter on a low-acceptance streak (PR 22168) for this reason.
 from dataclasses import dataclass
 from typing import Any
 
-from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.detector import DURATION, SEQ, SLOT, Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.payloads import Commit, Verify
 from fsm.states import Trigger
 
@@ -35,7 +34,9 @@ class AcceptanceCollapse:
     """Per slot, the current run of zero-acceptance rounds; rounds without a draft neither
     extend nor break it."""
 
-    triggers = (T.VERIFY, T.COMMIT, T.END_TURN)
+    payloads = frozenset({T.VERIFY, T.COMMIT})
+    timed = frozenset({T.VERIFY})
+    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any], min_streak: int = MIN_STREAK) -> None:
         self.drafter = config_value(config, "drafter", "?")
@@ -46,32 +47,32 @@ class AcceptanceCollapse:
         self.drafted = 0
         self.accepted = 0
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        slot = ev.slot
-        if ev.trigger is T.VERIFY:
-            verify: Verify = ev.payload
-            self._verify[slot] = (verify["drafted"], ev.duration, ev.seq)
-        elif ev.trigger is T.END_TURN:
+    def handlers(self) -> dict[Trigger, Handler]:
+        """VERIFY opens a round's draft, COMMIT judges it, END_TURN closes the streak."""
+        return {T.VERIFY: self._on_verify, T.COMMIT: self._on_commit,
+                T.END_TURN: lambda row, _: self._close(row[SLOT])}
+
+    def _on_verify(self, row: Row, verify: Verify) -> None:
+        self._verify[row[SLOT]] = (verify["drafted"], row[DURATION], row[SEQ])
+
+    def _on_commit(self, row: Row, commit: Commit) -> None:
+        seq, slot, turn, rnd = row[:4]
+        k, verify_s, first = self._verify.pop(slot, (0, 0.0, seq))
+        if not k:
+            return
+        accepted = commit["accepted"]
+        self.drafted += k
+        self.accepted += accepted
+        if accepted:
             self._close(slot)
-        else:
-            k, verify_s, seq = self._verify.pop(slot, (0, 0.0, ev.seq))
-            if not k:
-                return
-            commit: Commit = ev.payload
-            accepted = commit["accepted"]
-            self.drafted += k
-            self.accepted += accepted
-            if accepted:
-                self._close(slot)
-                return
-            s = self._streak.get(slot)
-            if s is None:
-                s = self._streak[slot] = _Streak(slot, ev.turn, ev.round, seq)
-            s.rounds += 1
-            s.drafted += k
-            s.verify_s += verify_s
-            s.last_seq = ev.seq
+            return
+        s = self._streak.get(slot)
+        if s is None:
+            s = self._streak[slot] = _Streak(slot, turn, rnd, first)
+        s.rounds += 1
+        s.drafted += k
+        s.verify_s += verify_s
+        s.last_seq = seq
 
     def _close(self, slot: int) -> None:
         s = self._streak.pop(slot, None)

@@ -1,16 +1,28 @@
 """The postmortem of one session from its log alone: every detector in one pass."""
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine
 
 from eventlog.fold import LogFold
+from eventlog.jsoncodec import decode_json
 from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.contamination import Contamination
-from eventlog.postmortem.detector import Detector
+from eventlog.postmortem.detector import (
+    DURATION,
+    ROUND,
+    SEQ,
+    SLOT,
+    TRIGGER,
+    TURN,
+    Detector,
+    Handler,
+    Row,
+)
 from eventlog.postmortem.draft_ckpt import DraftCheckpoints
 from eventlog.postmortem.draft_sizes import DraftStateSizes
 from eventlog.postmortem.eog import EogTail
@@ -19,12 +31,12 @@ from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.storms import RestoreStorms
 from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
-from eventlog.reader import SessionInfo, count_events, get_session, scan_events
+from eventlog.reader import SessionInfo, count_events, get_session, scan_events, scan_rows
 from eventlog.schema import SessionStatus
 from eventlog.turns import TurnPairs, folded
 from fsm.errors import SpecledgerError
 from fsm.event import Event
-from fsm.states import Trigger
+from fsm.states import TRANSITIONS, Trigger
 
 
 class BadReferenceError(SpecledgerError):
@@ -64,6 +76,9 @@ class Postmortem:
 
 _TURN_TRIGGERS = (Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT, Trigger.END_TURN)
 """What a turn's answer is folded from (`eventlog.fold.LogFold`)."""
+_DEST = {t.value: dest for t, _, dest in TRANSITIONS if dest is not None}
+_REQUIRED = {Trigger.DRAFT: DraftCheckpoints.counter}
+"""A field without which an event of the trigger tells no detector anything."""
 
 
 def detectors(config: dict[str, Any]) -> list[Detector]:
@@ -71,6 +86,80 @@ def detectors(config: dict[str, Any]) -> list[Detector]:
     return [EogTail(config), RestoreStorms(config), Contamination(config),
             DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config),
             DraftStateSizes(config), UnknownInputs(config)]
+
+
+class _Pass:
+    """One pass over a session shared by every detector (and, with a reference, the fold of
+    the session's turns, compared with the reference's as both close them): each event goes
+    to the handlers of its trigger."""
+
+    def __init__(self, config: dict[str, Any], reference: Iterable[Event] | None) -> None:
+        self.found = detectors(config)
+        self.routes: dict[str, list[Handler]] = defaultdict(list)
+        for d in self.found:
+            for trigger, handler in d.handlers().items():
+                self.routes[trigger.value].append(handler)
+        self.payloads = {t for d in self.found for t in d.payloads}
+        self.timed = {t for d in self.found for t in d.timed}
+        self.sourced = {t for d in self.found for t in d.sourced}
+        self.check = OutputCheck()
+        self.pairs = TurnPairs(self.check.pair)
+        self.folder, ref_folder = LogFold(self.pairs.closer(0)), LogFold(self.pairs.closer(1))
+        self.reference = reference is not None
+        self._ref_folder = ref_folder
+        self._ref_events = iter(()) if reference is None else folded(reference, ref_folder)
+        if reference is not None:
+            step, pairs, ref_events = self.folder.step, self.pairs, self._ref_events
+
+            def fold_turn(row: Row, p: Any) -> None:
+                step(row[SEQ], row[SLOT], row[TURN], row[ROUND], row[TRIGGER],
+                     _DEST.get(row[TRIGGER]), 0.0, row[DURATION], p)
+
+            for trigger in _TURN_TRIGGERS:
+                self.routes[trigger.value].append(fold_turn)
+            self.payloads.update(_TURN_TRIGGERS)
+            # Last, after the session's own fold has closed the turn.
+            self.routes[Trigger.END_TURN.value].append(
+                lambda row, p: pairs.catch_up(1, ref_events))
+
+    def events(self, events: Iterable[Event]) -> int:
+        """Feed `events`; how many."""
+        get, n = self.routes.get, 0
+        for ev in events:
+            n += 1
+            handlers = get(ev.trigger)
+            if handlers:
+                row = (ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.duration, ev.source)
+                for handler in handlers:
+                    handler(row, ev.payload)
+        return n
+
+    def rows(self, batches: Iterable[list[tuple[Any, ...]]]) -> int:
+        """Feed the rows of `eventlog.reader.scan_rows`; how many."""
+        get, loads, n = self.routes.get, orjson.loads, 0
+        for rows in batches:
+            n += len(rows)
+            for row in rows:
+                text = row[7]
+                try:
+                    p = None if text is None else loads(text)
+                except orjson.JSONDecodeError:  # a ledger from before payloads were standard
+                    p = decode_json(text)
+                for handler in get(row[4], ()):
+                    handler(row, p)
+        return n
+
+    def findings(self, reference_id: int | None, config: dict[str, Any]) -> list[Finding]:
+        """Every detector's findings and the output check's, worst first."""
+        findings = [f for d in self.found for f in d.finish()]
+        if self.reference and reference_id is not None:
+            for _ in self._ref_events:
+                pass
+            self.pairs.finish(self.folder.records, self._ref_folder.records)
+            mismatch = self.check.finding(reference_id, config)
+            if mismatch is not None:
+                findings.append(mismatch)
+        return sort_findings(findings)
 
 
 def analyze(events: Iterable[Event], config: dict[str, Any],
@@ -81,35 +170,9 @@ def analyze(events: Iterable[Event], config: dict[str, Any],
     With the events of a `reference` session, each turn's answer is compared with its
     reference turn as soon as both have closed, the reference read in step with `events`.
     """
-    found = detectors(config)
-    routes: dict[Trigger, list[Callable[[Event], None]]] = defaultdict(list)
-    for d in found:
-        for trigger in d.triggers:
-            routes[trigger].append(d.feed)
-    check = OutputCheck()
-    pairs = TurnPairs(check.pair)
-    folder, ref_folder = LogFold(pairs.closer(0)), LogFold(pairs.closer(1))
-    ref_events = iter(()) if reference is None else folded(reference, ref_folder)
-    if reference is not None:
-        for trigger in _TURN_TRIGGERS:
-            routes[trigger].append(folder.apply)
-    get = routes.get
-    n = 0
-    for ev in events:
-        n += 1
-        for feed in get(ev.trigger, ()):
-            feed(ev)
-        if reference is not None and ev.trigger is Trigger.END_TURN:
-            pairs.catch_up(1, ref_events)
-    findings = [f for d in found for f in d.finish()]
-    if reference is not None and reference_id is not None:
-        for _ in ref_events:
-            pass
-        pairs.finish(folder.records, ref_folder.records)
-        mismatch = check.finding(reference_id, config)
-        if mismatch is not None:
-            findings.append(mismatch)
-    return sort_findings(findings), n
+    one = _Pass(config, reference)
+    n = one.events(events)
+    return one.findings(reference_id, config), n
 
 
 def postmortem_session(engine: Engine, session_id: int,
@@ -120,12 +183,13 @@ def postmortem_session(engine: Engine, session_id: int,
     ref = _reference(engine, info, reference_id)
     ref_events = (None if ref is None
                   else scan_events(engine, ref, triggers=_TURN_TRIGGERS))
-    # Only the events some detector reads leave the database (a NEXT, say, none does).
-    wanted = {t for d in detectors(info.config) for t in d.triggers}
-    if ref is not None:
-        wanted.update(_TURN_TRIGGERS)
-    findings, _ = analyze(scan_events(engine, session_id, triggers=wanted), info.config,
-                          ref_events, ref)
+    one = _Pass(info.config, ref_events)
+    # Only what some handler reads leaves the database: the events of their triggers (a
+    # NEXT, say, none), and of those only the payloads, durations and sources they read.
+    one.rows(scan_rows(engine, session_id, triggers={Trigger(t) for t in one.routes},
+                       payloads=one.payloads, timed=one.timed, sourced=one.sourced,
+                       required=_REQUIRED))
+    findings = one.findings(ref, info.config)
     n = count_events(engine, session_id)
     if info.status is SessionStatus.INCOMPLETE:
         findings.append(Finding(

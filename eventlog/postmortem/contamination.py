@@ -10,9 +10,8 @@ is not the digest of the committed tokens). The finding names the round where it
 from dataclasses import dataclass
 from typing import Any
 
-from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.detector import SLOT, SOURCE, Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.invariants import Invariant
 from fsm.payloads import Commit, InvariantViolation, Verify
 from fsm.states import RoundState, Trigger
@@ -32,7 +31,9 @@ class _Mark:
 class Contamination:
     """Counts no-rollback commits and state-truth violations; keeps the first of each."""
 
-    triggers = (T.VERIFY, T.COMMIT, T.INVARIANT_VIOLATION)
+    payloads = frozenset({T.VERIFY, T.COMMIT, T.INVARIANT_VIOLATION})
+    timed: frozenset[Trigger] = frozenset()
+    sourced = frozenset({T.COMMIT})
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.strategy = config_value(config, "strategy", "?")
@@ -43,27 +44,29 @@ class Contamination:
         self.violations: list[_Mark] = []
         self.last_seq = 0
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        if ev.trigger is T.VERIFY:
-            verify: Verify = ev.payload
-            self._batch[ev.slot] = verify["batch"]
-        elif ev.trigger is T.COMMIT:
-            commit: Commit = ev.payload
-            batch = self._batch.pop(ev.slot, 0)
-            rejected = batch - len(commit["append"])
-            if ev.source is RoundState.REJECT and rejected > 0:
-                self.absorbed += rejected
-                self.last_seq = ev.seq
-                self.unrolled.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
-                                           {"rejected": rejected,
-                                            "position": commit["position"]}))
-        else:
-            v: InvariantViolation = ev.payload
-            if v["invariant"] == Invariant.STATE_TRUTH.value:
-                self.last_seq = ev.seq
-                self.violations.append(_Mark(ev.seq, ev.slot, ev.turn, ev.round,
-                                             dict(v["details"])))
+    def handlers(self) -> dict[Trigger, Handler]:
+        """VERIFY's batch, the COMMIT after it, and state-truth violations."""
+        return {T.VERIFY: self._on_verify, T.COMMIT: self._on_commit,
+                T.INVARIANT_VIOLATION: self._on_violation}
+
+    def _on_verify(self, row: Row, verify: Verify) -> None:
+        self._batch[row[SLOT]] = verify["batch"]
+
+    def _on_commit(self, row: Row, commit: Commit) -> None:
+        rejected = self._batch.pop(row[SLOT], 0) - len(commit["append"])
+        # The source is a state's name (or the state itself, a StrEnum, from an Event).
+        if rejected > 0 and row[SOURCE] == RoundState.REJECT:
+            seq, slot, turn, rnd = row[:4]
+            self.absorbed += rejected
+            self.last_seq = seq
+            self.unrolled.append(_Mark(seq, slot, turn, rnd,
+                                       {"rejected": rejected, "position": commit["position"]}))
+
+    def _on_violation(self, row: Row, v: InvariantViolation) -> None:
+        if v["invariant"] == Invariant.STATE_TRUTH.value:
+            seq, slot, turn, rnd = row[:4]
+            self.last_seq = seq
+            self.violations.append(_Mark(seq, slot, turn, rnd, dict(v["details"])))
 
     def finish(self) -> list[Finding]:
         """One error finding when either sign is present."""

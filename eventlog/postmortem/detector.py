@@ -1,19 +1,40 @@
-"""The detector interface: each failure pattern is a small fold over the events it needs."""
+"""The detector interface: each failure pattern is a small fold over the events it needs.
 
+A detector names, per trigger, the handler that folds such an event, and which of those
+triggers' payloads, durations and sources the handlers read: a stored session's
+postmortem reads nothing else from the database (`eventlog.postmortem.analyze`). A
+handler takes the event's fields as one tuple, `Row`, exactly as the database driver
+gives them (building an object per event cost more than the detectors' folding), and the
+decoded payload; a field a detector did not ask for may be a placeholder there.
+"""
+
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from eventlog.postmortem.finding import Finding
-from fsm.event import Event
 from fsm.states import Trigger
+
+Row = tuple[Any, ...]
+"""(seq, slot, turn, round, trigger, duration, source, ...): one event's fields."""
+SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE = range(7)
+"""The positions of the fields in a `Row`."""
+
+Handler = Callable[[Row, Any], None]
+"""Folds one event: its `Row` and its payload (None where the payload was not read)."""
 
 
 class Detector(Protocol):
-    """Folds the events whose trigger is in `triggers`, in log order, then reports."""
+    """Folds the events of the triggers it handles, in log order, then reports."""
 
-    triggers: tuple[Trigger, ...]
+    payloads: frozenset[Trigger]
+    """The triggers whose payloads the handlers read."""
+    timed: frozenset[Trigger]
+    """The triggers whose durations the handlers read (0 for the rest)."""
+    sourced: frozenset[Trigger]
+    """The triggers whose source state the handlers read (None for the rest)."""
 
-    def feed(self, ev: Event) -> None:
-        """Take one event."""
+    def handlers(self) -> dict[Trigger, Handler]:
+        """The handler of each trigger this detector folds."""
 
     def finish(self) -> list[Finding]:
         """The findings, once every event was fed."""

@@ -8,9 +8,8 @@ at the next draft: long recomputes in large agentic sessions. The drafter's cumu
 
 from typing import Any
 
-from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.detector import DURATION, SLOT, TURN, Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.payloads import Draft
 from fsm.states import Trigger
 
@@ -20,7 +19,11 @@ T = Trigger
 class DraftCheckpoints:
     """Charges each increase of `draft_recomputed` to the draft where it happened."""
 
-    triggers = (T.START_TURN, T.DRAFT)
+    payloads = frozenset({T.DRAFT})
+    timed = frozenset({T.DRAFT})
+    sourced: frozenset[Trigger] = frozenset()
+    counter = "draft_recomputed"
+    """The payload field without which a DRAFT tells this detector nothing."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.policy = config_value(config, "draft_checkpoints", "?")
@@ -29,23 +32,26 @@ class DraftCheckpoints:
         self.rows: list[dict[str, Any]] = []
         self.requests = 0
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        if ev.trigger is T.START_TURN:
-            self._request_start[ev.slot] = ev.turn > 1
-            return
-        draft: Draft = ev.payload
-        total = draft.get("draft_recomputed")
+    def handlers(self) -> dict[Trigger, Handler]:
+        """START_TURN marks a request boundary; DRAFT carries the counter."""
+        return {T.START_TURN: self._on_start, T.DRAFT: self._on_draft}
+
+    def _on_start(self, row: Row, _: object) -> None:
+        self._request_start[row[SLOT]] = row[TURN] > 1
+
+    def _on_draft(self, row: Row, draft: Draft) -> None:
+        total = draft.get(self.counter)
         if total is None:
             return
-        at_start = self._request_start.pop(ev.slot, False)
+        seq, slot, turn, rnd = row[:4]
+        at_start = self._request_start.pop(slot, False)
         self.requests += at_start
-        delta = total - self._last.get(ev.slot, 0)
-        self._last[ev.slot] = total
+        delta = total - self._last.get(slot, 0)
+        self._last[slot] = total
         if delta > 0:
-            self.rows.append({"seq": ev.seq, "slot": ev.slot, "turn": ev.turn,
-                              "round": ev.round, "recomputed": delta,
-                              "request_start": at_start, "draft_s": ev.duration,
+            self.rows.append({"seq": seq, "slot": slot, "turn": turn,
+                              "round": rnd, "recomputed": delta,
+                              "request_start": at_start, "draft_s": row[DURATION],
                               "draft_position": draft.get("draft_position")})
 
     def finish(self) -> list[Finding]:

@@ -10,66 +10,79 @@ model to rebuild its state over the history. Sizes are logged in MiB to 3 decima
 shortfall of half the draft share or less is not told from rounding.
 """
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.detector import Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.payloads import Begin, CtxRestore, CtxSave
 from fsm.states import Trigger
 
 T = Trigger
 
 
+class _Save(NamedTuple):
+    """A context checkpoint with its size."""
+
+    seq: int
+    slot: int
+    turn: int
+    round: int
+    bytes: int
+
+
 class DraftStateSizes:
     """The largest speculative checkpoint with a draft share, against each context
     checkpoint; counts the context restores that the shortfall made expensive."""
 
-    triggers = (T.BEGIN, T.CTX_SAVE, T.CTX_RESTORE)
+    payloads = frozenset({T.BEGIN, T.CTX_SAVE, T.CTX_RESTORE})
+    timed: frozenset[Trigger] = frozenset()
+    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.drafter = config_value(config, "drafter", "?")
         self.spec: tuple[int, int] | None = None  # (bytes, draft_bytes)
-        self.saves: list[Event] = []
-        self.restores: list[Event] = []
+        self.saves: list[_Save] = []
+        self.restores = 0
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        if ev.trigger is T.BEGIN:
-            begin: Begin = ev.payload
-            draft = begin.get("draft_bytes", 0)
-            if draft and (self.spec is None or begin["bytes"] > self.spec[0]):
-                self.spec = (begin["bytes"], draft)
-        elif ev.trigger is T.CTX_SAVE:
-            save: CtxSave = ev.payload
-            if save["bytes"]:
-                self.saves.append(ev)
-        else:
-            restore: CtxRestore = ev.payload
-            if not restore["reset"]:
-                self.restores.append(ev)
+    def handlers(self) -> dict[Trigger, Handler]:
+        """BEGIN sizes the speculative checkpoint; CTX_SAVE and CTX_RESTORE the context's."""
+        return {T.BEGIN: self._on_begin, T.CTX_SAVE: self._on_save,
+                T.CTX_RESTORE: self._on_restore}
+
+    def _on_begin(self, _: Row, begin: Begin) -> None:
+        draft = begin.get("draft_bytes", 0)
+        if draft and (self.spec is None or begin["bytes"] > self.spec[0]):
+            self.spec = (begin["bytes"], draft)
+
+    def _on_save(self, row: Row, save: CtxSave) -> None:
+        if save["bytes"]:
+            self.saves.append(_Save(*row[:4], save["bytes"]))
+
+    def _on_restore(self, _: Row, restore: CtxRestore) -> None:
+        if not restore["reset"]:
+            self.restores += 1
 
     def finish(self) -> list[Finding]:
         """A warning when context checkpoints miss the draft model's share."""
         if self.spec is None:
             return []
         full, draft = self.spec
-        short = [e for e in self.saves if e.payload["bytes"] < full - draft / 2]
+        short = [e for e in self.saves if e.bytes < full - draft / 2]
         if not short:
             return []
         first = short[0]
         return [Finding(
             Kind.DRAFT_CHECKPOINT_DISCARD, Severity.WARNING, first.seq, short[-1].seq,
             f"{len(short)} of {len(self.saves)} context checkpoint(s) are smaller than a "
-            f"speculative checkpoint ({first.payload['bytes']} against {full} bytes, of which "
+            f"speculative checkpoint ({first.bytes} against {full} bytes, of which "
             f"{draft} are the draft model's state): they do not hold the draft model's "
-            f"state, so each of the {len(self.restores)} context restore(s) in this session "
+            f"state, so each of the {self.restores} context restore(s) in this session "
             f"left the draft model (drafter {self.drafter}) to rebuild it over the history.",
             "Save and restore the draft model's state with every context checkpoint (llama.cpp "
             "PR 22521; --draft-checkpoints keep on our engine).",
             {"short_checkpoints": len(short), "checkpoints": len(self.saves),
-             "checkpoint_bytes": first.payload["bytes"], "speculative_bytes": full,
-             "draft_bytes": draft, "context_restores": len(self.restores),
+             "checkpoint_bytes": first.bytes, "speculative_bytes": full,
+             "draft_bytes": draft, "context_restores": self.restores,
              "per_checkpoint": examples([{"seq": e.seq, "slot": e.slot, "turn": e.turn,
-                                          "bytes": e.payload["bytes"]} for e in short])},
+                                          "bytes": e.bytes} for e in short])},
             first.slot, first.turn, first.round)]

@@ -11,10 +11,18 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.detector import (
+    ROUND,
+    SEQ,
+    SLOT,
+    TURN,
+    Handler,
+    Row,
+    config_value,
+    examples,
+)
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm import payloads as pl
-from fsm.event import Event
 from fsm.invariants import Invariant
 from fsm.states import Trigger
 
@@ -35,13 +43,13 @@ class _StrayTurn:
     checkpoint: int | None = None
     tokens: list[int] = field(default_factory=list)
 
-    def note(self, ev: Event, n: int, tokens: list[int]) -> None:
-        """`n` stray tokens (`tokens`) left behind EOG by event `ev`."""
+    def note(self, row: Row, n: int, tokens: list[int]) -> None:
+        """`n` stray tokens (`tokens`) left behind EOG by the event `row`."""
         if not self.stray:
-            self.first_seq, self.round = ev.seq, ev.round
+            self.first_seq, self.round = row[SEQ], row[ROUND]
         self.stray += n
         self.tokens.extend(tokens)
-        self.last_seq = ev.seq
+        self.last_seq = row[SEQ]
 
     def row(self) -> dict[str, Any]:
         """The turn as a per-turn example of the finding."""
@@ -53,8 +61,10 @@ class _StrayTurn:
 class EogTail:
     """Finds turns that left tokens behind EOG and charges them the next turn's re-prefill."""
 
-    triggers = (T.START_TURN, T.PREFILL, T.ACCEPT, T.REJECT, T.COMMIT, T.END_TURN,
-                T.CTX_RESTORE, T.INVARIANT_VIOLATION)
+    payloads = frozenset({T.START_TURN, T.PREFILL, T.ACCEPT, T.REJECT, T.COMMIT, T.END_TURN,
+                          T.CTX_RESTORE, T.INVARIANT_VIOLATION})
+    timed: frozenset[Trigger] = frozenset()
+    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.policy = config_value(config, "eog_policy", "?")
@@ -66,75 +76,75 @@ class EogTail:
         self.strays: list[_StrayTurn] = []
         self.other: list[dict[str, Any]] = []
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        slot, trig = ev.slot, ev.trigger
-        if trig is T.COMMIT:
-            commit: pl.Commit = ev.payload
-            block = commit["append"]
-            self._len[slot] += len(block)
-            eog = self._eog.pop(slot, None)
-            if eog is not None and len(block) > eog + 1:
-                self._current(ev).note(ev, len(block) - eog - 1, block[eog + 1:])
-        elif trig is T.ACCEPT or trig is T.REJECT:
-            verdict: pl.Accept = ev.payload  # a Reject has the same `eog`
-            self._eog[slot] = verdict["eog"]
-        elif trig is T.PREFILL:
-            prefill: pl.Prefill = ev.payload
-            self._len[slot] += len(prefill.get("append", ()))
-        elif trig is T.START_TURN:
-            self._start_turn(ev)
-        elif trig is T.END_TURN:
-            cur = self._turn.pop(slot, None)
-            if cur is not None and cur.stray:
-                end: pl.EndTurn = ev.payload
-                cur.answer = end["metrics"]["generated_tokens"] or 0
-                self.strays.append(cur)
-                self._awaiting[slot] = cur
-        elif trig is T.CTX_RESTORE:
-            self._ctx_restore(ev)
-        else:
-            v: pl.InvariantViolation = ev.payload
-            if v["invariant"] != Invariant.SLOT_PREFIX.value:
-                return
-            cur = self._current(ev)
-            if not cur.stray:  # no EOG index in the log: the violation is the evidence
-                stray = list(v["details"]["stray"])
-                cur.note(ev, len(stray), stray)
+    def handlers(self) -> dict[Trigger, Handler]:
+        """The slot's length, each verdict's EOG index and the commit after it, turns."""
+        return {T.COMMIT: self._on_commit, T.ACCEPT: self._on_verdict,
+                T.REJECT: self._on_verdict, T.PREFILL: self._on_prefill,
+                T.START_TURN: self._start_turn, T.END_TURN: self._on_end,
+                T.CTX_RESTORE: self._ctx_restore, T.INVARIANT_VIOLATION: self._on_violation}
 
-    def _current(self, ev: Event) -> _StrayTurn:
-        cur = self._turn.get(ev.slot)
-        if cur is None or cur.turn != ev.turn:
-            cur = self._turn[ev.slot] = _StrayTurn(ev.slot, ev.turn)
+    def _on_commit(self, row: Row, commit: pl.Commit) -> None:
+        slot = row[SLOT]
+        block = commit["append"]
+        self._len[slot] += len(block)
+        eog = self._eog.pop(slot, None)
+        if eog is not None and len(block) > eog + 1:
+            self._current(row).note(row, len(block) - eog - 1, block[eog + 1:])
+
+    def _on_verdict(self, row: Row, verdict: pl.Accept) -> None:
+        self._eog[row[SLOT]] = verdict["eog"]  # a Reject has the same `eog`
+
+    def _on_prefill(self, row: Row, prefill: pl.Prefill) -> None:
+        self._len[row[SLOT]] += len(prefill.get("append", ()))
+
+    def _on_end(self, row: Row, end: pl.EndTurn) -> None:
+        slot = row[SLOT]
+        cur = self._turn.pop(slot, None)
+        if cur is not None and cur.stray:
+            cur.answer = end["metrics"]["generated_tokens"] or 0
+            self.strays.append(cur)
+            self._awaiting[slot] = cur
+
+    def _on_violation(self, row: Row, v: pl.InvariantViolation) -> None:
+        if v["invariant"] != Invariant.SLOT_PREFIX.value:
+            return
+        cur = self._current(row)
+        if not cur.stray:  # no EOG index in the log: the violation is the evidence
+            stray = list(v["details"]["stray"])
+            cur.note(row, len(stray), stray)
+
+    def _current(self, row: Row) -> _StrayTurn:
+        slot, turn = row[SLOT], row[TURN]
+        cur = self._turn.get(slot)
+        if cur is None or cur.turn != turn:
+            cur = self._turn[slot] = _StrayTurn(slot, turn)
         return cur
 
-    def _start_turn(self, ev: Event) -> None:
-        p: pl.StartTurn = ev.payload
-        slot = ev.slot
+    def _start_turn(self, row: Row, p: pl.StartTurn) -> None:
+        seq, slot, turn = row[:3]
         old = self._len[slot]
         self._len[slot] = p.get("trim", old) + len(p.get("append", ()))
         kept = p["kept"]
         f_keep = p["f_keep"]
         self._start[slot] = (kept, old, f_keep)
         waiting = self._awaiting.get(slot)
-        if waiting is not None and waiting.turn == ev.turn - 1:
+        if waiting is not None and waiting.turn == turn - 1:
             waiting.f_keep = f_keep
-            waiting.last_seq = max(waiting.last_seq, ev.seq)
+            waiting.last_seq = max(waiting.last_seq, seq)
         else:
             self._awaiting.pop(slot, None)
 
-    def _ctx_restore(self, ev: Event) -> None:
-        p: pl.CtxRestore = ev.payload
-        slot = ev.slot
+    def _ctx_restore(self, row: Row, p: pl.CtxRestore) -> None:
+        seq, slot, turn, rnd = row[:4]
         reprefill = p.get("reprefill", 0)
         waiting = self._awaiting.pop(slot, None)
-        if waiting is not None and waiting.turn == ev.turn - 1:
+        if waiting is not None and waiting.turn == turn - 1:
             waiting.reprefill += reprefill
             waiting.checkpoint = p["position"]
-            waiting.last_seq = ev.seq
+            waiting.last_seq = seq
             return
         kept, old, f_keep = self._start.get(slot, (0, 0, 1.0))
-        self.other.append({"seq": ev.seq, "slot": slot, "turn": ev.turn, "round": ev.round,
+        self.other.append({"seq": seq, "slot": slot, "turn": turn, "round": rnd,
                            "reprefill": reprefill, "kept": kept, "slot_len": old,
                            "f_keep": f_keep, "checkpoint": p["position"],
                            "reset": p["reset"]})

@@ -8,11 +8,21 @@ and logs a LIVELOCK; a round that never commits (a killed run) is one too.
 """
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from eventlog.postmortem.detector import config_value, examples
+from eventlog.postmortem.detector import (
+    DURATION,
+    ROUND,
+    SEQ,
+    SLOT,
+    TURN,
+    Handler,
+    Row,
+    config_value,
+    examples,
+)
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.payloads import Commit, Livelock, Restore
 from fsm.states import Trigger
 
@@ -27,7 +37,7 @@ class _Round:
     round: int
     first_seq: int
     last_seq: int = 0
-    path: list[Trigger] = field(default_factory=list)
+    path: list[Trigger] | None = None  # None: not kept, this round cannot name the cycle
     restores: dict[int, int] = field(default_factory=dict)  # position -> restores
     repeats: int = 0  # most restores at one position
     redo_s: float = 0.0  # time in restores, replays and retries after the first restore
@@ -63,8 +73,9 @@ def name_cycle(path: list[str]) -> str:
 class RestoreStorms:
     """Tracks each round's restores by position; rounds with repeats become findings."""
 
-    triggers = (T.BEGIN, T.DECODE, T.VERIFY, T.RETRY, T.ACCEPT, T.REJECT, T.RESTORE,
-                T.REPLAY, T.COMMIT, T.LIVELOCK)
+    payloads = frozenset({T.RESTORE, T.LIVELOCK, T.COMMIT})
+    timed = frozenset(_REDO)
+    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.replay_policy = config_value(config, "replay_policy", "?")
@@ -75,39 +86,75 @@ class RestoreStorms:
         self.restores = 0
         self.committed = 0
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        trig = ev.trigger
-        if trig is T.BEGIN or (trig is T.DECODE and ev.slot not in self._open):
-            self._open[ev.slot] = _Round(ev.slot, ev.turn, ev.round, ev.seq)
-        r = self._open.get(ev.slot)
+    def handlers(self) -> dict[Trigger, Handler]:
+        """Every step of a round; BEGIN (or a DECODE outside one) opens it, COMMIT ends it."""
+        out: dict[Trigger, Handler] = {
+            t: partial(self._on_step, t) for t in (T.VERIFY, T.ACCEPT, T.REJECT)}
+        for t in (T.REPLAY, T.RETRY):
+            out[t] = partial(self._on_redo, t)
+        return out | {T.BEGIN: self._on_begin, T.DECODE: self._on_decode,
+                      T.RESTORE: self._on_restore, T.LIVELOCK: self._on_livelock,
+                      T.COMMIT: self._on_commit}
+
+    def _open_round(self, row: Row, trig: Trigger) -> None:
+        slot = row[SLOT]
+        # Only a round that may be the first of its kind keeps its path (memory stays flat).
+        seq = row[SEQ]
+        self._open[slot] = _Round(slot, row[TURN], row[ROUND], seq, seq,
+                                  None if len(self._named) == 2 else [trig])
+
+    def _step(self, row: Row, trig: Trigger) -> _Round | None:
+        r = self._open.get(row[SLOT])
+        if r is not None:
+            if r.path is not None:
+                r.path.append(trig)
+            r.last_seq = row[SEQ]
+        return r
+
+    def _on_begin(self, row: Row, _: object) -> None:
+        self._open_round(row, T.BEGIN)
+
+    def _on_decode(self, row: Row, _: object) -> None:
+        if row[SLOT] in self._open:
+            self._step(row, T.DECODE)
+        else:
+            self._open_round(row, T.DECODE)
+
+    def _on_step(self, trig: Trigger, row: Row, _: object) -> None:
+        self._step(row, trig)
+
+    def _on_redo(self, trig: Trigger, row: Row, _: object) -> None:
+        r = self._step(row, trig)
+        if r is not None and r.repeats > 1:
+            r.redo_s += row[DURATION]
+
+    def _on_restore(self, row: Row, restore: Restore) -> None:
+        r = self._step(row, T.RESTORE)
         if r is None:
             return
-        r.path.append(trig)
-        r.last_seq = ev.seq
-        if trig is T.RESTORE:
-            self.restores += 1
-            restore: Restore = ev.payload
-            pos = restore["position"]
-            n = r.restores[pos] = r.restores.get(pos, 0) + 1
-            if n > 1:
-                r.repeats = max(r.repeats, n)
-                r.redo_s += ev.duration
-        elif r.repeats > 1 and trig in _REDO:
-            r.redo_s += ev.duration
-        elif trig is T.LIVELOCK:
-            r.guard = ev.payload
-        elif trig is T.COMMIT:
-            commit: Commit = ev.payload
+        self.restores += 1
+        pos = restore["position"]
+        n = r.restores[pos] = r.restores.get(pos, 0) + 1
+        if n > 1:
+            r.repeats = max(r.repeats, n)
+            r.redo_s += row[DURATION]
+
+    def _on_livelock(self, row: Row, guard: Livelock) -> None:
+        r = self._step(row, T.LIVELOCK)
+        if r is not None:
+            r.guard = guard
+
+    def _on_commit(self, row: Row, commit: Commit) -> None:
+        if self._step(row, T.COMMIT) is not None:
             self.committed += len(commit["append"])
-            self._close(ev.slot)
+            self._close(row[SLOT])
 
     def _close(self, slot: int) -> None:
         r = self._open.pop(slot)
         if r.repeats > 1 or r.locked:
             locked = r.locked
             if locked in self._named:
-                r.path = []  # only each kind's first round names the cycle: memory stays flat
+                r.path = None  # only each kind's first round names the cycle
             self._named.add(locked)
             self.storms.append(r)
 
@@ -130,7 +177,7 @@ class RestoreStorms:
         first = rounds[0]
         cycle = first.guard["cycle"] if first.guard is not None else None
         named = " -> ".join([*cycle, cycle[0]]) if cycle else name_cycle(
-            [t.value for t in first.path])
+            [t.value for t in first.path or ()])
         storm_restores = sum(sum(r.restores.values()) for r in rounds)
         pos, worst = max((r.worst for r in rounds), key=lambda w: w[1])
         per_token = self.restores / self.committed if self.committed else float("inf")

@@ -9,9 +9,8 @@ every field, and this detector says nothing about them.
 
 from typing import Any
 
-from eventlog.postmortem.detector import config_value
+from eventlog.postmortem.detector import Handler, Row, config_value
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.payloads import Begin
 from fsm.states import Trigger
 
@@ -44,7 +43,9 @@ class UnknownInputs:
     """Notes whether the source sized the draft model's checkpoints; reports the rest
     from the stored `provides`."""
 
-    triggers = (T.BEGIN,)
+    payloads = frozenset({T.BEGIN})
+    timed: frozenset[Trigger] = frozenset()
+    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.provides: dict[str, Any] | None = config_value(config, "provides")
@@ -52,9 +53,11 @@ class UnknownInputs:
         self.engine = config_value(config, "engine", "the source")
         self.draft_state_sized = False
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        begin: Begin = ev.payload
+    def handlers(self) -> dict[Trigger, Handler]:
+        """BEGIN, for whether the source sized the draft model's share."""
+        return {T.BEGIN: self._on_begin}
+
+    def _on_begin(self, _: Row, begin: Begin) -> None:
         if begin.get("draft_bytes"):
             self.draft_state_sized = True
 

@@ -2,11 +2,10 @@
 explains (bookkeeping, forward progress, draft state), failed runs and logs that end
 mid-session. Lossless (invariant 4) needs a plain reference: reference.py decides it."""
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from eventlog.postmortem.detector import examples
+from eventlog.postmortem.detector import SEQ, Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from fsm.event import Event
 from fsm.invariants import Invariant
 from fsm.payloads import Fail, InvariantViolation
 from fsm.states import Trigger
@@ -26,29 +25,43 @@ _FIX = {
 }
 
 
+class _Noted(NamedTuple):
+    """An event kept for its finding."""
+
+    seq: int
+    slot: int
+    turn: int
+    round: int
+    payload: Any
+
+
 class Violations:
     """Groups the remaining violations by invariant; notes FAIL events."""
 
-    triggers = (Trigger.INVARIANT_VIOLATION, Trigger.FAIL)
+    payloads = frozenset({Trigger.INVARIANT_VIOLATION, Trigger.FAIL})
+    timed: frozenset[Trigger] = frozenset()
+    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
         # Per invariant: its first events (the examples), how many, and the last seq; not
         # every violation, so a long session's memory stays flat.
-        self.by_invariant: dict[str, tuple[list[Event], int, int]] = {}
-        self.failures: list[Event] = []
+        self.by_invariant: dict[str, tuple[list[_Noted], int, int]] = {}
+        self.failures: list[_Noted] = []
 
-    def feed(self, ev: Event) -> None:
-        """Fold one event."""
-        if ev.trigger is Trigger.FAIL:
-            self.failures.append(ev)
-            return
-        v: InvariantViolation = ev.payload
+    def handlers(self) -> dict[Trigger, Handler]:
+        """Violations and failures."""
+        return {Trigger.INVARIANT_VIOLATION: self._on_violation, Trigger.FAIL: self._on_fail}
+
+    def _on_fail(self, row: Row, fail: Fail) -> None:
+        self.failures.append(_Noted(*row[:4], fail))
+
+    def _on_violation(self, row: Row, v: InvariantViolation) -> None:
         name = v["invariant"]
         if name not in _EXPLAINED:
             firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
             if len(firsts) < _EXAMPLES:
-                firsts.append(ev)
-            self.by_invariant[name] = (firsts, count + 1, ev.seq)
+                firsts.append(_Noted(*row[:4], v))
+            self.by_invariant[name] = (firsts, count + 1, row[SEQ])
 
     def finish(self) -> list[Finding]:
         """One finding per invariant, one per failure."""
