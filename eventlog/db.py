@@ -98,9 +98,15 @@ def _make_parent(path: Path, shown: str) -> None:
         ) from exc
 
 
+SQLITE_BUSY_S = 60.0
+
+
 def _engine(url: URL, shown: str, writer: bool) -> Engine:
+    # SQLite's busy wait: writers starting together on one file queue for its write lock,
+    # and on a loaded machine the default 5 s ran out before the schema creator let go.
+    connect_args = {"timeout": SQLITE_BUSY_S} if url.get_backend_name() == "sqlite" else {}
     try:
-        engine = create_engine(url, json_serializer=encode_json)
+        engine = create_engine(url, json_serializer=encode_json, connect_args=connect_args)
     except NoSuchModuleError as exc:
         raise DatabaseUnavailableError(
             f"unknown database dialect '{url.drivername}' in {shown}; use a path, "
