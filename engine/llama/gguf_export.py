@@ -9,6 +9,7 @@ what it can before starting it and turns a failure into one line.
 import hashlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from enum import StrEnum
@@ -80,7 +81,9 @@ def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32") ->
         raise GgufExportError(f"the GGUF converter needs the Python package(s) "
                               f"{', '.join(missing)}: pip install {' '.join(missing)}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")  # never leave a truncated file at `out`
+    # Never a truncated file at `out`; one partial file per process, since processes that
+    # export the same model at once (parallel test workers) each rename theirs whole.
+    partial = out.with_name(f"{out.name}.{os.getpid()}.partial")
     cmd = [sys.executable, "-m", "engine.llama.convert", str(model_dir), str(partial),
            "--outtype", kind.value, "--converter", str(converter)]
     try:
