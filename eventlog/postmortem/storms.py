@@ -8,7 +8,6 @@ and logs a LIVELOCK; a round that never commits (a killed run) is one too.
 """
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from eventlog.postmortem.detector import (
@@ -88,18 +87,32 @@ class RestoreStorms:
 
     def handlers(self) -> dict[Trigger, Handler]:
         """Every step of a round; BEGIN (or a DECODE outside one) opens it, COMMIT ends it."""
-        out: dict[Trigger, Handler] = {
-            t: partial(self._on_step, t) for t in (T.VERIFY, T.ACCEPT, T.REJECT)}
-        for t in (T.REPLAY, T.RETRY):
-            out[t] = partial(self._on_redo, t)
+        out = {t: self._stepper(t, redo=False) for t in (T.VERIFY, T.ACCEPT, T.REJECT)}
+        out |= {t: self._stepper(t, redo=True) for t in (T.REPLAY, T.RETRY)}
         return out | {T.BEGIN: self._on_begin, T.DECODE: self._on_decode,
                       T.RESTORE: self._on_restore, T.LIVELOCK: self._on_livelock,
                       T.COMMIT: self._on_commit}
 
+    def _stepper(self, trig: Trigger, redo: bool) -> Handler:
+        """The handler of a step that only extends the round (a redo step also counts its
+        time once the round has repeated a restore). Inlined: most events are these."""
+        get = self._open.get
+
+        def step(row: Row, _: object) -> None:
+            r = get(row[SLOT])
+            if r is not None:
+                if r.path is not None:
+                    r.path.append(trig)
+                r.last_seq = row[SEQ]
+                if redo and r.repeats > 1:
+                    r.redo_s += row[DURATION]
+
+        return step
+
     def _open_round(self, row: Row, trig: Trigger) -> None:
         slot = row[SLOT]
-        # Only a round that may be the first of its kind keeps its path (memory stays flat).
         seq = row[SEQ]
+        # Only a round that may be the first of its kind keeps its path (memory stays flat).
         self._open[slot] = _Round(slot, row[TURN], row[ROUND], seq, seq,
                                   None if len(self._named) == 2 else [trig])
 
@@ -119,14 +132,6 @@ class RestoreStorms:
             self._step(row, T.DECODE)
         else:
             self._open_round(row, T.DECODE)
-
-    def _on_step(self, trig: Trigger, row: Row, _: object) -> None:
-        self._step(row, trig)
-
-    def _on_redo(self, trig: Trigger, row: Row, _: object) -> None:
-        r = self._step(row, trig)
-        if r is not None and r.repeats > 1:
-            r.redo_s += row[DURATION]
 
     def _on_restore(self, row: Row, restore: Restore) -> None:
         r = self._step(row, T.RESTORE)
