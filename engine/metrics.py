@@ -3,9 +3,11 @@
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fsm.turn_counts import TurnCounts
+
 
 @dataclass
-class TurnMetrics:
+class TurnMetrics(TurnCounts):
     """One turn boundary of one slot. Times are on the backend's clock, in seconds.
 
     `kept_tokens` is the longest common prefix of the slot and the new prompt, and
@@ -20,28 +22,6 @@ class TurnMetrics:
     re-prefilled history). First-time prefill of new prompt tokens is in none of them:
     every policy pays it alike.
     """
-
-    slot: int = 0
-    turn: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    kept_tokens: int = 0
-    f_keep: float = 1.0
-    reprefill_tokens: int = 0
-    restores: int = 0
-    ctx_restores: int = 0
-    rounds: int = 0
-    stray_tokens: int = 0
-    prefill_tokens: int = 0
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    rollback_s: float = 0.0
-    repair_s: float = 0.0
-    reprefill_s: float = 0.0
-    livelocks: int = 0
-    violations: int = 0
 
     @property
     def decode_tps(self) -> float:

@@ -16,9 +16,10 @@ from sqlalchemy import Engine
 from eventlog.draft_profile import DraftProfile
 from eventlog.jsoncodec import decode_json
 from eventlog.reader import scan_fields
-from eventlog.records import SlotView, TurnRecord, TurnStats
+from eventlog.records import SlotView, TurnRecord
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
+from fsm.turn_counts import TurnCounts
 
 TurnKey = tuple[int, int]
 Payload = dict[str, Any]
@@ -155,7 +156,7 @@ class LogFold:
         if turn == 0:
             return self._void  # nothing belongs to a turn before the first one starts
         rec = self.records[(slot, turn)] = self._open[slot] = TurnRecord(
-            slot, turn, first_seq=seq, stats=TurnStats(slot, turn))
+            slot, turn, first_seq=seq, stats=TurnCounts(slot, turn))
         return rec
 
     def _close(self, rec: TurnRecord) -> None:

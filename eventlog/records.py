@@ -7,6 +7,7 @@ from typing import Any
 
 from eventlog.draft_profile import DraftProfile
 from fsm.states import RoundState
+from fsm.turn_counts import TurnCounts
 
 
 @dataclass(slots=True)
@@ -33,33 +34,6 @@ class SlotView:
 
 
 @dataclass(slots=True)
-class TurnStats:
-    """One turn's metrics counted from its events, named and defined as `TurnMetrics`."""
-
-    slot: int = 0
-    turn: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    kept_tokens: int = 0
-    f_keep: float = 1.0
-    reprefill_tokens: int = 0
-    restores: int = 0
-    ctx_restores: int = 0
-    rounds: int = 0
-    stray_tokens: int = 0
-    prefill_tokens: int = 0
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    rollback_s: float = 0.0
-    repair_s: float = 0.0
-    reprefill_s: float = 0.0
-    livelocks: int = 0
-    violations: int = 0
-
-
-@dataclass(slots=True)
 class TurnRecord:
     """One turn of one slot: every token it appended after its prompt (`committed`, stray
     tokens included), END_TURN's `metrics` (None while open) and the same counted
@@ -74,7 +48,7 @@ class TurnRecord:
     first_seq: int = 0
     last_seq: int = 0
     marks: list[tuple[int, int]] = field(default_factory=list)  # (tokens so far, seq)
-    stats: TurnStats = field(default_factory=TurnStats)
+    stats: TurnCounts = field(default_factory=TurnCounts)
     drafts: list[tuple[int, int]] = field(default_factory=list)
     phase_s: dict[str, float] = field(default_factory=dict)
     verifies: int = 0
