@@ -79,10 +79,12 @@ def _draft_state(s: Slot, stats: dict[str, int], k: int) -> tuple[int | None, in
     """Invariant 6's facts after drafting: the draft state's position as its drafter
     reports it, and where it belongs: the slot's tokens but the last, then the last and
     the drafter's own drafts but the last (each draft is fed back to draft the next).
-    Unknown (None) for a drafter without a state, and for a chain, whose numbers merge
-    its drafters' and so do not say whose state drafted."""
+    In a chain the member that drafted reports (the chain's merged numbers would not say
+    whose state drafted); unknown (None) for a drafter without a state."""
+    if isinstance(s.drafter, ChainDrafter):
+        stats = s.drafter.used.stats() if s.drafter.used is not None else {}
     position = stats.get("draft_position")
-    if position is None or isinstance(s.drafter, ChainDrafter):
+    if position is None:
         return None, None
     return position, len(s.tokens) - 1 + k
 

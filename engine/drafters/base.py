@@ -64,6 +64,11 @@ class ChainDrafter(BaseDrafter):
         self._used = None
         return []
 
+    @property
+    def used(self) -> Drafter | None:
+        """The member whose draft the last `propose` returned (None: nobody drafted)."""
+        return self._used
+
     def on_commit(self, drafted: int, accepted: int) -> None:
         """Forward feedback to the drafter that drafted."""
         if self._used is not None:

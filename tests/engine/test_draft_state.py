@@ -73,5 +73,7 @@ def test_strict_stops_at_the_first_draft_state_violation() -> None:
         run(lag=2, strict=True)
 
 
-def test_a_chain_does_not_say_whose_state_drafted_so_it_is_not_judged() -> None:
-    assert run(lag=1, chain=True) == []
+def test_in_a_chain_the_member_that_drafted_is_judged() -> None:
+    assert run(lag=0, chain=True) == []
+    found = run(lag=1, chain=True)
+    assert found and {v["invariant"] for v in found} == {Invariant.DRAFT_STATE.value}
