@@ -112,7 +112,7 @@ class Session:
             metrics = run_turn(slot, question, self.journal.end_unit, self.progress)
         except Exception as exc:
             self.journal.end_unit()
-            slot.machine.fire(Trigger.FAIL, error=f"{type(exc).__name__}: {exc}")
+            slot.machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
             self.journal.end_unit()
             raise
         if self.progress is not None:

@@ -90,12 +90,11 @@ class RoundMachine:
         return self._state
 
     def fire(self, trigger: Trigger, duration: float = 0.0,
-             payload: Mapping[str, Any] | None = None, **fields: Any) -> Event:
-        """Fire `trigger` with its payload (`trigger`'s type in `fsm.payloads`, or its
-        keys as `fields`), record it, and return the event it became. The payload is
-        stored as given, not copied."""
+             payload: Mapping[str, Any] | None = None) -> Event:
+        """Fire `trigger` with its payload (`trigger`'s type in `fsm.payloads`), record
+        it, and return the event it became. The payload is stored as given, not copied."""
         if payload is None:
-            payload = fields
+            payload = {}
         source = self._state
         dest = self._table.get((source, trigger))
         if dest is None:

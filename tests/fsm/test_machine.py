@@ -24,8 +24,8 @@ def _machine() -> tuple[RoundMachine, list]:
 
 def _to_reject(m: RoundMachine) -> None:
     m.fire(Trigger.BEGIN)
-    m.fire(Trigger.DRAFT, drafts=[5, 6])
-    m.fire(Trigger.VERIFY, drafts=[5, 6])
+    m.fire(Trigger.DRAFT, 0.0, {"drafts": [5, 6]})
+    m.fire(Trigger.VERIFY, 0.0, {"drafts": [5, 6]})
     m.fire(Trigger.REJECT)
 
 
@@ -34,7 +34,7 @@ def test_full_round_records_one_event_per_transition() -> None:
     _to_reject(m)
     m.fire(Trigger.RESTORE)
     m.fire(Trigger.REPLAY)
-    m.fire(Trigger.COMMIT, append=[5])
+    m.fire(Trigger.COMMIT, 0.0, {"append": [5]})
     m.fire(Trigger.NEXT)
     assert [e.trigger for e in events] == [
         Trigger.BEGIN, Trigger.DRAFT, Trigger.VERIFY, Trigger.REJECT, Trigger.RESTORE,
@@ -49,9 +49,9 @@ def test_full_round_records_one_event_per_transition() -> None:
 def test_verify_without_draft_is_refused() -> None:
     m, events = _machine()
     m.fire(Trigger.BEGIN)
-    m.fire(Trigger.DRAFT, drafts=[])
+    m.fire(Trigger.DRAFT, 0.0, {"drafts": []})
     with pytest.raises(EmptyDraftError):
-        m.fire(Trigger.VERIFY, drafts=[])
+        m.fire(Trigger.VERIFY, 0.0, {"drafts": []})
     assert m.state is RoundState.SPECULATE
     assert len(events) == 2  # a refused transition is not recorded
 
@@ -62,7 +62,7 @@ def test_commit_of_zero_tokens_is_refused() -> None:
     m.fire(Trigger.RESTORE)
     m.fire(Trigger.REPLAY)
     with pytest.raises(EmptyCommitError):
-        m.fire(Trigger.COMMIT, append=[])
+        m.fire(Trigger.COMMIT, 0.0, {"append": []})
 
 
 def test_replay_without_restore_is_refused() -> None:
@@ -82,7 +82,7 @@ def test_unknown_move_is_an_invalid_transition() -> None:
 def test_notes_are_reflexive_events() -> None:
     m, events = _machine()
     m.fire(Trigger.BEGIN)
-    m.fire(Trigger.INVARIANT_VIOLATION, invariant="state_truth")
+    m.fire(Trigger.INVARIANT_VIOLATION, 0.0, {"invariant": "state_truth"})
     assert m.state is RoundState.CHECKPOINT
     assert events[-1].source is events[-1].dest is RoundState.CHECKPOINT
 

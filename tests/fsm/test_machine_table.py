@@ -39,7 +39,7 @@ def test_same_states_and_refusals_as_transitions(triggers: list[Trigger]) -> Non
         except MachineError:
             expected = None
         try:
-            ours.fire(trig, **payload)
+            ours.fire(trig, 0.0, payload)
             got: str | None = ours.state.value
         except InvalidTransitionError:
             got = None
