@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from eventlog.draft_profile import DraftProfile
 from eventlog.jsoncodec import decode_json
-from eventlog.reader import scan_fields
+from eventlog.reader import scan_rows
 from eventlog.records import SlotView, TurnRecord
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
@@ -222,14 +222,15 @@ def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *
     (without `timings`, every time is read as 0)."""
     fold = LogFold() if fold is None else fold
     step, dest, loads = fold.step, _DEST.get, orjson.loads
-    for rows in scan_fields(engine, session_id, payloads=PAYLOADS, triggers=triggers,
-                            upto_seq=upto_seq, timings=timings):
-        for seq, slot, turn, rnd, trigger, t, d, text in rows:
+    clocked = tuple(Trigger) if timings else ()
+    for rows in scan_rows(engine, session_id, payloads=PAYLOADS, triggers=triggers,
+                          timed=clocked, stamped=clocked, upto_seq=upto_seq):
+        for seq, slot, turn, rnd, trigger, d, _source, t, text in rows:
             try:
                 p = None if text is None else loads(text)
             except orjson.JSONDecodeError:  # a ledger from before payloads were standard
                 p = decode_json(text)
-            step(seq, slot, turn, rnd, trigger, dest(trigger), t, d, p)
+            step(seq, slot, turn, rnd, trigger, dest(trigger), t or 0.0, d or 0.0, p)
     return fold
 
 

@@ -14,7 +14,6 @@ from sqlalchemy import (
     case,
     cast,
     func,
-    literal,
     literal_column,
     null,
     or_,
@@ -155,59 +154,45 @@ def _events(batches: Iterator[list[Any]]) -> Iterator[Event]:
                         t, duration, loads(payload))
 
 
-Fields = tuple[int, int, int, int, str, float, float, str | None]
-
-
-def scan_fields(
-    engine: Engine, session_id: int, *, payloads: Collection[Trigger],
-    triggers: Collection[Trigger] | None = None, upto_seq: int | None = None,
-    timings: bool = True, batch: int = 2000,
-) -> Iterator[list[Fields]]:
-    """The session's events (only those with one of `triggers`, when given) in lists of
-    `batch`, each as (seq, slot, turn, round, trigger, t, duration, payload text), for a
-    fold that reads a whole session (eventlog/fold.py) faster than `scan_events` does: no
-    `Event` built, no states (the trigger implies the destination), t and duration 0
-    unless `timings`, and only `payloads`' triggers' payloads read (None for the rest,
-    which never leave the database)."""
-    get_session(engine, session_id)
-    c = events.c
-    wanted = case((c.trigger.in_(sorted(t.value for t in payloads)), cast(c.payload, Text)))
-    t, duration = (c.t, c.duration) if timings else (literal(0), literal(0))
-    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, t, duration, wanted)
-    return _scan(engine, _where(query, session_id, upto_seq, triggers), batch)
-
-
-Row = tuple[int, int, int, int, str, float | None, str | None, str | None]
+Row = tuple[int, int, int, int, str, float | None, str | None, float | None, str | None]
+"""(seq, slot, turn, round, trigger, duration, source, t, payload text): one event's
+fields as `scan_rows` reads them, None where they were not asked for."""
 
 
 def scan_rows(
-    engine: Engine, session_id: int, *, triggers: Collection[Trigger],
-    payloads: Collection[Trigger], timed: Collection[Trigger] = (),
-    sourced: Collection[Trigger] = (), required: Mapping[Trigger, str] | None = None,
+    engine: Engine, session_id: int, *, payloads: Collection[Trigger],
+    triggers: Collection[Trigger] | None = None, timed: Collection[Trigger] = (),
+    stamped: Collection[Trigger] = (), sourced: Collection[Trigger] = (),
+    required: Mapping[Trigger, str] | None = None, upto_seq: int | None = None,
     batch: int = 2000,
 ) -> Iterator[list[Row]]:
-    """The session's events with one of `triggers`, in lists of `batch`, each as (seq, slot,
-    turn, round, trigger, duration, source, payload text), reading from the database only
-    what a fold asks for: the payloads of `payloads`' triggers, the durations of `timed`'s
-    and the sources of `sourced`'s (None for the rest: every value the driver builds costs
-    the scan time). An event of a trigger in `required` is read only where
-    its payload has that field (not JSON null), which the database decides."""
+    """The session's events (only those with one of `triggers`, when given; through
+    `upto_seq`) in lists of `batch`, each a `Row`, for the folds that read a whole session
+    (eventlog/fold.py, the postmortem) faster than `scan_events` does: no `Event` built,
+    no destination state (the trigger implies it), and from the database only what the
+    fold asks for: the payloads of `payloads`' triggers, the durations of `timed`'s, the
+    times of `stamped`'s and the sources of `sourced`'s (None for the rest: every value the
+    driver builds costs the scan time). An event of a trigger in `required` is read only
+    where its payload has that field (not JSON null), which the database decides."""
     get_session(engine, session_id)
     c = events.c
 
     def only(of: Collection[Trigger], column: Any) -> Any:
-        return case((_one_of(of), column)) if of else null()
+        if not of:
+            return null()
+        return column if len(set(of)) == len(Trigger) else case((_one_of(of), column))
 
     query = select(c.seq, c.slot, c.turn, c.round, c.trigger, only(timed, c.duration),
-                   only(sourced, c.source), only(payloads, cast(c.payload, Text)))
-    query = query.where(c.session_id == session_id, _one_of(triggers))
+                   only(sourced, c.source), only(stamped, c.t),
+                   only(payloads, cast(c.payload, Text)))
+    query = _where(query, session_id, upto_seq, triggers)
     for trigger, key in (required or {}).items():
         if not _FIELD.fullmatch(key):
             raise ValueError(f"not a payload field name: {key!r}")
         # `->>` reads one field on SQLite (3.38+) and PostgreSQL alike.
         has = c.payload.op("->>")(literal_column(f"'{key}'")).is_not(None)
         query = query.where(or_(c.trigger != trigger.value, has))
-    return _scan(engine, query.order_by(c.seq), batch)
+    return _scan(engine, query, batch)
 
 
 def _one_of(triggers: Collection[Trigger]) -> Any:
@@ -248,7 +233,7 @@ def _where(query: Select[Any], session_id: int, upto_seq: int | None,
     if upto_seq is not None:
         query = query.where(c.seq <= upto_seq)
     if triggers is not None:
-        query = query.where(c.trigger.in_(sorted(t.value for t in triggers)))
+        query = query.where(_one_of(triggers))
     return query.order_by(c.seq)
 
 

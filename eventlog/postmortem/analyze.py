@@ -13,6 +13,7 @@ from eventlog.jsoncodec import decode_json
 from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.contamination import Contamination
 from eventlog.postmortem.detector import (
+    PAYLOAD,
     ROUND,
     SEQ,
     SLOT,
@@ -140,12 +141,12 @@ class _Pass:
         for rows in batches:
             n += len(rows)
             for row in rows:
-                text = row[7]
+                text = row[PAYLOAD]
                 try:
                     p = None if text is None else loads(text)
                 except orjson.JSONDecodeError:  # a ledger from before payloads were standard
                     p = decode_json(text)
-                for handler in get(row[4], ()):
+                for handler in get(row[TRIGGER], ()):
                     handler(row, p)
         return n
 

@@ -15,8 +15,8 @@ from eventlog.postmortem.finding import Finding
 from fsm.states import Trigger
 
 Row = tuple[Any, ...]
-"""(seq, slot, turn, round, trigger, duration, source, ...): one event's fields."""
-SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE = range(7)
+"""One event's fields as `eventlog.reader.scan_rows` reads them (its `Row`)."""
+SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD = range(9)
 """The positions of the fields in a `Row`."""
 
 Handler = Callable[[Row, Any], None]
