@@ -40,6 +40,17 @@ class Oracle(Protocol):
         would give them one at a time), state unchanged."""
 
 
+class BatchVerify(Protocol):
+    """One target forward over several sequences at once (a scheduler step's slots): row
+    `i` is `batches[i]` from `states[i]`'s own position, rows of different lengths. Each
+    row's result, and what it leaves in its state, is what `verify(states[i], batches[i],
+    strategies[i])` alone gives (up to the numerics of the batch shape)."""
+
+    def __call__(self, states: Sequence["SeqState"], batches: Sequence[Sequence[int]],
+                 strategies: Sequence[Strategy]) -> list["VerifyOut"]:
+        """The rows' results, in order."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend offers beyond the state operations; None where it has none.
@@ -51,6 +62,8 @@ class Capabilities:
     # (end <= position), which the MTP head drafts from.
     hidden_states: Callable[[SeqState, int, int], Any] | None = None
     model_digest: Callable[[], str] | None = None
+    # One forward for every slot of a scheduler step (`--schedule batched`).
+    verify_batch: BatchVerify | None = None
     resolved: Mapping[str, str] = field(default_factory=dict)
 
 
