@@ -20,6 +20,7 @@ from specledger.api import code_version
 from specledger.graphs import GraphKind, graph_dot
 from specledger.token_text import decoders
 from viz import inline_svg
+from viz.batching import FORWARD_TRIGGERS, BatchSummary, collect_forwards, summarize
 
 _TURN_COLUMNS = (("turn", "turn"), ("slot", "slot"), ("prompt_tokens", "prompt"),
                  ("generated_tokens", "gen"), ("drafted", "drafted"),
@@ -72,13 +73,14 @@ def build_report(engine: Engine, sessions: list[int]) -> str:
 
 def _overview(engine: Engine, sessions: list[int], postmortems: dict[int, Any]) -> str:
     head = ["session", "status", "events", "backend", "strategy", "eog", "replay", "drafter",
-            "parent", "errors", "warnings"]
+            "schedule", "slots", "parent", "errors", "warnings"]
     rows = []
     for sid in sessions:
         info, counts = get_session(engine, sid), postmortems[sid].counts()
         c = info.config
         rows.append([sid, info.status.value, info.events, info.backend, c.get("strategy"),
                      c.get("eog_policy"), c.get("replay_policy"), c.get("drafter"),
+                     c.get("schedule", "sequential"), c.get("slots", 1),
                      info.parent_id if info.parent_id is not None else "",
                      _flag(counts["error"]), counts["warning"]])
     return "<h2>Sessions</h2>" + _table(head, rows)
@@ -91,14 +93,31 @@ def _session(engine: Engine, sid: int, findings: list[Finding]) -> str:
     config = ", ".join(f"{k}={v}" for k, v in info.config.items())
     out = [f"<h2 id='session-{sid}'>Session {sid}</h2>",
            f"<p class='muted'><code>{escape(config)}</code></p>",
-           "<h3>Turns</h3>", _table([label for _, label in _TURN_COLUMNS], rows),
-           "<h3>Findings</h3>"]
+           "<h3>Turns</h3>", _table([label for _, label in _TURN_COLUMNS], rows)]
+    batching = summarize(collect_forwards(scan_events(engine, sid, triggers=FORWARD_TRIGGERS)))
+    if batching is not None:
+        out.append(_batching(batching))
+    out.append("<h3>Findings</h3>")
     out.append("".join(_finding(f) for f in findings) or "<p>No findings: every invariant "
                "held and no waste pattern was seen.</p>")
     out.append("<h3>Round state machine as walked</h3>"
                + _figure(engine, GraphKind.FSM, [sid], f"f{sid}"))
     out.append("<h3>Round timeline</h3>" + _figure(engine, GraphKind.TIMELINE, [sid], f"t{sid}"))
     return "".join(out)
+
+
+def _batching(s: BatchSummary) -> str:
+    """The batched schedule's forwards: how many were shared, slots and tokens per
+    forward, and each slot's part (docs/events.md: batch_id, batch_slots, batch_tokens)."""
+    text = (f"<p>{s.shared} of {s.forwards} target forwards held more than one slot's rows "
+            f"({100 * s.shared_share:.1f}%): {s.mean_slots:.2f} slots per forward (most "
+            f"{s.max_slots}), {s.mean_tokens:.1f} tokens per forward; {s.shared_rows} of "
+            f"{s.rows} slot rows rode in a shared forward. The timeline's shared-forwards "
+            "row shows which.</p>")
+    rows = [[x.slot, x.forwards, x.shared, x.tokens, f"{100 * x.token_share:.1f}%"]
+            for x in s.slots]
+    return ("<h3>Batching</h3>" + text
+            + _table(["slot", "forwards", "shared", "tokens", "token share"], rows))
 
 
 def _finding(f: Finding) -> str:
