@@ -38,6 +38,14 @@ class ReplayPolicy(StrEnum):
     REVERIFY = "reverify"
 
 
+class Schedule(StrEnum):
+    """How the slots' rounds share the target (docs/design.md#batched-schedule): one after
+    another, each with its own forward, or one forward per step over every slot's drafts."""
+
+    SEQUENTIAL = "sequential"
+    BATCHED = "batched"
+
+
 DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
 DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
@@ -83,6 +91,9 @@ class RunConfig:
                                     "target's token", lo=0.0, hi=1.0)
     turns: int = option(3, "turns per conversation", lo=1)
     slots: int = option(1, "concurrent conversations", lo=1)
+    schedule: Schedule = option(Schedule.SEQUENTIAL, "the slots' rounds: sequential (each "
+                                "its own forward) or batched (one forward per step verifies "
+                                "every slot's drafts)")
     prompt_tokens: int = option(1024, "first user message (sim)", lo=1)
     question_tokens: int = option(32, "later user messages (sim)", lo=1)
     answer_tokens: int = option(512, "answer length before EOG (sim)", lo=1)
@@ -148,6 +159,9 @@ class RunConfig:
         if unknown or ("none" in names and len(names) > 1):
             raise ConfigError(f"drafter: '{self.drafter}' is not 'none' or a comma-separated "
                               f"chain of {', '.join(DRAFTERS[1:])}")
+        if self.schedule is Schedule.BATCHED and self.backend is BackendKind.LLAMA:
+            raise ConfigError("schedule: llama-server batches its slots itself; run the llama "
+                              "backend with --schedule sequential")
         if self.backend is BackendKind.SIM and any(n not in SIM_DRAFTERS for n in names):
             raise ConfigError(
                 f"drafter: '{self.drafter}' needs a model; on the sim backend choose from "

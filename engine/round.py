@@ -6,8 +6,22 @@ the rollback strategy decides which steps do work. Replay is reconstruction unle
 `reverify` policy is chosen, which verifies again and can livelock when numerics depend
 on the batch shape (llama.cpp #28060); the progress guard ends that and records it.
 Each payload is its trigger's type in fsm/payloads.py (docs/events.md).
+
+A round is a generator of its verify requests (`round_steps`), so that one body serves
+both schedules (docs/design.md#batched-schedule): `run_round` verifies each request at
+once with the backend's own forward; the batched scheduler (engine/scheduler.py) puts
+every slot's request of a step into one forward. The protocol: the round yields a
+`VerifyRequest`; the driver sends back a `Verified`; the round fires the verify event and
+yields None (every row of a shared forward records its verify before any slot moves on);
+the driver sends None; the round goes on to its next request (a `reverify` retry) or
+returns its committed `Block`.
 """
 
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.backend import Backend, SeqState, VerifyOut
 from engine.config import ReplayPolicy, Strategy
 from engine.drafters.base import ChainDrafter
 from engine.slot import Slot
@@ -19,16 +33,69 @@ from fsm.states import Trigger
 LIVELOCK_CYCLE = ["verify", "reject", "restore", "replay", "restore", "retry"]
 
 
+@dataclass(frozen=True)
+class VerifyRequest:
+    """What a round asks the target: one forward over `batch` from `state`'s position,
+    keeping what `strategy` needs."""
+
+    state: SeqState
+    batch: list[int]
+    strategy: Strategy
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A request's answer: the row's output, the forward's time on the backend clock, and
+    the payload fields of the forward the row shared (`batch_id`, `batch_slots`,
+    `batch_tokens`; none under the sequential schedule)."""
+
+    out: VerifyOut
+    duration: float
+    shared: Mapping[str, int] = field(default_factory=dict)
+
+
+RoundSteps = Generator[VerifyRequest | None, Verified | None, Block]
+"""A round in progress (see the module docstring for the protocol)."""
+
+
 def run_round(s: Slot, budget: int | None = None) -> Block:
-    """Run one round on slot `s` and return what it committed. `budget` is how many
-    tokens the answer may still take: drafts never reach past it, so a speculative turn
-    ends exactly where a plain one does."""
+    """Run one round on slot `s`, each verify its own forward, and return what it
+    committed. `budget` is how many tokens the answer may still take: drafts never reach
+    past it, so a speculative turn ends exactly where a plain one does."""
+    return drive(round_steps(s, budget), s.backend)
+
+
+def drive(steps: RoundSteps, b: Backend) -> Block:
+    """Run a round's steps to its commit, verifying every request with `b.verify` at once."""
+    try:
+        request = next(steps)
+        while request is not None:
+            t = b.now()
+            out = b.verify(request.state, request.batch, request.strategy)
+            steps.send(Verified(out, b.now() - t))
+            request = steps.send(None)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError("a round yielded None where it must ask for a verify")
+
+
+def _verified(res: Verified | None, payload: dict[str, Any]) -> tuple[VerifyOut, float]:
+    """The driver's answer, its shared-forward fields added to the verify `payload`."""
+    if res is None:
+        raise RuntimeError("a round's verify request was answered with nothing")
+    if res.shared:
+        payload.update(res.shared)
+    return res.out, res.duration
+
+
+def round_steps(s: Slot, budget: int | None = None) -> RoundSteps:
+    """One round on slot `s` as its verify requests (`run_round` says what it does)."""
     m, b, cfg = s.machine, s.backend, s.config
     m.round += 1
     s.stats.rounds += 1
     k_max = cfg.draft_max if budget is None else min(cfg.draft_max, budget - 1)
     if s.drafter is None or k_max < 1:
-        return _plain_round(s)
+        return (yield from _plain_steps(s))
     strategy = cfg.strategy
     pos0 = s.state.position
     t = b.now()
@@ -40,18 +107,20 @@ def run_round(s: Slot, budget: int | None = None) -> Block:
     stats = s.drafter.stats()
     m.fire(Trigger.DRAFT, b.now() - t, {"drafts": drafts, "drafter": s.drafter.name, **stats})
     if not drafts:
-        return _plain_round(s)
+        return (yield from _plain_steps(s))
     batch = [s.tokens[-1], *drafts]
     k = len(drafts)
     draft = _draft_state(s, stats, k)
     trigger = Trigger.VERIFY
     while True:
-        t = b.now()
-        out = b.verify(s.state, batch, strategy)
-        verified = {"drafts": drafts, "targets": out.targets, "batch": k + 1}
+        res = yield VerifyRequest(s.state, batch, strategy)
+        verified: dict[str, Any] = {"drafts": drafts, "targets": [], "batch": k + 1}
         if trigger is Trigger.VERIFY:
             verified["drafted"] = k
-        m.fire(trigger, b.now() - t, verified)
+        out, took = _verified(res, verified)
+        verified["targets"] = out.targets
+        m.fire(trigger, took, verified)
+        yield None
         block = accepted_block(drafts, out.targets, b.template.eog_ids, cfg.eog_policy)
         if block.consumed == k + 1:
             m.fire(Trigger.ACCEPT, 0.0, {"matched": block.accepted, "eog": block.eog})
@@ -89,12 +158,15 @@ def _draft_state(s: Slot, stats: dict[str, int], k: int) -> tuple[int | None, in
     return position, len(s.tokens) - 1 + k
 
 
-def _plain_round(s: Slot) -> Block:
+def _plain_steps(s: Slot) -> RoundSteps:
     """A non-speculative step: verify only the last committed token."""
     m, b = s.machine, s.backend
-    t = b.now()
-    out = b.verify(s.state, [s.tokens[-1]], Strategy.NONE)  # nothing to roll back
-    m.fire(Trigger.DECODE, b.now() - t, {"targets": out.targets, "drafted": 0, "batch": 1})
+    res = yield VerifyRequest(s.state, [s.tokens[-1]], Strategy.NONE)  # nothing to roll back
+    decoded: dict[str, Any] = {"targets": [], "drafted": 0, "batch": 1}
+    out, took = _verified(res, decoded)
+    decoded["targets"] = out.targets
+    m.fire(Trigger.DECODE, took, decoded)
+    yield None
     block = accepted_block([], out.targets, b.template.eog_ids, s.config.eog_policy)
     m.fire(Trigger.ACCEPT, 0.0, {"matched": 0, "eog": block.eog})
     return commit(s, block, b.now())

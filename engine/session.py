@@ -5,11 +5,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from engine.backend import Backend
-from engine.config import BackendKind, RunConfig
+from engine.config import BackendKind, RunConfig, Schedule
 from engine.conversation import Conversation, HeldOutConversation, SimConversation
 from engine.drafters import make_drafter
+from engine.errors import ConfigError
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
+from engine.scheduler import BatchScheduler
 from engine.slot import Slot
 from engine.turn import run_turn
 from fsm.event import Event
@@ -73,7 +75,8 @@ def make_conversation(config: RunConfig) -> Conversation:
 
 class Session:
     """Runs `config.turns` turns in each of `config.slots` slots against one backend,
-    asking what `conversation` says (both made from the configuration when not given)."""
+    asking what `conversation` says (both made from the configuration when not given),
+    on the configured schedule: slot after slot, or the slots batched in lockstep."""
 
     def __init__(
         self,
@@ -88,6 +91,12 @@ class Session:
         self.backend = backend or make_backend(config)
         self.conversation = conversation or make_conversation(config)
         self.progress = progress
+        batched = config.schedule is Schedule.BATCHED
+        verify_batch = self.backend.capabilities.verify_batch
+        if batched and verify_batch is None:
+            raise ConfigError(f"schedule: the {self.backend.name} backend has no batched "
+                              "verify (capabilities.verify_batch); run it with --schedule "
+                              "sequential")
         seq = itertools.count(1)
         next_seq = seq.__next__
         shared: dict[str, object] = {}
@@ -103,6 +112,9 @@ class Session:
             )
             for i in range(config.slots)
         ]
+        self.scheduler = (BatchScheduler(self.slots, self.backend, verify_batch,
+                                         journal.end_unit, progress)
+                          if batched and verify_batch is not None else None)
 
     def run_turn(self, slot: Slot) -> TurnMetrics:
         """The next turn of one slot."""
@@ -123,7 +135,24 @@ class Session:
         """All turns of all slots (turn-major, so slots interleave like a server's)."""
         out: list[TurnMetrics] = []
         for _ in range(self.config.turns):
+            if self.scheduler is not None:
+                out.extend(self._batched_turns(self.scheduler))
+                self.journal.flush()
+                continue
             for slot in self.slots:
                 out.append(self.run_turn(slot))
                 self.journal.flush()
         return out
+
+    def _batched_turns(self, scheduler: BatchScheduler) -> list[TurnMetrics]:
+        """The next turn of every slot, in lockstep (`engine/scheduler.py`); a failure is
+        recorded on the slots whose work raised."""
+        questions = [self.conversation.question(s.id, s.machine.turn + 1) for s in self.slots]
+        try:
+            return scheduler.run_turns(questions)
+        except Exception as exc:
+            self.journal.end_unit()
+            for slot in scheduler.blame:
+                slot.machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
+            self.journal.end_unit()
+            raise

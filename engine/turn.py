@@ -2,12 +2,13 @@
 check the slot against the transcript. Payloads: fsm/payloads.py (docs/events.md)."""
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.round import run_round
 from engine.slot import CtxCheckpoint, Slot, plan_reuse
-from engine.speculative import visible_answer
+from engine.speculative import Block, visible_answer
 from fsm.errors import InvariantViolationError
 from fsm.invariants import check_turn_end
 from fsm.payloads import Prefill
@@ -22,26 +23,57 @@ def run_turn(
 ) -> TurnMetrics:
     """Run one request/answer turn on slot `s`. `end_unit` is called after every whole
     unit of events (a prefill, a round), where the journal may write."""
-    m, b, cfg = s.machine, s.backend, s.config
-    prompt = start_turn(s, question)
+    turn = open_turn(s, question, progress)
     end_unit()
+    while (budget := turn.budget()) is not None:
+        t = s.backend.now()
+        block = run_round(s, budget)
+        if not turn.close_round(block, t, s.backend.now(), progress):
+            break
+        end_unit()
+    return end_turn(turn, end_unit)
+
+
+@dataclass
+class OpenTurn:
+    """A turn between its prefill and its end: the slot, its prompt, and where the
+    answer begins in the slot's tokens."""
+
+    slot: Slot
+    prompt: list[int]
+    answer_start: int
+
+    def budget(self) -> int | None:
+        """Tokens the answer may still take, or None when the turn is over (the last
+        token is an EOG, or the answer reached the cap)."""
+        s = self.slot
+        if s.tokens[-1] in s.backend.template.eog_ids:
+            return None
+        left = s.config.answer_cap - (len(s.tokens) - self.answer_start)
+        return left if left > 0 else None
+
+    def close_round(self, block: Block, began: float, ended: float,
+                    progress: Progress | None) -> bool:
+        """Account a committed round that ran from `began` to `ended` on the backend's
+        clock; False when it ended the answer, else the next round is announced (NEXT)."""
+        s = self.slot
+        s.stats.decode_s += ended - began
+        if progress is not None:
+            progress.tokens(len(block.tokens))
+        if block.eog is not None:
+            return False
+        s.machine.fire(Trigger.NEXT)
+        return True
+
+
+def open_turn(s: Slot, question: Sequence[int], progress: Progress | None = None
+              ) -> OpenTurn:
+    """Start a turn (`start_turn`) and report the answer's first token."""
+    prompt = start_turn(s, question)
     answer_start = len(prompt)
     if progress is not None:  # the prefill committed the answer's first token
         progress.tokens(len(s.tokens) - answer_start)
-    while s.tokens[-1] not in b.template.eog_ids:
-        if len(s.tokens) - answer_start >= cfg.answer_cap:
-            break
-        before = len(s.tokens)
-        t = b.now()
-        block = run_round(s, cfg.answer_cap - (len(s.tokens) - answer_start))
-        s.stats.decode_s += b.now() - t
-        if progress is not None:
-            progress.tokens(len(s.tokens) - before)
-        if block.eog is not None:
-            break
-        m.fire(Trigger.NEXT)
-        end_unit()
-    return _end_turn(s, prompt, answer_start, end_unit)
+    return OpenTurn(s, prompt, answer_start)
 
 
 def start_turn(s: Slot, question: Sequence[int]) -> list[int]:
@@ -120,8 +152,10 @@ def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
     s.tokens.append(first)
 
 
-def _end_turn(s: Slot, prompt: Sequence[int], answer_start: int,
-              end_unit: Callable[[], None]) -> TurnMetrics:
+def end_turn(turn: OpenTurn, end_unit: Callable[[], None]) -> TurnMetrics:
+    """Close the turn: the transcript, the turn's counts, the slot checked against what
+    the user saw (invariant 1), END_TURN."""
+    s, prompt, answer_start = turn.slot, turn.prompt, turn.answer_start
     m, b, cfg = s.machine, s.backend, s.config
     answer = visible_answer(s.tokens[answer_start:], b.template.eog_ids)
     s.transcript = [*prompt, *answer]

@@ -80,6 +80,16 @@ class Draft(TypedDict):
         _TOKENS)]]
 
 
+# The shared forward of the batched schedule (engine/scheduler.py): on VERIFY, DECODE and
+# RETRY, and only under `--schedule batched` (a sequential session has none of them).
+_BatchId = Annotated[int, _f("batched schedule: the shared forward's number in the session "
+                             "(the same on every slot's event from that forward)", "index")]
+_BatchSlots = Annotated[int, _f("batched schedule: slots whose rows that forward held",
+                                "count")]
+_BatchTokens = Annotated[int, _f("batched schedule: tokens of that forward, every row's",
+                                 _TOKENS)]
+
+
 class Verify(TypedDict):
     """One target forward over `[tokens[-1], d1..dk]` (docs/design.md#positions)."""
 
@@ -89,6 +99,9 @@ class Verify(TypedDict):
         "absent for a round an imported log ends inside", _TOKENS)]]
     batch: Annotated[int, _f("tokens in the verify batch (drafts + 1)", _TOKENS)]
     drafted: Annotated[int, _f("the round's draft size k", _TOKENS)]
+    batch_id: NotRequired[_BatchId]
+    batch_slots: NotRequired[_BatchSlots]
+    batch_tokens: NotRequired[_BatchTokens]
 
 
 class Decode(TypedDict):
@@ -98,6 +111,9 @@ class Decode(TypedDict):
                                     _TOKENS)]
     drafted: Annotated[int, _f("always 0", _TOKENS)]
     batch: Annotated[int, _f("always 1", _TOKENS)]
+    batch_id: NotRequired[_BatchId]
+    batch_slots: NotRequired[_BatchSlots]
+    batch_tokens: NotRequired[_BatchTokens]
 
 
 class Retry(TypedDict):
@@ -106,6 +122,9 @@ class Retry(TypedDict):
     drafts: Annotated[TokenIds, _f("the drafts verified again", _TOKENS)]
     targets: Annotated[TokenIds, _f("the target's tokens this time", _TOKENS)]
     batch: Annotated[int, _f("tokens in the verify batch", _TOKENS)]
+    batch_id: NotRequired[_BatchId]
+    batch_slots: NotRequired[_BatchSlots]
+    batch_tokens: NotRequired[_BatchTokens]
 
 
 class Accept(TypedDict):

@@ -72,11 +72,12 @@ class SimBackend:
         self._eog_prob = config.eog_prob
         self._tie_flip_rate = config.tie_flip_rate
         self._t = 0.0
-        self._audit_tokens: list[int] = []
-        self._audit_h: list[int] = [0]
-        self._audit_src: Sequence[int] | None = None
+        # one incremental twin per state (a slot's), so that slots whose rounds alternate
+        # (the batched schedule) each keep theirs
+        self._twins: dict[int, _Twin] = {}
         self._last_walk: _Walk | None = None
-        self.capabilities = Capabilities(oracle=self)  # its own peek and continuation
+        # its own peek and continuation, and one forward over several slots' rows
+        self.capabilities = Capabilities(oracle=self, verify_batch=self.verify_batch)
 
     # clock and sizes -------------------------------------------------------------
     def now(self) -> float:
@@ -147,7 +148,32 @@ class SimBackend:
         already walked most of the batch from this state: the walk is reused."""
         n = len(batch)
         self._t += self.costs.verify_s(n, state.position)
-        w = self._walk(state, batch, n)
+        out = self._verify_row(state, batch, strategy, n)
+        if strategy is Strategy.PER_TOKEN:
+            self._t += self.costs.intermediate_write_s(n)
+        return out
+
+    def verify_batch(self, states: Sequence[SimState], batches: Sequence[Sequence[int]],
+                     strategies: Sequence[Strategy]) -> list[VerifyOut]:
+        """One forward over every row (`engine.backend.BatchVerify`): the clock advances
+        once, by the batched forward's cost, and near-ties see the whole forward's shape
+        (its total tokens), so a row's targets can differ from its own verify's only where
+        `tie_flip_rate` > 0 (llama.cpp #28060)."""
+        self._t += self.costs.batch_verify_s([(len(b), st.position)
+                                              for st, b in zip(states, batches, strict=True)])
+        shape = sum(len(b) for b in batches)
+        outs = [self._verify_row(st, b, strategy, shape)
+                for st, b, strategy in zip(states, batches, strategies, strict=True)]
+        written = sum(len(b) for b, strategy in zip(batches, strategies, strict=True)
+                      if strategy is Strategy.PER_TOKEN)
+        if written:  # the per_token rows' states after every verified position
+            self._t += self.costs.intermediate_write_s(written)
+        return outs
+
+    def _verify_row(self, state: SimState, batch: Sequence[int], strategy: Strategy,
+                    shape: int) -> VerifyOut:
+        """One row of a verify forward of `shape` tokens, its cost already paid."""
+        w = self._walk(state, batch, shape)
         targets = list(w.targets)
         pos0 = state.position
         if strategy is Strategy.INPUT_REPLAY:
@@ -159,7 +185,6 @@ class SimBackend:
         state.kv.extend(batch)
         state.h, state.answer_start = w.hs[-1], w.starts[-1]
         if strategy is Strategy.PER_TOKEN:
-            self._t += self.costs.intermediate_write_s(n)
             return VerifyOut(targets, (pos0, list(w.hs), list(w.starts)))
         return VerifyOut(targets)
 
@@ -218,23 +243,26 @@ class SimBackend:
     def audit(self, state: SimState, tokens: Sequence[int]) -> Audit:
         """Exact comparison with the sequential digest of the consumed `tokens`, kept
         incrementally: comparing whole prefixes after every commit would make a long
-        conversation quadratic. A list seen before is trusted up to what was audited
-        (the engine only appends to a turn's list; its last audited token is checked);
-        any other list is compared in full once."""
+        conversation quadratic. Each state has its own twin; a list seen before is
+        trusted up to what was audited (the engine only appends to a turn's list; its
+        last audited token is checked); any other list is compared in full once."""
         n = state.position
-        known = self._audit_tokens
+        twin = self._twins.get(id(state))
+        if twin is None or twin.state is not state:
+            twin = self._twins[id(state)] = _Twin(state)
+        known = twin.tokens
         m = min(len(known), n)
-        if tokens is not self._audit_src or (m and known[m - 1] != tokens[m - 1]):
+        if tokens is not twin.src or (m and known[m - 1] != tokens[m - 1]):
             m = common_prefix(known, tokens[:n])
-            self._audit_src = tokens
+            twin.src = tokens
         del known[m:]
-        del self._audit_h[m + 1:]
-        h = self._audit_h[-1]
+        del twin.hs[m + 1:]
+        h = twin.hs[-1]
         for tok in tokens[m:n]:
             h = chain(h, tok)
             known.append(tok)
-            self._audit_h.append(h)
-        expected = self._audit_h[n]
+            twin.hs.append(h)
+        expected = twin.hs[n]
         return Audit(ok=expected == state.h, expected_digest=hexdigest(expected),
                      error=0.0 if expected == state.h else 1.0)
 
@@ -279,6 +307,17 @@ class SimBackend:
         w.targets.append(self._predict(h, pos, start, batch))
         w.hs.append(h)
         w.starts.append(start)
+
+
+@dataclass
+class _Twin:
+    """The audit's sequential twin of one state: the tokens it has chained, the digest
+    after each prefix (`hs[i]`: after `tokens[:i]`), and the list they were read from."""
+
+    state: SimState
+    tokens: list[int] = field(default_factory=list)
+    hs: list[int] = field(default_factory=lambda: [0])
+    src: Sequence[int] | None = None
 
 
 @dataclass

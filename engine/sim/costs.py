@@ -31,6 +31,7 @@ calibration` writes them).
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
@@ -129,6 +130,21 @@ class CostProfile:
         round's host synchronisation."""
         sync = self.round_sync_s if batch > 1 else 0.0
         return self.forward_s(batch, ctx) + sync
+
+    def batch_verify_s(self, rows: Sequence[tuple[int, int]]) -> float:
+        """One verify forward over several sequences' rows, each `(tokens, ctx)`: the
+        weights are read once and the fixed costs paid once, compute and the per-token
+        terms grow with all the tokens, each row reads its own KV, and one host
+        synchronisation serves every speculative row. A single row costs `verify_s`
+        exactly (the same terms in the same order), so a batch of one changes no time."""
+        tokens = sum(n for n, _ in rows)
+        multi = any(n > 1 for n, _ in rows)  # a row of drafts runs the chunked form
+        weights = self.weight_bytes / self.hbm_bw
+        compute = tokens * self.flops_per_token / self.peak_flops
+        kv_read = sum((ctx + n) * self.kv_bytes_per_token / self.hbm_bw for n, ctx in rows)
+        fixed = self.launch_s + (self.multi_token_s if multi else 0.0)
+        forward = fixed + tokens * self.token_s + max(weights, compute) + kv_read
+        return forward + (self.round_sync_s if multi else 0.0)
 
     def checkpoint_s(self) -> float:
         """Saving or restoring one whole-state checkpoint where `checkpoint_place` keeps
