@@ -10,7 +10,7 @@ from engine.errors import ConfigError
 from specbench.common import BenchOptions, Goal, SuiteResult
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama", "ingest",
-          "scale")
+          "scale", "batching")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:

@@ -81,7 +81,7 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser("bench",
                        help="measure: conversation cost, rollback strategies, drafters, "
-                            "recorder cost, sim calibration",
+                            "recorder cost, sim calibration, batched throughput",
                        description="Run benchmark suites; their sessions go to --db "
                                    "(default: <out>/bench.db), their results under --out "
                                    "(default: ./out/bench), or with --record into the "

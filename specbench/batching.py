@@ -1,0 +1,205 @@
+"""`specledger bench batching`: aggregate throughput against the number of slots under the
+batched schedule (one target forward per scheduler step holds every slot's rows), for plain
+decoding and for speculation under each correct rollback strategy, and the slot count at
+which speculation stops paying.
+
+Every point is one recorded session in the benchmark's log, read back from its events
+(`batching_points`): aggregate tok/s = the committed answer tokens of all slots over the
+session's clock (simulated seconds on the sim, wall seconds on torch). Plain decoding also
+runs under the sequential schedule, for what batching itself buys. Speculation "stops
+paying" at the smallest slot count where its tok/s falls below plain decoding's at the same
+slots, under the same schedule: the verify batch of every slot's drafts grows until the
+forward is no longer bound by reading the weights, and the rejected drafts' compute is paid
+by everyone.
+
+The sim runs the Qwen3.5-27B on one H200 profile with the synthetic drafter (a set
+acceptance); the real engine runs the shipped model on this machine with its MTP head
+(few turns, short answers: it is slow on two cores).
+"""
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from engine.config import RunConfig
+from eventlog import open_db
+from specbench.batching_plots import plot_throughput
+from specbench.batching_points import PLAIN, Point, measure, stops_paying
+from specbench.common import BenchOptions, SuiteResult, md_table
+from specbench.strategies_points import CORRECT
+
+SUITE = "batching"
+SIM_PROFILE = "qwen3.5-27b-h200"
+VARIANTS = (PLAIN, *CORRECT)
+BATCHED, SEQUENTIAL = "batched", "sequential"
+COMMAND = "specledger bench batching"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One backend's runs: slot counts, turns per slot, answer length (the sim's answer,
+    torch's cap), draft length, the sim's first prompt and drafter acceptance, and how
+    often torch repeats each point (the fastest repeat counts: load on a shared CPU only
+    ever adds time)."""
+
+    slots: tuple[int, ...]
+    turns: int
+    answer_tokens: int
+    draft: int
+    prompt_tokens: int = 512
+    acceptance: float = 0.7
+    repeats: int = 1
+
+
+def sim_grid(quick: bool) -> Grid:
+    """The sim's grid: 1..8 slots, two turns of 512-token answers; quick: 1 and 2 slots."""
+    if quick:
+        return Grid((1, 2), turns=1, answer_tokens=32, draft=4, prompt_tokens=64)
+    return Grid((1, 2, 4, 8), turns=2, answer_tokens=512, draft=4)
+
+
+def torch_grid(quick: bool) -> Grid:
+    """The real engine's grid: 1..8 slots, two turns of answers cut at 48 tokens, best of
+    two; quick: 1 and 2 slots, one turn of 8 tokens."""
+    if quick:
+        return Grid((1, 2), turns=1, answer_tokens=8, draft=4)
+    return Grid((1, 2, 4, 8), turns=2, answer_tokens=48, draft=4, repeats=2)
+
+
+def _runs(grid: Grid) -> list[tuple[str, str, int]]:
+    """(variant, schedule, slots) of every run: each variant batched, plain sequential too."""
+    return [(v, sched, n) for n in grid.slots
+            for v, sched in [*((v, BATCHED) for v in VARIANTS), (PLAIN, SEQUENTIAL)]]
+
+
+def run_sim(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
+    """Every variant x slot count on the sim's 27B / H200 profile."""
+    opts.log(f"batching: sim {SIM_PROFILE}: slots {grid.slots} x {len(VARIANTS)} variants "
+             f"(+ sequential plain), {grid.turns} turns of {grid.answer_tokens} tokens")
+    points = []
+    for variant, schedule, n in _runs(grid):
+        config = RunConfig(
+            backend="sim", profile=SIM_PROFILE, schedule=schedule, slots=n, turns=grid.turns,
+            drafter="none" if variant == PLAIN else "synthetic", acceptance=grid.acceptance,
+            strategy="checkpoint" if variant == PLAIN else variant, draft_max=grid.draft,
+            prompt_tokens=grid.prompt_tokens, answer_tokens=grid.answer_tokens,
+            seed=opts.seed)
+        points.append(measure(config, opts.db, log))
+    return points
+
+
+def run_torch(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
+    """Every variant x slot count on the shipped model (MTP drafter), each `repeats` times,
+    the repeats interleaved so that a burst of load hits every variant."""
+    import torch
+
+    from engine.session import Session
+    from eventlog import NullRecorder
+
+    torch.set_num_threads(opts.threads)
+
+    def config(variant: str, schedule: str, n: int, tokens: int) -> RunConfig:
+        return RunConfig(
+            backend="torch", schedule=schedule, slots=n, turns=grid.turns,
+            drafter="none" if variant == PLAIN else "mtp",
+            strategy="checkpoint" if variant == PLAIN else variant, draft_max=grid.draft,
+            max_answer_tokens=tokens, audit=False, model=opts.model,
+            draft_model=opts.draft_model, seed=opts.seed, device=opts.device,
+            threads=opts.threads)
+
+    if not opts.quick:  # an unrecorded warm-up: first-call costs skip the first point
+        Session(config("checkpoint", BATCHED, 2, 8), NullRecorder()).run()
+    opts.log(f"batching: torch: slots {grid.slots} x {len(VARIANTS)} variants (+ sequential "
+             f"plain), {grid.turns} turns of up to {grid.answer_tokens} tokens, "
+             f"{grid.repeats} repeat(s), {opts.threads} thread(s)")
+    points = []
+    for r in range(grid.repeats):
+        for variant, schedule, n in _runs(grid):
+            opts.log(f"batching: torch {variant} {schedule} {n} slot(s), "
+                     f"repeat {r + 1}/{grid.repeats}")
+            points.append(measure(config(variant, schedule, n, grid.answer_tokens), opts.db,
+                                  log))
+    return points
+
+
+def best(points: Sequence[Point]) -> list[Point]:
+    """Each (profile, schedule, variant, slots)'s fastest repeat."""
+    out: dict[tuple[str, str, str, int], Point] = {}
+    for pt in points:
+        key = (pt.profile, pt.schedule, pt.variant, pt.slots)
+        if key not in out or pt.tok_s > out[key].tok_s:
+            out[key] = pt
+    return list(out.values())
+
+
+def _table(points: Sequence[Point], paying: dict[str, str], unit: str) -> str:
+    """A row per slot count: plain (sequential and batched) and each strategy's aggregate
+    tok/s, each strategy's ratio to batched plain; then where each stops paying."""
+    at = {(pt.schedule, pt.variant, pt.slots): pt for pt in points}
+    rows: list[list[Any]] = []
+    for n in sorted({pt.slots for pt in points}):
+        plain = at[(BATCHED, PLAIN, n)]
+        row: list[Any] = [n, f"{at[(SEQUENTIAL, PLAIN, n)].tok_s:.1f}", f"{plain.tok_s:.1f}"]
+        for v in CORRECT:
+            pt = at[(BATCHED, v, n)]
+            row.append(f"{pt.tok_s:.1f} ({pt.tok_s / plain.tok_s:.2f}x)")
+        row.append(f"{plain.mean_tokens:.1f} / {at[(BATCHED, CORRECT[0], n)].mean_tokens:.1f}")
+        rows.append(row)
+    rows.append(["stops paying at", "", "", *(f"**{paying[v]}** slots" for v in CORRECT), ""])
+    return md_table(["slots", f"plain, sequential ({unit})", f"plain, batched ({unit})",
+                     *(f"{v}, batched" for v in CORRECT),
+                     "tokens per forward (plain / speculative)"], rows)
+
+
+def run(opts: BenchOptions) -> SuiteResult:
+    """Run the sim and torch grids, write the plot, report where speculation stops paying."""
+    folder = opts.suite_dir(SUITE)
+    log = open_db(opts.db, create=True)
+    sgrid, tgrid = sim_grid(opts.quick), torch_grid(opts.quick)
+    t = time.perf_counter()
+    sim = run_sim(opts, sgrid, log)
+    sim_wall = time.perf_counter() - t
+    t = time.perf_counter()
+    real = run_torch(opts, tgrid, log)
+    torch_wall = time.perf_counter() - t
+    sim_best, torch_best = best(sim), best(real)
+    paying = {"sim": stops_paying([p for p in sim_best if p.schedule == BATCHED]),
+              "torch": stops_paying([p for p in torch_best if p.schedule == BATCHED])}
+    files = plot_throughput({f"sim: {SIM_PROFILE}": sim_best,
+                             f"torch: the shipped model ({opts.threads} thread(s))": torch_best},
+                            folder / "throughput")
+    table = "\n".join([
+        "Aggregate tok/s (committed answer tokens of all slots / the session's clock), "
+        "speculation's ratio to batched plain decoding at the same slots, and the smallest "
+        "slot count at which it falls below plain.", "",
+        f"### sim: {SIM_PROFILE} (synthetic drafter, acceptance {sgrid.acceptance}, draft "
+        f"{sgrid.draft}, {sgrid.turns} turns of {sgrid.answer_tokens}-token answers, "
+        "simulated seconds)", "",
+        _table(sim_best, paying["sim"], "tok/s"), "",
+        f"### torch: {opts.model} (MTP drafter, draft {tgrid.draft}, {tgrid.turns} turns of "
+        f"answers cut at {tgrid.answer_tokens} tokens, {opts.threads} thread(s), wall "
+        f"seconds, best of {tgrid.repeats})", "",
+        _table(torch_best, paying["torch"], "tok/s"),
+    ])
+    data = {
+        "definitions": {
+            "tok_s": "committed answer tokens of all slots (turns' generated tokens) / the "
+                     "session's clock (latest event time: simulated s on sim, wall s on "
+                     "torch), prefill included",
+            "stops_paying": "smallest slots at which the strategy's batched tok/s falls "
+                            "below batched plain decoding's at the same slots ('> N': never "
+                            "up to N)",
+            "mean_tokens": "tokens per shared forward (batch_tokens), mean over forwards",
+        },
+        "grids": {"sim": asdict(sgrid), "torch": asdict(tgrid)},
+        "profile": SIM_PROFILE, "model": opts.model, "threads": opts.threads,
+        "device": opts.device, "wall_s": {"sim": sim_wall, "torch": torch_wall},
+        "stops_paying": paying,
+        "sim": [pt.to_dict() for pt in sim], "torch": [pt.to_dict() for pt in real],
+    }
+    opts.log(f"batching: sim {sim_wall:.1f} s, torch {torch_wall:.1f} s")
+    return SuiteResult(SUITE, data, table, files=files,
+                       sessions=[pt.session for pt in (*sim, *real)])

@@ -1,0 +1,78 @@
+"""The batching suite: a quick run from an empty directory records every variant at every
+slot count on the sim and the shipped model, reads the shared forwards back from their
+events, and says where speculation stops paying."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog import list_sessions, open_db
+from specbench.batching import VARIANTS, sim_grid, torch_grid
+from specbench.batching_points import PLAIN, Point, stops_paying
+from specbench.record import DEFAULT_OUT
+from specbench.strategies_points import CORRECT
+from specledger.cli import main
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """`specledger bench batching --quick` in an empty directory, its default output."""
+    tmp = tmp_path_factory.mktemp("batching")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp)
+        assert main(["bench", "batching", "--quick"]) == 0
+    out = tmp / DEFAULT_OUT
+    return out, json.loads((out / "batching" / "results.json").read_text())
+
+
+def _at(rows: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    return {(r["schedule"], r["variant"], r["slots"]): r for r in rows}
+
+
+def test_every_point_ran_and_batched_ones_shared_forwards(
+        suite: tuple[Path, dict[str, Any]]) -> None:
+    out, data = suite
+    for backend, grid in (("sim", sim_grid(True)), ("torch", torch_grid(True))):
+        at = _at(data[backend])
+        expected = {(s, v, n) for n in grid.slots
+                    for s, v in [*(("batched", v) for v in VARIANTS), ("sequential", PLAIN)]}
+        assert set(at) == expected
+        for (schedule, _, n), r in at.items():
+            assert r["tokens"] > 0 and r["clock_s"] > 0 and r["tok_s"] > 0
+            if schedule == "sequential":
+                assert r["forwards"] == 0  # no batch fields: nothing shared
+            else:
+                assert r["forwards"] > 0 and r["mean_slots"] == pytest.approx(n)
+        # greedy speculation is lossless: every variant commits plain decoding's answers
+        for n in grid.slots:
+            assert len({at[("batched", v, n)]["tokens"] for v in VARIANTS}) == 1
+    assert set(data["stops_paying"]["sim"]) == set(CORRECT)
+    recorded = {s.id for s in list_sessions(open_db(str(out / "bench.db"), create=False))}
+    assert recorded == set(data["sessions"])
+    assert len(recorded) == len(data["sim"]) + len(data["torch"])
+    for name in ("results.md", "throughput.png", "throughput.svg"):
+        assert (out / "batching" / name).stat().st_size > 0
+    assert (out / "batching" / "results.md").read_text().count("stops paying at") == 2
+
+
+def test_sim_batching_pays_for_plain_decoding(suite: tuple[Path, dict[str, Any]]) -> None:
+    _, data = suite
+    at = _at(data["sim"])
+    # one slot: a batch of one is the sequential forward, to the bit
+    assert at[("batched", PLAIN, 1)]["clock_s"] == at[("sequential", PLAIN, 1)]["clock_s"]
+    # two slots: one weight read serves both, so the aggregate nearly doubles
+    assert at[("batched", PLAIN, 2)]["tok_s"] > 1.5 * at[("sequential", PLAIN, 2)]["tok_s"]
+
+
+def _pt(variant: str, slots: int, tok_s: float) -> Point:
+    return Point("sim", "p", "batched", variant, slots, 0, int(tok_s * 10), 10.0, 1,
+                 float(slots), 1.0, 0.0)
+
+
+def test_stops_paying_is_the_first_slot_count_below_plain() -> None:
+    points = [_pt(PLAIN, n, 100.0 * n) for n in (1, 2, 4, 8)]
+    points += [_pt("checkpoint", n, t) for n, t in ((1, 200), (2, 150), (4, 500), (8, 700))]
+    points += [_pt("per_token", n, 300.0 * n) for n in (1, 2, 4, 8)]
+    assert stops_paying(points) == {"checkpoint": "2", "per_token": "> 8"}
