@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from eventlog import Recorder, create_session, open_db
 from fsm.event import Event
+from specledger.cli import main
 from specledger.report import build_report
 from tests.eventlog.sim import sim_events
 from tests.viz.batched import as_batched
@@ -45,3 +46,16 @@ def test_batched_session_has_a_batching_section_and_sequential_none(tmp_path: Pa
     plain = build_report(engine, [seq])
     assert "Batching" not in plain and "shared forwards" not in plain
     assert "<td>sequential</td><td>3</td>" in plain
+
+
+def test_report_of_a_batched_run(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
+    small = ["--backend", "sim", "--turns", "1", "--prompt-tokens", "32", "--answer-tokens",
+             "20", "--slots", "2", "--db", db, "--json"]
+    assert main(["run", *small, "--schedule", "batched"]) == 0
+    assert main(["run", *small]) == 0
+    out = tmp_path / "r.html"
+    assert main(["report", "1", "2", "--db", db, "--out", str(out), "--json"]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert html.count("<h3>Batching</h3>") == 1  # session 1's; the sequential 2 has none
+    assert html.index("<h3>Batching</h3>") < html.index("id='session-2'")

@@ -56,3 +56,14 @@ def test_summary_adds_up(slots: int, draft: int, plain: bool) -> None:
     assert (s.shared > 0) is (slots > 1)
     if plain:  # plain decoding puts one token per slot row
         assert s.mean_tokens == s.mean_slots
+
+
+def test_a_batched_sessions_forwards_add_up_to_what_its_events_record() -> None:
+    events, _ = sim_events(slots=3, schedule="batched", answer_tokens=30)
+    g = timeline_graph(events)
+    forwards = g.graph["forwards"]
+    assert forwards and max(f.slots for f in forwards.values()) == 3
+    for f in forwards.values():
+        assert len(f.rows) == f.slots == len({r.slot for r in f.rows})
+        assert sum(r.tokens for r in f.rows) == f.tokens
+    assert "shared forwards:" in timeline_dot(g, "t").source
