@@ -108,6 +108,7 @@ class TorchBackend:
         self._t0 = time.perf_counter()
         self.capabilities = Capabilities(
             oracle=self, hidden_states=self.hidden_states, model_digest=self.model_digest,
+            verify_batch=self.verify_batch,
             resolved={"kernels": self.kernels.value, "device": self.device.type})
 
     def model_digest(self) -> str:
@@ -140,10 +141,12 @@ class TorchBackend:
 
     def _store_hidden(self, state: HybridState, start: int) -> None:
         """File the last forward's hidden states (1, T, H) at positions start.."""
-        h = self._last.out
-        if h is None:
-            return
-        length = h.shape[1]
+        if self._last.out is not None:
+            self._file_hidden(state, start, self._last.out[0])
+
+    def _file_hidden(self, state: HybridState, start: int, h: torch.Tensor) -> None:
+        """File hidden states h (T, H) at the state's positions start..start+T-1."""
+        length = h.shape[0]
         buf = self._hidden.get(state)
         if buf is None or buf.shape[0] < start + length:
             grown = torch.zeros(max(2 * (start + length), 256), h.shape[-1], dtype=h.dtype,
@@ -151,7 +154,7 @@ class TorchBackend:
             if buf is not None:
                 grown[:buf.shape[0]] = buf
             buf = self._hidden[state] = grown
-        buf[start:start + length] = h[0]
+        buf[start:start + length] = h
 
     def hidden_states(self, state: HybridState, start: int, end: int) -> torch.Tensor:
         """The target's final hidden states at positions start..end-1 (end <= position):
@@ -200,6 +203,28 @@ class TorchBackend:
         self._store_hidden(state, start)
         targets = self._targets(logits[0], list(batch[1:]))
         return VerifyOut(targets, kept)
+
+    def verify_batch(self, states: Sequence[HybridState], batches: Sequence[Sequence[int]],
+                     strategies: Sequence[Strategy]) -> list[VerifyOut]:
+        """Every row's verify in one forward (`HybridModel.verify_rows`); row i's targets,
+        kept data, state and hidden states are those `verify(states[i], batches[i],
+        strategies[i])` gives, sampled in row order from the one generator."""
+        if not len(states) == len(batches) == len(strategies):
+            raise BackendError(f"verify_batch takes one batch and one strategy per state; got "
+                               f"{len(states)} states, {len(batches)} batches and "
+                               f"{len(strategies)} strategies")
+        if not states:
+            return []
+        starts = [s.position for s in states]
+        logits, kept = self.model.verify_rows(batches, states, strategies, self.kernels)
+        hidden = self._last.out  # (B, T, H), the final norm's output of that forward
+        outs = []
+        for i, (state, start, batch) in enumerate(zip(states, starts, batches, strict=True)):
+            if hidden is not None:
+                self._file_hidden(state, start, hidden[i, :len(batch)])
+            targets = self._targets(logits[i, :len(batch)], list(batch[1:]))
+            outs.append(VerifyOut(targets, kept[i]))
+        return outs
 
     def forward(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """A replay forward; the greedy token after each position."""

@@ -93,10 +93,8 @@ class GatedDeltaNet(nn.Module):
         (B, Hv, Dk, Dv). `input_replay` leaves them and records the recurrence inputs,
         `per_token` advances them and keeps the state after every position (computed by
         `kernels`), `checkpoint` and `none` only advance them."""
-        batch, length, _ = x.shape
-        mixed = self.in_proj_qkv(x).transpose(1, 2)  # (B, C, T)
-        conv_out, full = causal_conv(conv_state, mixed, self.conv1d.weight)
-        q, k, v, g, beta = self._recurrence_inputs(x, conv_out)
+        length = x.shape[1]
+        mixed, full, (q, k, v, g, beta) = self.inputs(x, conv_state)
         if length == 1:
             in_place = strategy in (Strategy.CHECKPOINT, Strategy.NONE)
             final = recurrent if in_place else recurrent.clone()
@@ -124,10 +122,24 @@ class GatedDeltaNet(nn.Module):
             if final is not recurrent:
                 recurrent.copy_(final)
             conv_state.copy_(full[..., -conv_state.shape[-1]:])
+        return self.output(x, core), trace
 
+    def inputs(self, x: Tensor, conv_state: Tensor
+               ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
+        """The conv inputs (B, C, T) of x (B, T, hidden), the conv's padded input
+        (B, C, K-1+T) continuing from the window `conv_state` (B, C, K-1), and the
+        recurrence inputs q, k, v, g, beta (see `_recurrence_inputs`)."""
+        mixed = self.in_proj_qkv(x).transpose(1, 2)  # (B, C, T)
+        conv_out, full = causal_conv(conv_state, mixed, self.conv1d.weight)
+        return mixed, full, self._recurrence_inputs(x, conv_out)
+
+    def output(self, x: Tensor, core: Tensor) -> Tensor:
+        """The gated, normed output projection (B, T, hidden) of the recurrence's readout
+        core (B, T, Hv, Dv) for x (B, T, hidden)."""
+        batch, length, _ = x.shape
         z = self.in_proj_z(x).reshape(batch, length, self.num_v_heads, self.v_dim)
         out = self.norm(core.to(x.dtype), z).reshape(batch, length, -1)
-        return self.out_proj(out), trace
+        return self.out_proj(out)
 
     def _recurrence_inputs(self, x: Tensor, conv_out: Tensor) -> tuple[Tensor, ...]:
         """q, k (B, T, Hv, Dk), v (B, T, Hv, Dv), g and beta (B, T, Hv), all fp32."""

@@ -83,3 +83,16 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     half = rotary_dim // 2
     rotated = torch.cat((-x_rot[..., half:], x_rot[..., :half]), dim=-1)
     return torch.cat((x_rot * cos + rotated * sin, x_pass), dim=-1)
+
+
+def rotary_rows(
+    starts: Tensor, length: int, rotary_dim: int, theta: float, dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
+    """cos and sin, each (B, 1, T, rotary_dim), for row b's positions starts[b]..
+    starts[b]+length-1 (a batch of sequences each at its own position; the 1 broadcasts
+    over heads). Row b equals `rotary_tables(starts[b], length, ...)`."""
+    inv_freq = _inverse_frequencies(rotary_dim, theta, starts.device)
+    positions = (starts[:, None] + torch.arange(length, device=starts.device)).float()  # (B, T)
+    freqs = positions[..., None] * inv_freq  # (B, T, rotary_dim / 2)
+    angles = torch.cat((freqs, freqs), dim=-1)[:, None]  # (B, 1, T, rotary_dim)
+    return angles.cos().to(dtype), angles.sin().to(dtype)

@@ -3,16 +3,19 @@ each followed by a SwiGLU MLP): `forward` advances the state, `verify` keeps wha
 rollback strategy needs (every intermediate GDN state for `per_token`; for `input_replay`
 the GDN state is left alone and its inputs recorded)."""
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from engine.config import Strategy
 from engine.hybrid.attention import GatedAttention
+from engine.hybrid.batched import Kept, Trace, attention_rows, claim_rows, gdn_rows
 from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import HybridError, StateError
 from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
-from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_tables
+from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_rows, rotary_tables
 from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
 from kernels.backend import KernelBackend
 
@@ -90,6 +93,37 @@ class HybridModel(nn.Module):
             inputs = tuple(t for t in traces if isinstance(t, LayerInputs))
             return logits, RecordedInputs(start=state.position, length=length, layers=inputs)
         return logits, None
+
+    @torch.inference_mode()
+    def verify_rows(
+        self, batches: Sequence[Sequence[int]], states: Sequence[HybridState],
+        strategies: Sequence[Strategy], kernels: KernelBackend = KernelBackend.TORCH,
+    ) -> tuple[Tensor, list[Kept]]:
+        """Several sequences' verify batches in one forward (`engine.hybrid.batched`): row
+        b is `batches[b]` from `states[b]` (batch size 1, each at its own position) under
+        `strategies[b]`. Logits (B, T, V), right-padded to the longest batch (row b's
+        first len(batches[b]) positions are its own), and per row what its strategy
+        keeps; each state is left as `verify` of its row alone leaves it."""
+        rows = claim_rows(self.config, states, batches, strategies)
+        ids = rows.ids(batches, self.embed_tokens.weight.device)  # (B, T)
+        rope = None
+        if rows.states[0].keys:
+            starts = torch.tensor(rows.starts, device=ids.device)
+            rope = rotary_rows(starts, rows.width, self.config.rotary_dim,
+                               self.config.rope_theta, self.dtype)
+        hidden = self.embed_tokens(ids)  # (B, T, hidden)
+        traces: list[list[Trace]] = []
+        for layer, slot in zip(self.layers, self._slots, strict=True):
+            mixed = layer.input_layernorm(hidden)
+            if layer.kind == LINEAR:
+                mixed, trace = gdn_rows(layer.linear_attn, mixed, rows, slot, kernels)
+                traces.append(trace)
+            else:
+                mixed = attention_rows(layer.self_attn, mixed, rows, slot, rope)
+            hidden = hidden + mixed
+            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+        rows.advance()
+        return F.linear(self.norm(hidden), self.output_weight), rows.kept(traces)
 
     def _run(
         self, input_ids: Tensor, state: HybridState | None, strategy: Strategy,

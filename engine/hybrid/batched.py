@@ -1,0 +1,179 @@
+"""One forward over several sequences' verify batches (a scheduler step's slots): rows of
+different lengths from states at different positions, right-padded to the longest.
+Projections, MLPs, the conv and the GDN recurrence run once over the padded batch; each
+row's attention runs over its own KV cache, which is a separate tensor of its own length
+(gathering them into one padded tensor would copy every row's whole context per layer and
+step, more than the per-row attention calls cost). What each row keeps and leaves in its
+state is what `HybridModel.verify` of that row alone gives, up to the rounding of the
+batch shape: right padding never reaches a real position (everything is causal), and the
+recurrence steps over padding without writing or decaying."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from engine.config import Strategy
+from engine.hybrid.attention import GatedAttention
+from engine.hybrid.config import HybridConfig
+from engine.hybrid.errors import HybridError, StateError
+from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
+from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
+from kernels import ops
+from kernels.backend import KernelBackend
+from kernels.reference import chunk_gated_delta, delta_step_, readout
+
+Trace = LayerStates | LayerInputs | None
+Kept = TokenStates | RecordedInputs | None
+_PAD = 0  # any valid id: padded positions' outputs are never read
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The rows of one batched verify: each row's state (batch size 1), the position its
+    batch starts at, its real length and its rollback strategy."""
+
+    states: tuple[HybridState, ...]
+    starts: tuple[int, ...]
+    lengths: tuple[int, ...]
+    strategies: tuple[Strategy, ...]
+
+    @property
+    def width(self) -> int:
+        """The padded length T (the longest row)."""
+        return max(self.lengths)
+
+    def valid(self, device: torch.device) -> Tensor:
+        """(B, T) bool: True at each row's real positions."""
+        lengths = torch.tensor(self.lengths, device=device)
+        return torch.arange(self.width, device=device) < lengths[:, None]
+
+    def ids(self, batches: Sequence[Sequence[int]], device: torch.device) -> Tensor:
+        """The batches as one right-padded (B, T) id tensor."""
+        width = self.width
+        return torch.tensor([[*b, *[_PAD] * (width - len(b))] for b in batches],
+                            dtype=torch.long, device=device)
+
+    def advance(self) -> None:
+        """Mark each row's claimed positions consumed, except where `input_replay` leaves
+        the state where it was (its commit advances it)."""
+        for state, length, strategy in zip(self.states, self.lengths, self.strategies,
+                                           strict=True):
+            if strategy is not Strategy.INPUT_REPLAY:
+                state.advance(length)
+
+    def kept(self, traces: Sequence[Sequence[Trace]]) -> list[Kept]:
+        """Per row, what its strategy keeps, from each GDN layer's per-row traces."""
+        out: list[Kept] = []
+        for b, (start, length, strategy) in enumerate(zip(self.starts, self.lengths,
+                                                          self.strategies, strict=True)):
+            layers = tuple(layer[b] for layer in traces)
+            if strategy is Strategy.PER_TOKEN:
+                out.append(TokenStates(start=start, length=length, layers=layers))
+            elif strategy is Strategy.INPUT_REPLAY:
+                out.append(RecordedInputs(start=start, length=length, layers=layers))
+            else:
+                out.append(None)
+        return out
+
+
+def claim_rows(config: HybridConfig, states: Sequence[HybridState],
+               batches: Sequence[Sequence[int]], strategies: Sequence[Strategy]) -> Rows:
+    """Check the rows, then claim each row's KV positions in its own state."""
+    if not len(states) == len(batches) == len(strategies):
+        raise HybridError(f"a batched verify needs one batch and one strategy per state; got "
+                          f"{len(states)} states, {len(batches)} batches, "
+                          f"{len(strategies)} strategies")
+    if not states:
+        raise HybridError("a batched verify needs at least one row")
+    if len({id(s) for s in states}) != len(states):
+        raise StateError("a state appears in two rows of one batched verify; each slot's "
+                         "state can take one batch per forward")
+    for i, (state, batch) in enumerate(zip(states, batches, strict=True)):
+        if state.config != config or state.batch_size != 1:
+            raise StateError(f"row {i}: the state was built for another model or for batch "
+                             f"size {state.batch_size}; rows need batch-size-1 states of this "
+                             f"model")
+        if not batch:
+            raise HybridError(f"row {i}: an empty batch (a verify batch starts with the last "
+                              f"committed token)")
+    return Rows(states=tuple(states), starts=tuple(s.claim(len(b)) for s, b in
+                                                  zip(states, batches, strict=True)),
+                lengths=tuple(len(b) for b in batches), strategies=tuple(strategies))
+
+
+def attention_rows(attn: GatedAttention, x: Tensor, rows: Rows, slot: int,
+                   rope: tuple[Tensor, Tensor]) -> Tensor:
+    """Attention layer `slot` over x (B, T, hidden): projections batched, each row's
+    real positions attending over its own cache, where their keys and values go."""
+    query, gate, key, value = attn.project(x, rope)  # (B,H,T,D), (B,T,H*D), (B,Hkv,T,D) x2
+    attended = x.new_zeros(gate.shape)  # (B, T, H * D); padding stays 0
+    for b, (state, start, n) in enumerate(zip(rows.states, rows.starts, rows.lengths,
+                                              strict=True)):
+        attended[b:b + 1, :n] = attn.attend(
+            query[b:b + 1, :, :n], key[b:b + 1, :, :n], value[b:b + 1, :, :n],
+            state.keys[slot], state.values[slot], start)
+    return attn.output(attended, gate)
+
+
+def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: KernelBackend
+             ) -> tuple[Tensor, list[Trace]]:
+    """GDN layer `slot` over x (B, T, hidden) from each row's own conv window and
+    recurrent state; returns the output (B, T, hidden) and each row's trace, its state
+    written as its strategy does (`GatedDeltaNet.forward`)."""
+    conv = [s.conv[slot] for s in rows.states]  # each (1, C, K-1)
+    recurrent = [s.recurrent[slot] for s in rows.states]  # each (1, Hv, Dk, Dv)
+    width = conv[0].shape[-1]
+    mixed, full, (q, k, v, g, beta) = gdn.inputs(x, torch.cat(conv))  # (B,C,T), (B,C,K-1+T)
+    initial = torch.cat(recurrent)  # (B, Hv, Dk, Dv) fp32, a copy
+    if rows.width == 1:  # every row decodes one token: the recurrent form, as verify's
+        delta_step_(initial, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
+        core = readout(q[:, 0], initial).unsqueeze(1)  # (B, 1, Hv, Dv)
+        final, stepped = initial, initial.unsqueeze(1)  # (B, Hv, Dk, Dv), (B, 1, Hv, Dk, Dv)
+        picks = list(range(len(recurrent)))
+    else:
+        live = rows.valid(x.device)  # (B, T)
+        # k = g = beta = 0 at padding: it neither writes nor decays, so `final` is each
+        # row's state after its own last token (the chunked form pads chunks this way).
+        core, final = chunk_gated_delta(
+            q, torch.where(live[..., None, None], k, 0.0), v,
+            torch.where(live[..., None], g, 0.0), torch.where(live[..., None], beta, 0.0),
+            initial)
+        stepped, picks = _stepped(rows, q, k, v, g, beta, initial, kernels)
+    windows = full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)  # (B, T, C, K-1)
+
+    traces: list[Trace] = []
+    for b, (n, strategy) in enumerate(zip(rows.lengths, rows.strategies, strict=True)):
+        if strategy is Strategy.INPUT_REPLAY:  # the state stays; the record is the row's
+            traces.append(LayerInputs(q=q[b:b + 1, :n], k=k[b:b + 1, :n], v=v[b:b + 1, :n],
+                                      g=g[b:b + 1, :n], beta=beta[b:b + 1, :n],
+                                      conv_in=mixed[b:b + 1, :, :n]))
+            continue
+        if strategy is Strategy.PER_TOKEN:
+            states = stepped[picks[b]:picks[b] + 1, :n]  # (1, n, Hv, Dk, Dv)
+            traces.append(LayerStates(conv=windows[b:b + 1, :n], recurrent=states))
+            recurrent[b].copy_(states[:, -1])
+        else:
+            traces.append(None)
+            recurrent[b].copy_(final[b:b + 1])
+        conv[b].copy_(windows[b:b + 1, n - 1])
+    return gdn.output(x, core), traces
+
+
+def _stepped(rows: Rows, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
+             initial: Tensor, kernels: KernelBackend) -> tuple[Tensor, list[int]]:
+    """The stepped per-position states (P, T', Hv, Dk, Dv) of the `per_token` rows only
+    (T' their longest length; stepped like replay, so that select(j) and replay(j + 1)
+    agree bit for bit), and for each row its index among them (-1 elsewhere)."""
+    picked = [b for b, s in enumerate(rows.strategies) if s is Strategy.PER_TOKEN]
+    picks = [-1] * len(rows.strategies)
+    if not picked:
+        return initial.new_empty(0), picks
+    for i, b in enumerate(picked):
+        picks[b] = i
+    sub = torch.tensor(picked, device=q.device)
+    span = max(rows.lengths[b] for b in picked)
+    _, states = ops.gdn_verify(*(t[sub, :span] for t in (q, k, v, g, beta)), initial[sub],
+                               scale=1.0, backend=kernels)
+    return states, picks
