@@ -13,8 +13,8 @@ forward is no longer bound by reading the weights, and the rejected drafts' comp
 by everyone.
 
 The sim runs the Qwen3.5-27B on one H200 profile with the synthetic drafter (a set
-acceptance); the real engine runs the shipped model on this machine with its MTP head
-(few turns, short answers: it is slow on two cores).
+acceptance), on to 64 slots; the real engine runs the shipped model on this machine with
+its MTP head (few turns, short answers: it is slow on two cores).
 """
 
 import time
@@ -55,18 +55,19 @@ class Grid:
 
 
 def sim_grid(quick: bool) -> Grid:
-    """The sim's grid: 1..8 slots, two turns of 512-token answers; quick: 1 and 2 slots."""
+    """The sim's grid: 1..64 slots (past 8, where the cheap strategies still pay, to find
+    where they stop), two turns of 512-token answers; quick: 1 and 2 slots."""
     if quick:
         return Grid((1, 2), turns=1, answer_tokens=32, draft=4, prompt_tokens=64)
-    return Grid((1, 2, 4, 8), turns=2, answer_tokens=512, draft=4)
+    return Grid((1, 2, 4, 8, 16, 32, 64), turns=2, answer_tokens=512, draft=4)
 
 
 def torch_grid(quick: bool) -> Grid:
     """The real engine's grid: 1..8 slots, two turns of answers cut at 48 tokens, best of
-    two; quick: 1 and 2 slots, one turn of 8 tokens."""
+    three; quick: 1 and 2 slots, one turn of 8 tokens."""
     if quick:
         return Grid((1, 2), turns=1, answer_tokens=8, draft=4)
-    return Grid((1, 2, 4, 8), turns=2, answer_tokens=48, draft=4, repeats=2)
+    return Grid((1, 2, 4, 8), turns=2, answer_tokens=48, draft=4, repeats=3)
 
 
 def _runs(grid: Grid) -> list[tuple[str, str, int]]:
@@ -78,7 +79,7 @@ def _runs(grid: Grid) -> list[tuple[str, str, int]]:
 def run_sim(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
     """Every variant x slot count on the sim's 27B / H200 profile."""
     opts.log(f"batching: sim {SIM_PROFILE}: slots {grid.slots} x {len(VARIANTS)} variants "
-             f"(+ sequential plain), {grid.turns} turns of {grid.answer_tokens} tokens")
+             f"(+ sequential plain), {grid.turns} turn(s) of {grid.answer_tokens} tokens")
     points = []
     for variant, schedule, n in _runs(grid):
         config = RunConfig(
@@ -113,7 +114,7 @@ def run_torch(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
     if not opts.quick:  # an unrecorded warm-up: first-call costs skip the first point
         Session(config("checkpoint", BATCHED, 2, 8), NullRecorder()).run()
     opts.log(f"batching: torch: slots {grid.slots} x {len(VARIANTS)} variants (+ sequential "
-             f"plain), {grid.turns} turns of up to {grid.answer_tokens} tokens, "
+             f"plain), {grid.turns} turn(s) of up to {grid.answer_tokens} tokens, "
              f"{grid.repeats} repeat(s), {opts.threads} thread(s)")
     points = []
     for r in range(grid.repeats):
@@ -176,10 +177,10 @@ def run(opts: BenchOptions) -> SuiteResult:
         "speculation's ratio to batched plain decoding at the same slots, and the smallest "
         "slot count at which it falls below plain.", "",
         f"### sim: {SIM_PROFILE} (synthetic drafter, acceptance {sgrid.acceptance}, draft "
-        f"{sgrid.draft}, {sgrid.turns} turns of {sgrid.answer_tokens}-token answers, "
+        f"{sgrid.draft}, {sgrid.turns} turn(s) of {sgrid.answer_tokens}-token answers, "
         "simulated seconds)", "",
         _table(sim_best, paying["sim"], "tok/s"), "",
-        f"### torch: {opts.model} (MTP drafter, draft {tgrid.draft}, {tgrid.turns} turns of "
+        f"### torch: {opts.model} (MTP drafter, draft {tgrid.draft}, {tgrid.turns} turn(s) of "
         f"answers cut at {tgrid.answer_tokens} tokens, {opts.threads} thread(s), wall "
         f"seconds, best of {tgrid.repeats})", "",
         _table(torch_best, paying["torch"], "tok/s"),
