@@ -18,7 +18,7 @@ from fsm.invariants import Invariant
 _FREE = frozenset({
     "drafter", "draft_max", "draft_min", "ngram_n", "ngram_min_hits", "acceptance", "strategy",
     "eog_policy", "replay_policy", "draft_model", "draft_checkpoints", "livelock_guard",
-    "audit", "strict", "ctx_checkpoints", "ctx_checkpoint_every", "profile",
+    "audit", "strict", "ctx_checkpoints", "ctx_checkpoint_every", "profile", "schedule",
 })
 
 
