@@ -4,6 +4,7 @@ every strategy, drafter, EOG and replay policy; without near-ties each slot's ev
 the same thing under both schedules, and the batch fields describe the forwards exactly."""
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.config import EogPolicy, ReplayPolicy, RunConfig, Schedule, Strategy
-from engine.errors import ConfigError
+from engine.errors import BackendError, ConfigError
 from engine.session import MemoryJournal, Session
+from engine.sim.backend import SimBackend
 from fsm.event import Event
 from fsm.payload_schema import check_events, marked
 from fsm.states import Trigger
@@ -161,3 +163,28 @@ def test_a_backend_without_batched_verify_refuses_the_batched_schedule() -> None
 def test_the_llama_backend_refuses_the_batched_schedule() -> None:
     with pytest.raises(ConfigError, match="schedule"):
         RunConfig(backend="llama", slots=2, schedule="batched")
+
+
+class _FailingForward(SimBackend):
+    """A sim whose third batched forward fails."""
+
+    calls = 0
+
+    def verify_batch(self, states: Any, batches: Any, strategies: Any) -> Any:
+        self.calls += 1
+        if self.calls == 3:
+            raise BackendError("device lost")
+        return super().verify_batch(states, batches, strategies)
+
+
+def test_a_failed_forward_fails_every_slot_it_held() -> None:
+    config = RunConfig(backend="sim", slots=3, schedule="batched", prompt_tokens=32,
+                       answer_tokens=40)
+    backend = _FailingForward(config)
+    backend.capabilities = replace(backend.capabilities, verify_batch=backend.verify_batch)
+    journal = MemoryJournal()
+    with pytest.raises(BackendError, match="device lost"):
+        Session(config, journal, backend=backend).run()
+    failed = [e for e in journal.events if e.trigger is Trigger.FAIL]
+    assert sorted(e.slot for e in failed) == [0, 1, 2]
+    assert all(e.payload["error"] == "BackendError: device lost" for e in failed)
