@@ -15,7 +15,7 @@ from engine.config import RunConfig
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from eventlog import SessionInfo
-from eventlog.draft_profile import DraftProfile
+from fsm.draft_profile import DraftProfile
 
 Profiles = dict[tuple[int, int], DraftProfile]
 

@@ -9,43 +9,14 @@ answers (`timings`) repeat the counts and add the reuse (`cache_n`).
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from engine.llama.logrecords import AccPerPos, DraftTotals, StopReason
 from engine.llama.responses import ResponseFacts
+from fsm.draft_profile import DraftProfile
 from fsm.invariants import Invariant, Violation
 
 RATE_TOLERANCE = 0.0005  # the log prints rates with 3 decimals
 MEAN_TOLERANCE = 0.005   # and the mean length with 2
-
-
-@dataclass(frozen=True)
-class RoundFold:
-    """What the imported rounds of one task add up to: per speculative round, the drafts
-    of its first verification and the drafts it accepted."""
-
-    rounds: tuple[tuple[int, int], ...]
-
-    @property
-    def drafted(self) -> int:
-        """Draft tokens verified (first verifications only)."""
-        return sum(k for k, _ in self.rounds)
-
-    @property
-    def accepted(self) -> int:
-        """Draft tokens accepted."""
-        return sum(a for _, a in self.rounds)
-
-    @property
-    def mean_len(self) -> float:
-        """Tokens per speculative round, as llama-server's `mean len` counts them."""
-        return 1.0 + self.accepted / len(self.rounds) if self.rounds else 1.0
-
-    def rate_at(self, position: int) -> float:
-        """The share of speculative rounds that accepted at least `position` drafts."""
-        if not self.rounds:
-            return 0.0
-        return sum(a >= position for _, a in self.rounds) / len(self.rounds)
 
 
 def _violation(check: str, source: str, engine: object, ledger: object) -> Violation:
@@ -55,7 +26,7 @@ def _violation(check: str, source: str, engine: object, ledger: object) -> Viola
                      {"check": check, "source": source, "engine": engine, "ledger": ledger})
 
 
-def totals_violations(fold: RoundFold, totals: DraftTotals | None,
+def totals_violations(fold: DraftProfile, totals: DraftTotals | None,
                       per_pos: AccPerPos | None) -> list[Violation]:
     """print_timing's totals of one task against its rounds."""
     out: list[Violation] = []
@@ -64,9 +35,10 @@ def totals_violations(fold: RoundFold, totals: DraftTotals | None,
                                       ("accepted tokens", totals.accepted, fold.accepted)):
             if engine != ledger:
                 out.append(_violation(check, "print_timing", engine, ledger))
-        if abs(totals.mean_len - fold.mean_len) > MEAN_TOLERANCE + 1e-9:
+        mean_len = fold.mean_accept_len or 1.0  # without a speculative round, 1
+        if abs(totals.mean_len - mean_len) > MEAN_TOLERANCE + 1e-9:
             out.append(_violation("mean accepted length", "print_timing", totals.mean_len,
-                                  round(fold.mean_len, 4)))
+                                  round(mean_len, 4)))
     elif fold.rounds:
         out.append(_violation("drafted tokens", "print_timing", "not logged", fold.drafted))
     if per_pos is not None and fold.rounds:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.llama.crosscheck import RoundFold, response_violations, totals_violations
+from engine.llama.crosscheck import response_violations, totals_violations
 from engine.llama.ledger_prompt import SlotState, TurnState, start_steps
 from engine.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
 from engine.llama.logread import LogReading
@@ -28,6 +28,7 @@ from engine.llama.responses import ResponseFacts, match_responses
 from engine.llama.taskfold import fold_tasks
 from engine.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
+from fsm.draft_profile import DraftProfile
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
@@ -162,7 +163,7 @@ class _Ledger:
         """The turn's checks and end_turn."""
         assert task.released is not None
         m, stats = s.machine, turn.stats
-        fold = RoundFold(tuple(turn.fold))
+        fold = DraftProfile(turn.fold)
         evals = task.timings.get(TimingPhase.EVAL)
         found: list[Violation] = []
         if self.rounds_visible:

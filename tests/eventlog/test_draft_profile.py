@@ -9,8 +9,8 @@ from engine.llama.ledger import record_log
 from engine.llama.logread import read_log
 from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal, Session
-from eventlog.draft_profile import DraftProfile
 from eventlog.fold import fold_profiles
+from fsm.draft_profile import DraftProfile
 from fsm.states import Trigger
 from tests.engine.llama.test_logread import FIXTURES
 

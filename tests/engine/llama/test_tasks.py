@@ -5,20 +5,20 @@ round, reported."""
 
 import pytest
 
-from engine.llama.crosscheck import RoundFold
 from engine.llama.ledger_rounds import accepted_drafts
 from engine.llama.logread import parse_log, read_log
 from engine.llama.taskfold import fold_tasks
 from engine.llama.tasks import LlamaTask
+from fsm.draft_profile import DraftProfile
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
 
 VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots")
 
 
-def round_fold(task: LlamaTask) -> RoundFold:
+def round_fold(task: LlamaTask) -> DraftProfile:
     """The (drafted, accepted) fold of a task's speculative rounds."""
-    return RoundFold(tuple((r.drafted, accepted_drafts(r)) for r in task.rounds
-                           if r.speculative))
+    return DraftProfile([(r.drafted, accepted_drafts(r)) for r in task.rounds
+                         if r.speculative])
 
 
 @pytest.mark.parametrize("name", VERBOSE)
@@ -29,7 +29,7 @@ def test_rounds_add_up_to_the_engines_totals(name: str) -> None:
         assert task.released is not None and task.totals is not None
         f = round_fold(task)
         assert (f.drafted, f.accepted) == (task.totals.generated, task.totals.accepted)
-        assert abs(f.mean_len - task.totals.mean_len) <= 0.005 + 1e-9
+        assert abs((f.mean_accept_len or 1.0) - task.totals.mean_len) <= 0.005 + 1e-9
         assert all(r.complete for r in task.rounds)
         # The slot's length at release: the prompt and every token but the last sampled.
         assert task.released.n_tokens == task.prompt_tokens + task.generated - 1

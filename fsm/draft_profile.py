@@ -1,0 +1,58 @@
+"""Per turn, how far drafts got: the mean accepted length of a speculative round and the
+acceptance rate at each draft position, from a turn's speculative rounds. One definition
+for both readers: the log's fold (eventlog/fold.py) profiles any session's turns from its
+events (every backend records `verify` with the round's draft size and `commit` with its
+accepted drafts), and the llama.cpp import (engine/llama/crosscheck.py) checks
+llama-server's own figures against the rounds it imported.
+
+The definitions are llama-server's (print_timing), so an imported llama.cpp session and
+one of ours compare directly: mean length = 1 + accepted drafts / speculative rounds
+(tokens a round commits at most), and the rate at position i = the share of speculative
+rounds that accepted at least i drafts (over all of them, whatever their draft size).
+Positions run 1..k, k the turn's longest draft; a turn with no speculative round has none.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class DraftProfile:
+    """One turn's speculative rounds: (drafted, accepted) each, the draft size of the
+    round's first verification and the drafts it accepted."""
+
+    rounds: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def drafted(self) -> int:
+        """Draft tokens verified (first verifications only)."""
+        return sum(k for k, _ in self.rounds)
+
+    @property
+    def accepted(self) -> int:
+        """Draft tokens accepted."""
+        return sum(a for _, a in self.rounds)
+
+    @property
+    def mean_accept_len(self) -> float | None:
+        """1 + accepted drafts per speculative round (None without one)."""
+        if not self.rounds:
+            return None
+        return 1.0 + self.accepted / len(self.rounds)
+
+    def rate_at(self, position: int) -> float:
+        """The share of speculative rounds that accepted at least `position` drafts (0
+        without one)."""
+        if not self.rounds:
+            return 0.0
+        return sum(a >= position for _, a in self.rounds) / len(self.rounds)
+
+    @property
+    def acc_per_pos(self) -> list[float]:
+        """`rate_at` each draft position i = 1..k."""
+        k = max((d for d, _ in self.rounds), default=0)
+        return [self.rate_at(i) for i in range(1, k + 1)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The two figures as the JSON contract carries them."""
+        return {"mean_accept_len": self.mean_accept_len, "acc_per_pos": self.acc_per_pos}
