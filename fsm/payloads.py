@@ -22,7 +22,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 
 from fsm.states import Trigger
 
-EVENT_SCHEMA_VERSION = 1
+EVENT_SCHEMA_VERSION = 2
 """The version of the event schema: these payloads and the tables of eventlog/schema.py,
 which stores it in every ledger. Bump it on any incompatible change, and say what changed
 in docs/events.md#versions."""
