@@ -72,43 +72,31 @@ def check_commit(f: CommitFacts) -> list[Violation]:
     if f.committed < 1:
         out.append(Violation(Invariant.FORWARD_PROGRESS, "round committed no token"))
     if f.audit is not None and not f.audit.ok:
-        out.append(
-            Violation(
-                Invariant.STATE_TRUTH,
-                f"state digest {f.digest} != sequential digest {f.audit.expected_digest} "
-                f"at position {f.position} (error {f.audit.error:.3g}): the recurrent state "
-                "holds tokens the slot did not commit",
-                {"position": f.position, "digest": f.digest,
-                 "expected": f.audit.expected_digest, "error": f.audit.error},
-            )
-        )
+        out.append(Violation(
+            Invariant.STATE_TRUTH,
+            f"state digest {f.digest} != sequential digest {f.audit.expected_digest} at "
+            f"position {f.position} (error {f.audit.error:.3g}): the recurrent state holds "
+            "tokens the slot did not commit",
+            {"position": f.position, "digest": f.digest, "expected": f.audit.expected_digest,
+             "error": f.audit.error}))
     if not (f.kv_len == f.position and f.position in (f.n_tokens, f.n_tokens - 1)):
-        out.append(
-            Violation(
-                Invariant.BOOKKEEPING,
-                f"kv length {f.kv_len}, state position {f.position} and slot length "
-                f"{f.n_tokens} disagree",
-                {"kv_len": f.kv_len, "position": f.position, "n_tokens": f.n_tokens},
-            )
-        )
+        out.append(Violation(
+            Invariant.BOOKKEEPING,
+            f"kv length {f.kv_len}, state position {f.position} and slot length "
+            f"{f.n_tokens} disagree",
+            {"kv_len": f.kv_len, "position": f.position, "n_tokens": f.n_tokens}))
     beyond = [p for p in f.ctx_positions if p > f.n_tokens]
     if beyond:
-        out.append(
-            Violation(
-                Invariant.BOOKKEEPING,
-                f"context checkpoints at {beyond} lie beyond the committed length {f.n_tokens}",
-                {"beyond": beyond, "n_tokens": f.n_tokens},
-            )
-        )
+        out.append(Violation(
+            Invariant.BOOKKEEPING,
+            f"context checkpoints at {beyond} lie beyond the committed length {f.n_tokens}",
+            {"beyond": beyond, "n_tokens": f.n_tokens}))
     if f.draft_position is not None and f.draft_position != f.draft_expected_position:
-        out.append(
-            Violation(
-                Invariant.DRAFT_STATE,
-                f"draft state at position {f.draft_position}, its committed prefix is "
-                f"{f.draft_expected_position}",
-                {"draft_position": f.draft_position, "expected": f.draft_expected_position},
-            )
-        )
+        out.append(Violation(
+            Invariant.DRAFT_STATE,
+            f"draft state at position {f.draft_position}, its committed prefix is "
+            f"{f.draft_expected_position}",
+            {"draft_position": f.draft_position, "expected": f.draft_expected_position}))
     return out
 
 
@@ -117,18 +105,12 @@ def check_turn_end(slot_tokens: Sequence[int], transcript: Sequence[int]) -> lis
     if list(slot_tokens) == list(transcript):
         return []
     stray = len(slot_tokens) - len(transcript)
-    return [
-        Violation(
-            Invariant.SLOT_PREFIX,
-            f"slot holds {len(slot_tokens)} tokens, transcript {len(transcript)}: "
-            f"{max(stray, 0)} stray token(s) behind EOG",
-            {
-                "slot_len": len(slot_tokens),
-                "transcript_len": len(transcript),
-                "stray": list(slot_tokens[len(transcript):]) if stray > 0 else [],
-            },
-        )
-    ]
+    return [Violation(
+        Invariant.SLOT_PREFIX,
+        f"slot holds {len(slot_tokens)} tokens, transcript {len(transcript)}: "
+        f"{max(stray, 0)} stray token(s) behind EOG",
+        {"slot_len": len(slot_tokens), "transcript_len": len(transcript),
+         "stray": list(slot_tokens[len(transcript):]) if stray > 0 else []})]
 
 
 class ProgressGuard:
