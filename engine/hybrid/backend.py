@@ -213,16 +213,20 @@ class TorchBackend:
             raise BackendError(f"verify_batch takes one batch and one strategy per state; got "
                                f"{len(states)} states, {len(batches)} batches and "
                                f"{len(strategies)} strategies")
-        if not states:
-            return []
+        if len(states) <= 1:  # one row is one verify: the same forward, bit for bit
+            return [self.verify(*row) for row in zip(states, batches, strategies, strict=True)]
         starts = [s.position for s in states]
         logits, kept = self.model.verify_rows(batches, states, strategies, self.kernels)
         hidden = self._last.out  # (B, T, H), the final norm's output of that forward
+        # Greedy targets of every row in one argmax (one device sync, not one a row).
+        greedy = logits.argmax(dim=-1).tolist() if self.params.greedy else None
         outs = []
         for i, (state, start, batch) in enumerate(zip(states, starts, batches, strict=True)):
+            n = len(batch)
             if hidden is not None:
-                self._file_hidden(state, start, hidden[i, :len(batch)])
-            targets = self._targets(logits[i, :len(batch)], list(batch[1:]))
+                self._file_hidden(state, start, hidden[i, :n])
+            targets = (greedy[i][:n] if greedy is not None
+                       else self._targets(logits[i, :n], list(batch[1:])))
             outs.append(VerifyOut(targets, kept[i]))
         return outs
 
