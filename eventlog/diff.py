@@ -16,7 +16,7 @@ from typing import Any
 from eventlog.compare import EXACT, Tolerance, compare_events
 from eventlog.fold import LogFold, TurnRecord
 from eventlog.reader import SessionInfo
-from eventlog.token_diff import PromptTap, TokenComparer, TokenDiff, TurnVerdict, tapped
+from eventlog.token_diff import PromptTap, TokenComparer, TokenDiff, TurnVerdict
 from eventlog.turns import TurnPairs, folded
 from fsm.event import Event
 
@@ -161,8 +161,7 @@ def diff_streams(a: Iterable[Event], b: Iterable[Event], tol: Tolerance = EXACT,
     fa, fb = LogFold(pairs.closer(0)), LogFold(pairs.closer(1))
     follower = Follower(folded(a, fa), tol, context)
     rest = follower.remaining()
-    for ev in b:
-        fb.apply(ev)
+    for ev in folded(b, fb):
         if follower.divergence is None:
             follower.check(ev)
         if follower.divergence is not None:
@@ -190,11 +189,8 @@ def diff_tokens(a: Iterable[Event], b: Iterable[Event]) -> StreamDiff:
 
     pairs = TurnPairs(pair)
     fa, fb = LogFold(pairs.closer(0)), LogFold(pairs.closer(1))
-    rest = folded(tapped(a, taps[0]), fa)
-    tap_b = taps[1].apply
-    for ev in b:
-        tap_b(ev)
-        fb.apply(ev)
+    rest = folded(folded(a, taps[0]), fa)
+    for _ in folded(folded(b, taps[1]), fb):
         pairs.catch_up(0, rest)
     for _ in rest:
         pass

@@ -10,7 +10,7 @@ llama-server logs no prompt ids unless the run tokenized them) matches any id an
 counted, never guessed.
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -101,7 +101,7 @@ _NO_TURN = TurnTokens(None, (), (), ())
 
 class PromptTap:
     """Keeps each turn's START_TURN cut and prompt until the turn is compared, so that
-    only the turns not yet compared are held."""
+    only the turns not yet compared are held (fed through `eventlog.turns.folded`)."""
 
     def __init__(self) -> None:
         self._prompts: dict[TurnKey, tuple[int | None, list[Token]]] = {}
@@ -118,14 +118,6 @@ class PromptTap:
         if rec is None:
             return None
         return TurnTokens(trim, prompt, rec.answer, rec.committed)
-
-
-def tapped(events: Iterable[Event], tap: PromptTap) -> Iterator[Event]:
-    """`events`, each shown to `tap` as it passes."""
-    apply = tap.apply
-    for ev in events:
-        apply(ev)
-        yield ev
 
 
 @dataclass(slots=True)

@@ -2,12 +2,20 @@
 diff and a postmortem against a reference compare."""
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
-from eventlog.fold import LogFold, TurnKey, TurnRecord, fold_log
+from eventlog.fold import TurnKey, TurnRecord, fold_log
 from fsm.event import Event
 
 
-def folded(events: Iterable[Event], fold: LogFold) -> Iterator[Event]:
+class Folds(Protocol):
+    """Anything that takes events one at a time: a `LogFold`, a token diff's `PromptTap`."""
+
+    def apply(self, ev: Event) -> None:
+        """Take one event."""
+
+
+def folded(events: Iterable[Event], fold: Folds) -> Iterator[Event]:
     """`events`, each folded into `fold` as it passes."""
     apply = fold.apply
     for ev in events:
