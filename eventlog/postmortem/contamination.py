@@ -7,25 +7,15 @@ rejected tokens in its verify batch, and a state-truth violation (the digest aft
 is not the digest of the committed tokens). The finding names the round where it began.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
-from eventlog.postmortem.detector import SLOT, SOURCE, Handler, Row, config_value, examples
-from eventlog.postmortem.finding import Finding, Kind, Severity
+from eventlog.postmortem.detector import SEQ, SLOT, SOURCE, Handler, Row, config_value, examples
+from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.invariants import Invariant
 from fsm.payloads import Commit, InvariantViolation, Verify
 from fsm.states import RoundState, Trigger
 
 T = Trigger
-
-
-@dataclass(frozen=True)
-class _Mark:
-    seq: int
-    slot: int
-    turn: int
-    round: int
-    detail: dict[str, Any]
 
 
 class Contamination:
@@ -39,9 +29,9 @@ class Contamination:
         self.strategy = config_value(config, "strategy", "?")
         self.audit = bool(config_value(config, "audit", True))
         self._batch: dict[int, int] = {}
-        self.unrolled: list[_Mark] = []
+        self.unrolled: list[Noted] = []
         self.absorbed = 0
-        self.violations: list[_Mark] = []
+        self.violations: list[Noted] = []
         self.last_seq = 0
 
     def handlers(self) -> dict[Trigger, Handler]:
@@ -56,17 +46,15 @@ class Contamination:
         rejected = self._batch.pop(row[SLOT], 0) - len(commit["append"])
         # The source is a state's name (or the state itself, a StrEnum, from an Event).
         if rejected > 0 and row[SOURCE] == RoundState.REJECT:
-            seq, slot, turn, rnd = row[:4]
             self.absorbed += rejected
-            self.last_seq = seq
-            self.unrolled.append(_Mark(seq, slot, turn, rnd,
-                                       {"rejected": rejected, "position": commit["position"]}))
+            self.last_seq = row[SEQ]
+            self.unrolled.append(Noted(*row[:4], {"rejected": rejected,
+                                                  "position": commit["position"]}))
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
         if v["invariant"] == Invariant.STATE_TRUTH.value:
-            seq, slot, turn, rnd = row[:4]
-            self.last_seq = seq
-            self.violations.append(_Mark(seq, slot, turn, rnd, dict(v["details"])))
+            self.last_seq = row[SEQ]
+            self.violations.append(Noted(*row[:4], dict(v["details"])))
 
     def finish(self) -> list[Finding]:
         """One error finding when either sign is present."""

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Severity(StrEnum):
@@ -64,6 +64,17 @@ class Finding:
             "explanation": self.explanation,
             "fix": self.fix,
         }
+
+
+class Noted(NamedTuple):
+    """An event a detector keeps for its finding: its place (the first four fields of its
+    `Row`) and what the finding quotes of it (its payload, or figures taken from it)."""
+
+    seq: int
+    slot: int
+    turn: int
+    round: int
+    detail: Any
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

@@ -2,10 +2,10 @@
 explains (bookkeeping, forward progress, draft state), failed runs and logs that end
 mid-session. Lossless (invariant 4) needs a plain reference: reference.py decides it."""
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from eventlog.postmortem.detector import SEQ, Handler, Row, examples
-from eventlog.postmortem.finding import Finding, Kind, Severity
+from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.invariants import Invariant
 from fsm.payloads import Fail, InvariantViolation
 from fsm.states import Trigger
@@ -25,16 +25,6 @@ _FIX = {
 }
 
 
-class _Noted(NamedTuple):
-    """An event kept for its finding."""
-
-    seq: int
-    slot: int
-    turn: int
-    round: int
-    payload: Any
-
-
 class Violations:
     """Groups the remaining violations by invariant; notes FAIL events."""
 
@@ -45,22 +35,22 @@ class Violations:
     def __init__(self, config: dict[str, Any]) -> None:
         # Per invariant: its first events (the examples), how many, and the last seq; not
         # every violation, so a long session's memory stays flat.
-        self.by_invariant: dict[str, tuple[list[_Noted], int, int]] = {}
-        self.failures: list[_Noted] = []
+        self.by_invariant: dict[str, tuple[list[Noted], int, int]] = {}
+        self.failures: list[Noted] = []
 
     def handlers(self) -> dict[Trigger, Handler]:
         """Violations and failures."""
         return {Trigger.INVARIANT_VIOLATION: self._on_violation, Trigger.FAIL: self._on_fail}
 
     def _on_fail(self, row: Row, fail: Fail) -> None:
-        self.failures.append(_Noted(*row[:4], fail))
+        self.failures.append(Noted(*row[:4], fail))
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
         name = v["invariant"]
         if name not in _EXPLAINED:
             firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
             if len(firsts) < _EXAMPLES:
-                firsts.append(_Noted(*row[:4], v))
+                firsts.append(Noted(*row[:4], v))
             self.by_invariant[name] = (firsts, count + 1, row[SEQ])
 
     def finish(self) -> list[Finding]:
@@ -68,7 +58,7 @@ class Violations:
         out = []
         for name, (evs, count, last_seq) in self.by_invariant.items():
             first = evs[0]
-            v: InvariantViolation = first.payload
+            v: InvariantViolation = first.detail
             out.append(Finding(
                 Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, last_seq,
                 f"Invariant {name} failed {count} time(s); first: "
@@ -76,11 +66,11 @@ class Violations:
                 _FIX.get(name, "See the invariant's definition in docs/design.md#invariants."),
                 {"invariant": name, "count": count,
                  "first": examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
-                                     **e.payload["details"]} for e in evs],
+                                     **e.detail["details"]} for e in evs],
                                    _EXAMPLES)},
                 first.slot, first.turn, first.round))
         for ev in self.failures:
-            fail: Fail = ev.payload
+            fail: Fail = ev.detail
             out.append(Finding(
                 Kind.RUN_FAILED, Severity.ERROR, ev.seq, ev.seq,
                 f"The run failed in turn {ev.turn} round {ev.round} (slot {ev.slot}): "
