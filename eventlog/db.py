@@ -60,11 +60,40 @@ def open_db(db: str, create: bool) -> Engine:
 
 def _version_mismatch(shown: str, version: str) -> str:
     """One line: which side is older, and what to do (docs/events.md#versions)."""
-    older = version.isdigit() and int(version) < SCHEMA_VERSION
-    which = "an older" if older else "another"
-    return (f"{shown} has specledger schema version {version}, written by {which} "
+    if version.isdigit() and int(version) < SCHEMA_VERSION:
+        return (f"{shown} has specledger schema version {version}, written by an older "
+                f"specledger; this one reads version {SCHEMA_VERSION} "
+                f"(docs/events.md#versions): upgrade it with `specledger migrate --db "
+                f"{shown}` (nothing is lost if it is interrupted), or pass another --db")
+    return (f"{shown} has specledger schema version {version}, written by another "
             f"specledger; this one reads version {SCHEMA_VERSION} (docs/events.md#versions): "
             f"open it with the specledger that wrote it, or pass another --db")
+
+
+def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
+    """A writer's engine on the existing ledger `db`, how to show it and its stored schema
+    version (None: not a number), whatever the version is (`eventlog.migrate`)."""
+    url = _parse(db)
+    shown = url.render_as_string(hide_password=True) if "://" in db else db
+    sqlite_file = _sqlite_file(url)
+    if sqlite_file is not None:
+        if not sqlite_file.exists():
+            raise DatabaseUnavailableError(f"no database at {shown}; pass another --db")
+        reader = _engine(url, shown, writer=False)  # not ours: never touched by a writer
+        try:
+            _stored_version(reader, shown)
+        finally:
+            reader.dispose()
+    engine = _engine(url, shown, writer=True)
+    try:
+        version = _stored_version(engine, shown)
+    except BaseException:
+        engine.dispose()
+        raise
+    if version is None:
+        engine.dispose()
+        raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
+    return engine, shown, int(version) if version.isdigit() else None
 
 
 def _parse(db: str) -> URL:

@@ -10,12 +10,10 @@ engine does not read the log): on the sim's clock they agree exactly, timings in
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 
 from eventlog.draft_profile import DraftProfile
-from eventlog.jsoncodec import decode_json
-from eventlog.reader import scan_rows
+from eventlog.reader import paused_gc, scan_rows
 from eventlog.records import SlotView, TurnRecord
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
@@ -30,7 +28,6 @@ PHASES: dict[Trigger, str] = {
     Trigger.REPLAY: "rollback", Trigger.COMMIT: "commit",
 }
 """The phase of a round each of its steps' durations counts to."""
-_NONE: Payload = {}  # the payload of an event whose payload was not read; never changed
 _DEST: dict[str, RoundState] = {t: dest for t, _, dest in TRANSITIONS if dest is not None}
 _T = Trigger
 _RESTORE, _VERIFY, _DRAFT, _COMMIT, _REJECT, _ACCEPT, _RETRY, _LIVELOCK, _DECODE = (
@@ -61,9 +58,9 @@ class LogFold:
                   ev.payload)
 
     def step(self, seq: int, slot: int, turn: int, rnd: int, trigger: str,
-             dest: RoundState | None, t: float, d: float, p: Payload | None) -> None:
+             dest: RoundState | None, t: float, d: float, p: Payload) -> None:
         """Fold one event given as its fields (`dest` None: the state stays, as after a
-        note; `p` None: not read, which only a trigger outside `PAYLOADS` may be)."""
+        note)."""
         self.seq = seq
         v = self.slots.get(slot)
         if v is None:
@@ -78,8 +75,6 @@ class LogFold:
                 v.position = p[POSITION]
             if DIGEST in p:
                 v.digest = p[DIGEST]
-        else:
-            p = _NONE
         if dest is not None:
             v.state = dest
         v.turn, v.round = turn, rnd
@@ -197,13 +192,6 @@ def _rolled_back(rec: TurnRecord) -> None:
         rec.rollback_t = None
 
 
-PAYLOADS = frozenset({
-    Trigger.START_TURN, Trigger.PREFILL, Trigger.CTX_RESTORE, Trigger.BEGIN, Trigger.VERIFY,
-    Trigger.DECODE, Trigger.ACCEPT, Trigger.REJECT, Trigger.RESTORE, Trigger.LIVELOCK,
-    Trigger.COMMIT, Trigger.INVARIANT_VIOLATION, Trigger.END_TURN})
-"""The triggers whose payloads the fold reads; a reader may leave the others' unread."""
-
-
 def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | None = None
              ) -> LogFold:
     """`events` folded, in order."""
@@ -218,19 +206,17 @@ def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *
                  upto_seq: int | None = None, triggers: Collection[Trigger] | None = None,
                  timings: bool = True) -> LogFold:
     """The stored session's events (through `upto_seq`; only `triggers`' when given)
-    folded into `fold` (a new `LogFold` by default), reading only what the fold reads
-    (without `timings`, every time is read as 0)."""
+    folded into `fold` (a new `LogFold` by default; without `timings`, every time is
+    folded as 0)."""
     fold = LogFold() if fold is None else fold
-    step, dest, loads = fold.step, _DEST.get, orjson.loads
-    clocked = tuple(Trigger) if timings else ()
-    for rows in scan_rows(engine, session_id, payloads=PAYLOADS, triggers=triggers,
-                          timed=clocked, stamped=clocked, upto_seq=upto_seq):
-        for seq, slot, turn, rnd, trigger, d, _source, t, text in rows:
-            try:
-                p = None if text is None else loads(text)
-            except orjson.JSONDecodeError:  # a ledger from before payloads were standard
-                p = decode_json(text)
-            step(seq, slot, turn, rnd, trigger, dest(trigger), t or 0.0, d or 0.0, p)
+    step, dest = fold.step, _DEST.get
+    with paused_gc():
+        for rows in scan_rows(engine, session_id, triggers=triggers, upto_seq=upto_seq):
+            for seq, slot, turn, rnd, trigger, d, _source, t, p, _dest in rows:
+                if timings:
+                    step(seq, slot, turn, rnd, trigger, dest(trigger), t, d, p)
+                else:
+                    step(seq, slot, turn, rnd, trigger, dest(trigger), 0.0, 0.0, p)
     return fold
 
 

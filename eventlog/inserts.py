@@ -10,22 +10,37 @@ stale writer's row violates the seq constraint).
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.exc import IntegrityError
 
+from eventlog.jsoncodec import encode_json
 from eventlog.schema import events
+from fsm.event import Event
 
-COLUMNS = ("session_id", "seq", "slot", "turn", "round", "trigger", "source", "dest", "t",
-           "duration", "payload")
+COLUMNS = ("session_id", "seq", "slot", "turn", "round", "trigger", "dest", "body")
 """The order of every row a flush writes."""
 
 Row = tuple[Any, ...]
 Inserter = Callable[[Connection, Sequence[Row]], None]
 
 
-def _executemany(engine: Engine) -> Inserter:
-    """The events INSERT in the dialect's own parameter style, run over all rows at once."""
-    compiled = events.insert().compile(dialect=engine.dialect, column_keys=list(COLUMNS))
+def event_row(session_id: int, e: Event) -> Row:
+    """The row of event `e` in `COLUMNS` order."""
+    trigger, dest = e.trigger._value_, e.dest._value_
+    return (session_id, e.seq, e.slot, e.turn, e.round, trigger, dest,
+            encode_body(e.seq, e.slot, e.turn, e.round, trigger, e.duration, e.source._value_,
+                        e.t, e.payload, dest))
+
+
+def encode_body(seq: int, slot: int, turn: int, rnd: int, trigger: str, duration: float,
+                source: str, t: float, payload: Any, dest: str) -> str:
+    """An event's `body`: its fields as one JSON array, in `eventlog.schema.BODY` order."""
+    return encode_json([seq, slot, turn, rnd, trigger, duration, source, t, payload, dest])
+
+
+def _executemany(engine: Engine, table: Table) -> Inserter:
+    """The INSERT in the dialect's own parameter style, run over all rows at once."""
+    compiled = table.insert().compile(dialect=engine.dialect, column_keys=list(COLUMNS))
     sql = compiled.string
     if not compiled.positional:
 
@@ -43,26 +58,29 @@ def _executemany(engine: Engine) -> Inserter:
     return positional
 
 
-def _copy(conn: Connection, rows: Sequence[Row]) -> None:
+def _copy(table: Table) -> Inserter:
     """COPY the rows in, inside the connection's open transaction (psycopg 3)."""
-    cursor = conn.connection.cursor()
-    try:
-        with cursor.copy(_COPY_SQL) as copy:
-            write = copy.write_row
-            for row in rows:
-                write(row)
-    finally:
-        cursor.close()
+    sql = f"COPY {table.name} ({', '.join(COLUMNS)}) FROM STDIN"
+
+    def copy_rows(conn: Connection, rows: Sequence[Row]) -> None:
+        cursor = conn.connection.cursor()
+        try:
+            with cursor.copy(sql) as copy:
+                write = copy.write_row
+                for row in rows:
+                    write(row)
+        finally:
+            cursor.close()
+
+    return copy_rows
 
 
-_COPY_SQL = f"COPY events ({', '.join(COLUMNS)}) FROM STDIN"
-
-
-def row_inserter(engine: Engine) -> Inserter:
-    """The fastest way this engine's driver has to insert a flush's rows."""
+def row_inserter(engine: Engine, table: Table = events) -> Inserter:
+    """The fastest way this engine's driver has to insert a flush's rows into `table` (the
+    events table, or a migration's new one)."""
     if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
-        return _copy
-    return _executemany(engine)
+        return _copy(table)
+    return _executemany(engine, table)
 
 
 def integrity_errors(engine: Engine) -> tuple[type[Exception], ...]:

@@ -1,21 +1,22 @@
 """Reading sessions and events back. Readers never write."""
 
+import gc
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import (
     Connection,
     Engine,
     Select,
     Text,
-    case,
     cast,
     func,
     literal_column,
-    null,
     or_,
     select,
 )
@@ -24,7 +25,7 @@ from sqlalchemy import Row as SqlRow
 from eventlog.errors import UnknownSessionError
 from eventlog.jsoncodec import decode_json
 from eventlog.liveness import locked_sessions, writer_gone
-from eventlog.schema import SessionStatus, events, sessions
+from eventlog.schema import BODY, SessionStatus, events, sessions
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
 
@@ -84,15 +85,13 @@ def iter_events(
 ) -> Iterator[Event]:
     """The session's events in seq order, through `upto_seq` inclusive when given.
 
-    Keyset pagination on the (session_id, seq) index: each page is one indexed range
-    query, so memory stays bounded by `batch` on every backend, and since the log is
-    append-only in seq order the pages of a live session still form a gap-free prefix.
+    Keyset pagination on the (session_id, seq) key: each page is one range query, so
+    memory stays bounded by `batch` on every backend, and since the log is append-only in
+    seq order the pages of a live session still form a gap-free prefix.
     """
     get_session(engine, session_id)  # here, so an unknown id fails now, not at first next()
     c = events.c
-    query = select(
-        c.seq, c.slot, c.turn, c.round, c.trigger, c.source, c.dest, c.t, c.duration, c.payload
-    ).where(c.session_id == session_id)
+    query = select(_BODY_TEXT).where(c.session_id == session_id)
     if upto_seq is not None:
         query = query.where(c.seq <= upto_seq)
     return _pages(engine, query.order_by(c.seq).limit(batch), batch)
@@ -100,27 +99,14 @@ def iter_events(
 
 def _pages(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
     seq_col = events.c.seq
-    triggers, states = _TRIGGERS, _STATES
     last = -1  # below every seq: they count from 0 or 1
     with engine.connect() as conn:
         while True:
-            rows = conn.execute(query.where(seq_col > last)).all()
-            for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
-                yield Event(
-                    seq=seq,
-                    slot=slot,
-                    turn=turn,
-                    round=rnd,
-                    trigger=triggers[trigger],
-                    source=states[source],
-                    dest=states[dest],
-                    t=t,
-                    duration=duration,
-                    payload=payload,
-                )
+            rows = _decoded([r[0] for r in conn.execute(query.where(seq_col > last))])
+            yield from map(_event, rows)
             if len(rows) < batch:
                 return
-            last = rows[-1][0]
+            last = rows[-1][SEQ]
 
 
 def scan_events(
@@ -131,73 +117,84 @@ def scan_events(
     for whole-session scans (projection of a long log, postmortem, diff), in memory that
     does not grow with the session.
 
-    One streamed query (a server-side cursor on PostgreSQL) instead of keyset pages, its
-    rows taken from the driver's cursor as they are (SQLAlchemy's row objects cost a third
-    of a scan), and the payload read as text and decoded here. The query reads one
-    snapshot, so a live session yields the whole rounds committed when it began.
+    One streamed query (a server-side cursor on PostgreSQL) instead of keyset pages. The
+    query reads one snapshot, so a live session yields the whole rounds committed when it
+    began.
     """
-    get_session(engine, session_id)
-    c = events.c
-    # As text: psycopg would decode json itself, and more slowly.
-    query = select(
-        c.seq, c.slot, c.turn, c.round, c.trigger, c.source, c.dest, c.t, c.duration,
-        cast(c.payload, Text),
-    )
-    return _events(_scan(engine, _where(query, session_id, upto_seq, triggers), batch))
+    batches = scan_rows(engine, session_id, upto_seq=upto_seq, triggers=triggers, batch=batch)
+    return (_event(row) for rows in batches for row in rows)
 
 
-def _events(batches: Iterator[list[Any]]) -> Iterator[Event]:
-    triggers, states, loads = _TRIGGERS, _STATES, decode_json
-    for rows in batches:
-        for seq, slot, turn, rnd, trigger, source, dest, t, duration, payload in rows:
-            yield Event(seq, slot, turn, rnd, triggers[trigger], states[source], states[dest],
-                        t, duration, loads(payload))
+def _event(row: "Row") -> Event:
+    seq, slot, turn, rnd, trigger, duration, source, t, payload, dest = row
+    return Event(seq, slot, turn, rnd, _TRIGGERS[trigger], _STATES[source], _STATES[dest],
+                 t, duration, payload)
 
 
-Row = tuple[int, int, int, int, str, float | None, str | None, float | None, str | None]
-"""(seq, slot, turn, round, trigger, duration, source, t, payload text): one event's
-fields as `scan_rows` reads them, None where they were not asked for."""
+Row = list[Any]
+"""One event as `scan_rows` reads it: its `body`, the fields in `eventlog.schema.BODY`
+order (seq, slot, turn, round, trigger, duration, source, t, payload, dest), the trigger
+and states as their names."""
+SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD, DEST = range(len(BODY))
+"""The positions of the fields in a `Row`."""
+
+# As text: psycopg would decode json itself, and more slowly.
+_BODY_TEXT = cast(events.c.body, Text)
 
 
 def scan_rows(
-    engine: Engine, session_id: int, *, payloads: Collection[Trigger],
-    triggers: Collection[Trigger] | None = None, timed: Collection[Trigger] = (),
-    stamped: Collection[Trigger] = (), sourced: Collection[Trigger] = (),
+    engine: Engine, session_id: int, *, triggers: Collection[Trigger] | None = None,
     required: Mapping[Trigger, str] | None = None, upto_seq: int | None = None,
     batch: int = 2000,
 ) -> Iterator[list[Row]]:
     """The session's events (only those with one of `triggers`, when given; through
     `upto_seq`) in lists of `batch`, each a `Row`, for the folds that read a whole session
-    (eventlog/fold.py, the postmortem) faster than `scan_events` does: no `Event` built,
-    no destination state (the trigger implies it), and from the database only what the
-    fold asks for: the payloads of `payloads`' triggers, the durations of `timed`'s, the
-    times of `stamped`'s and the sources of `sourced`'s (None for the rest: every value the
-    driver builds costs the scan time). An event of a trigger in `required` is read only
-    where its payload has that field (not JSON null), which the database decides."""
+    (eventlog/fold.py, the postmortem): no `Event` built. An event of a trigger in
+    `required` is read only where its payload has that field (not JSON null), which the
+    database decides."""
     get_session(engine, session_id)
     c = events.c
-
-    def only(of: Collection[Trigger], column: Any) -> Any:
-        if not of:
-            return null()
-        return column if len(set(of)) == len(Trigger) else case((_one_of(of), column))
-
-    query = select(c.seq, c.slot, c.turn, c.round, c.trigger, only(timed, c.duration),
-                   only(sourced, c.source), only(stamped, c.t),
-                   only(payloads, cast(c.payload, Text)))
-    query = _where(query, session_id, upto_seq, triggers)
+    query = _where(select(_BODY_TEXT), session_id, upto_seq, triggers)
+    sqlite = engine.dialect.name == "sqlite"
     for trigger, key in (required or {}).items():
         if not _FIELD.fullmatch(key):
             raise ValueError(f"not a payload field name: {key!r}")
-        # `->>` reads one field on SQLite (3.38+) and PostgreSQL alike.
-        has = c.payload.op("->>")(literal_column(f"'{key}'")).is_not(None)
+        # The payload's field, on SQLite (3.38+) after a text search that spares the JSON
+        # parse where the name does not occur at all.
+        has = (literal_column(f"instr(events.body, '\"{key}\"') > 0 AND "
+                              f"events.body ->> '$[{PAYLOAD}].{key}' IS NOT NULL") if sqlite
+               else literal_column(f"events.body -> {PAYLOAD} ->> '{key}' IS NOT NULL"))
         query = query.where(or_(c.trigger != trigger.value, has))
-    return _scan(engine, query, batch)
+    return (_decoded([r[0] for r in rows]) for rows in _scan(engine, query, batch))
+
+
+def _decoded(texts: list[str]) -> list[Row]:
+    """The bodies parsed: orjson in one pass over the batch, the standard parser for a
+    batch with a ledger's pre-standard `NaN` tokens (docs/events.md#versions)."""
+    try:
+        return list(map(orjson.loads, texts))
+    except orjson.JSONDecodeError:
+        return list(map(decode_json, texts))
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused for a whole-session fold. A scan makes a list
+    and a payload per event and keeps none (reference counting frees them), so the
+    collector's passes, triggered every few hundred allocations, found nothing and cost
+    a tenth of a postmortem. Nested pauses resume only at the outermost's end."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _one_of(triggers: Collection[Trigger]) -> Any:
     """Whether an event's trigger is one of `triggers`, as the shorter of the IN and NOT IN
-    lists: the database tests it once per event and per column, a long list costing more."""
+    lists: the database tests it once per event, a long list costing more."""
     inside = sorted(t.value for t in triggers)
     outside = sorted(t.value for t in Trigger if t not in triggers)
     return (events.c.trigger.not_in(outside) if len(outside) < len(inside)

@@ -21,8 +21,7 @@ from typing import Any, Self
 from sqlalchemy import Engine, select
 
 from eventlog.errors import StaleWriterError, UnknownSessionError
-from eventlog.inserts import integrity_errors, row_inserter
-from eventlog.jsoncodec import encode_json
+from eventlog.inserts import event_row, integrity_errors, row_inserter
 from eventlog.liveness import hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
 from fsm.errors import PayloadError
@@ -168,12 +167,7 @@ class Recorder:
         if n == 0 and status is None:
             return
         sid = self.session_id
-        encode = encode_json
-        rows = [
-            (sid, e.seq, e.slot, e.turn, e.round, e.trigger._value_, e.source._value_,
-             e.dest._value_, e.t, e.duration, encode(e.payload))
-            for e in self._buffer[:n]
-        ]
+        rows = [event_row(sid, e) for e in self._buffer[:n]]
         # Re-stamping the writer at each flush takes the session back from a stale writer
         # that claimed it, so readers judge liveness by the process that really writes.
         values: dict[str, Any] = {

@@ -16,7 +16,13 @@ from specledger.api import run_session
 SEED = RunConfig(eog_policy="legacy", replay_policy="reverify", tie_flip_rate=0.02,
                  acceptance=0.8, turns=4, prompt_tokens=2048, question_tokens=32,
                  answer_tokens=2500, seed=3)
-_COLUMNS = "seq, slot, turn, round, trigger, source, dest, t, duration, payload"
+_COLUMNS = "seq, slot, turn, round, trigger, dest, body"
+
+
+def _renumbered(body: str, seq: int, turn: int) -> str:
+    """`body` (eventlog.schema.BODY: it opens with seq, slot, turn) with a new seq and turn."""
+    _seq, slot, _turn, rest = body.split(",", 3)
+    return f"[{seq},{slot},{turn},{rest}"
 
 
 def build(db: Path, target: int, seed: RunConfig = SEED) -> tuple[int, int]:
@@ -31,10 +37,13 @@ def build(db: Path, target: int, seed: RunConfig = SEED) -> tuple[int, int]:
         with con:
             copies = 1
             while n * copies < target:
-                batch = [(sid, r[0] + n * copies, r[1], r[2] + turns * copies, *r[3:])
-                         for r in rows[: target - n * copies]]
+                batch = []
+                for seq, slot, turn, rnd, trigger, dest, body in rows[: target - n * copies]:
+                    seq, turn = seq + n * copies, turn + turns * copies
+                    batch.append((sid, seq, slot, turn, rnd, trigger, dest,
+                                  _renumbered(body, seq, turn)))
                 con.executemany(f"INSERT INTO events (session_id, {_COLUMNS}) VALUES "
-                                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
+                                "(?, ?, ?, ?, ?, ?, ?, ?)", batch)
                 copies += 1
             total = con.execute("SELECT count(*) FROM events WHERE session_id = ?",
                                 (sid,)).fetchone()[0]

@@ -8,7 +8,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from engine.config import BackendKind
 from fsm.errors import SpecledgerError
-from specledger import bench_cmd, commands, export_cmd, import_cmd
+from specledger import bench_cmd, commands, export_cmd, import_cmd, migrate_cmd
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
 from specledger.graphs import GraphKind
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_parser(sub)
     import_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
+    migrate_cmd.add_parser(sub)
     demo = sub.add_parser("demo", help="the #28049 amplification, shown")
     demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     demo.add_argument("--seed", type=int, default=1)

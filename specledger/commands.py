@@ -10,7 +10,7 @@ from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.fold import fold_profiles
 from eventlog.projection import project_session
 from eventlog.reader import scan_events
-from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, output
+from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, migrate_cmd, output
 from specledger.api import RunResult, run_session, turn_table
 from specledger.errors import UsageError
 from specledger.graphs import GraphKind, default_name, graph_dot
@@ -34,6 +34,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "bench": bench_cmd.cmd_bench,
         "import": import_cmd.cmd_import,
         "export": export_cmd.cmd_export,
+        "migrate": migrate_cmd.cmd_migrate,
     }[args.command]
     return handler(args)
 

@@ -5,11 +5,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 
 from eventlog.fold import LogFold
-from eventlog.jsoncodec import decode_json
 from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.contamination import Contamination
 from eventlog.postmortem.detector import (
@@ -31,7 +29,14 @@ from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.storms import RestoreStorms
 from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
-from eventlog.reader import SessionInfo, count_events, get_session, scan_events, scan_rows
+from eventlog.reader import (
+    SessionInfo,
+    count_events,
+    get_session,
+    paused_gc,
+    scan_events,
+    scan_rows,
+)
 from eventlog.schema import SessionStatus
 from eventlog.turns import TurnPairs, folded
 from fsm.errors import SpecledgerError
@@ -99,9 +104,6 @@ class _Pass:
         for d in self.found:
             for trigger, handler in d.handlers().items():
                 self.routes[trigger.value].append(handler)
-        self.payloads = {t for d in self.found for t in d.payloads}
-        self.timed = {t for d in self.found for t in d.timed}
-        self.sourced = {t for d in self.found for t in d.sourced}
         self.check = OutputCheck()
         self.pairs = TurnPairs(self.check.pair)
         self.folder, ref_folder = LogFold(self.pairs.closer(0)), LogFold(self.pairs.closer(1))
@@ -118,7 +120,6 @@ class _Pass:
 
             for trigger in _TURN_TRIGGERS:
                 self.routes[trigger.value].append(fold_turn)
-            self.payloads.update(_TURN_TRIGGERS)
             # Last, after the session's own fold has closed the turn.
             self.routes[Trigger.END_TURN.value].append(
                 lambda row, p: pairs.catch_up(1, ref_events))
@@ -135,19 +136,15 @@ class _Pass:
                     handler(row, ev.payload)
         return n
 
-    def rows(self, batches: Iterable[list[tuple[Any, ...]]]) -> int:
+    def rows(self, batches: Iterable[list[Row]]) -> int:
         """Feed the rows of `eventlog.reader.scan_rows`; how many."""
-        get, loads, n = self.routes.get, orjson.loads, 0
-        for rows in batches:
-            n += len(rows)
-            for row in rows:
-                text = row[PAYLOAD]
-                try:
-                    p = None if text is None else loads(text)
-                except orjson.JSONDecodeError:  # a ledger from before payloads were standard
-                    p = decode_json(text)
-                for handler in get(row[TRIGGER], ()):
-                    handler(row, p)
+        get, n = self.routes.get, 0
+        with paused_gc():
+            for rows in batches:
+                n += len(rows)
+                for row in rows:
+                    for handler in get(row[TRIGGER], ()):
+                        handler(row, row[PAYLOAD])
         return n
 
     def findings(self, reference_id: int | None, config: dict[str, Any]) -> list[Finding]:
@@ -185,10 +182,9 @@ def postmortem_session(engine: Engine, session_id: int,
     ref_events = (None if ref is None
                   else scan_events(engine, ref, triggers=_TURN_TRIGGERS))
     one = _Pass(info.config, ref_events)
-    # Only what some handler reads leaves the database: the events of their triggers (a
-    # NEXT, say, none), and of those only the payloads, durations and sources they read.
+    # Only the events some handler reads leave the database: those of their triggers (a
+    # NEXT, say, none).
     one.rows(scan_rows(engine, session_id, triggers={Trigger(t) for t in one.routes},
-                       payloads=one.payloads, timed=one.timed, sourced=one.sourced,
                        required=_REQUIRED))
     findings = one.findings(ref, info.config)
     n = count_events(engine, session_id)

@@ -1,37 +1,32 @@
 """The detector interface: each failure pattern is a small fold over the events it needs.
 
-A detector names, per trigger, the handler that folds such an event, and which of those
-triggers' payloads, durations and sources the handlers read: a stored session's
-postmortem reads nothing else from the database (`eventlog.postmortem.analyze`). A
-handler takes the event's fields as one tuple, `Row`, exactly as the database driver
-gives them (building an object per event cost more than the detectors' folding), and the
-decoded payload; a field a detector did not ask for may be a placeholder there.
+A detector names, per trigger, the handler that folds such an event: a stored session's
+postmortem reads only the events of those triggers from the database
+(`eventlog.postmortem.analyze`). A handler takes the event's fields as one sequence,
+`Row`, as the reader parsed them from the event's stored body (building an object per
+event cost more than the detectors' folding), and the payload.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from eventlog import reader
 from eventlog.postmortem.finding import Finding
 from fsm.states import Trigger
 
-Row = tuple[Any, ...]
+Row = Sequence[Any]
 """One event's fields as `eventlog.reader.scan_rows` reads them (its `Row`)."""
-SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD = range(9)
-"""The positions of the fields in a `Row`."""
+SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD = (
+    reader.SEQ, reader.SLOT, reader.TURN, reader.ROUND, reader.TRIGGER, reader.DURATION,
+    reader.SOURCE, reader.T, reader.PAYLOAD)
+"""The positions of the fields in a `Row` (the trigger and source as their names)."""
 
 Handler = Callable[[Row, Any], None]
-"""Folds one event: its `Row` and its payload (None where the payload was not read)."""
+"""Folds one event: its `Row` and its payload."""
 
 
 class Detector(Protocol):
     """Folds the events of the triggers it handles, in log order, then reports."""
-
-    payloads: frozenset[Trigger]
-    """The triggers whose payloads the handlers read."""
-    timed: frozenset[Trigger]
-    """The triggers whose durations the handlers read (None for the rest)."""
-    sourced: frozenset[Trigger]
-    """The triggers whose source state the handlers read (None for the rest)."""
 
     def handlers(self) -> dict[Trigger, Handler]:
         """The handler of each trigger this detector folds."""

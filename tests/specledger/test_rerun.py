@@ -2,11 +2,13 @@
 lineage, and a tampered log caught at the exact event."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import update
 
 from eventlog import get_session, iter_events, open_db
+from eventlog.inserts import event_row
 from eventlog.schema import events
 from fsm.states import Trigger
 from specledger.cli import main
@@ -52,7 +54,8 @@ def test_a_tampered_log_stops_the_rerun_at_that_event(
     with engine.begin() as conn:
         conn.execute(update(events).where(events.c.session_id == sid,
                                           events.c.seq == target.seq)
-                     .values(payload={**target.payload, "digest": "feedfacefeedface"}))
+                     .values(body=json.loads(event_row(sid, replace(
+                         target, payload={**target.payload, "digest": "feedfacefeedface"}))[-1])))
     doc = _run(capsys, "replay", str(sid), "--db", db, "--rerun", "--json", status=1)
     d = doc["divergence"]
     assert doc["reproduced"] is False

@@ -1,0 +1,106 @@
+"""`specledger migrate`: a version-1 ledger becomes this version with every event, and the
+same postmortem, and an interrupted migration leaves it as it was."""
+
+import pytest
+from sqlalchemy import Engine, text, update
+
+from engine.config import RunConfig
+from eventlog import NotASpecledgerDatabaseError, open_db
+from eventlog.jsoncodec import encode_json
+from eventlog.migrate import V1_EVENTS, migrate
+from eventlog.postmortem import postmortem_session
+from eventlog.reader import iter_events
+from eventlog.schema import SCHEMA_VERSION, meta
+from fsm.event import Event
+from specledger.api import run_session
+from specledger.cli import main
+
+CONFIG = RunConfig(eog_policy="legacy", replay_policy="reverify", tie_flip_rate=0.3,
+                   acceptance=0.9, turns=2, seed=3)
+
+
+def _as_version_1(engine: Engine, evs: list[Event], session_id: int) -> None:
+    """Rewrite the ledger's events table as version 1 stored it."""
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE events"))
+        V1_EVENTS.create(conn)
+        conn.execute(V1_EVENTS.insert(), [
+            {"session_id": session_id, "seq": e.seq, "slot": e.slot, "turn": e.turn,
+             "round": e.round, "trigger": e.trigger.value, "source": e.source.value,
+             "dest": e.dest.value, "t": e.t, "duration": e.duration, "payload": e.payload}
+            for e in evs])
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="1"))
+
+
+@pytest.fixture
+def old_ledger(db_url: str) -> tuple[str, list[Event], dict[str, object]]:
+    """A version-1 ledger of one session: its URL, its events and its postmortem."""
+    sid = run_session(CONFIG, db_url).session_id
+    engine = open_db(db_url, create=False)
+    evs = list(iter_events(engine, sid))
+    before = postmortem_session(engine, sid).to_dict()
+    engine.dispose()
+    writer = open_db(db_url, create=True)
+    _as_version_1(writer, evs, sid)
+    writer.dispose()
+    return db_url, evs, before
+
+
+def test_a_version_1_ledger_is_migrated_with_every_event(
+        old_ledger: tuple[str, list[Event], dict[str, object]]) -> None:
+    url, evs, before = old_ledger
+    with pytest.raises(NotASpecledgerDatabaseError, match="specledger migrate --db"):
+        open_db(url, create=False)
+    seen: list[tuple[int, int]] = []
+    done = migrate(url, lambda n, total: seen.append((n, total)), batch=100)
+    assert (done.from_version, done.to_version, done.events) == (1, SCHEMA_VERSION, len(evs))
+    assert seen[-1] == (len(evs), len(evs)) and len(seen) > 1
+    engine = open_db(url, create=False)
+    assert list(iter_events(engine, 1)) == evs
+    assert postmortem_session(engine, 1).to_dict() == before
+    assert migrate(url).events == 0  # a second run finds nothing to do
+
+
+def test_an_interrupted_migration_changes_nothing(
+        old_ledger: tuple[str, list[Event], dict[str, object]]) -> None:
+    url, evs, _ = old_ledger
+
+    def crash(n: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        migrate(url, crash, batch=100)
+    with pytest.raises(NotASpecledgerDatabaseError, match="version 1"):
+        open_db(url, create=False)
+    assert migrate(url).events == len(evs)
+    assert list(iter_events(open_db(url, create=False), 1)) == evs
+
+
+def test_the_migrate_command_says_what_it_did(
+        old_ledger: tuple[str, list[Event], dict[str, object]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url, evs, _ = old_ledger
+    assert main(["migrate", "--db", url]) == 0
+    assert f"schema version 1 -> {SCHEMA_VERSION}, {len(evs):,} events migrated" in (
+        capsys.readouterr().out)
+    assert main(["migrate", "--db", url]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_a_pre_standard_nan_payload_is_migrated_to_the_standard_form(db_url: str) -> None:
+    sid = run_session(RunConfig(turns=1, seed=1), db_url).session_id
+    engine = open_db(db_url, create=False)
+    evs = list(iter_events(engine, sid))
+    engine.dispose()
+    writer = open_db(db_url, create=True)
+    _as_version_1(writer, evs, sid)
+    sqlite = writer.dialect.name == "sqlite"
+    if sqlite:  # PostgreSQL's json never held the NaN token
+        with writer.begin() as conn:
+            conn.execute(text("UPDATE events SET payload = :p WHERE seq = :s"),
+                         {"p": '{"f_keep": NaN}', "s": evs[0].seq})
+    writer.dispose()
+    migrate(db_url)
+    first = next(iter_events(open_db(db_url, create=False), sid))
+    if sqlite:
+        assert encode_json(first.payload) == '{"f_keep":"NaN"}'
