@@ -112,11 +112,11 @@ class PromptTap:
             self._prompts[(ev.slot, ev.turn)] = (ev.payload.get(TRIM),
                                                  ev.payload.get(APPEND) or [])
 
-    def turn(self, key: TurnKey, rec: TurnRecord | None) -> TurnTokens | None:
-        """The turn `key` for comparison (None when this session lacks it)."""
+    def turn(self, key: TurnKey, rec: TurnRecord | None) -> TurnTokens:
+        """The turn `key` for comparison (no tokens when this session lacks it)."""
         trim, prompt = self._prompts.pop(key, (None, []))
         if rec is None:
-            return None
+            return _NO_TURN
         return TurnTokens(trim, prompt, rec.answer, rec.committed)
 
 
@@ -141,11 +141,9 @@ class TokenComparer:
         self._answer_tokens = 0
         self._unknown = [0, 0]
 
-    def compare(self, key: TurnKey, ta: TurnTokens | None,
-                tb: TurnTokens | None) -> TurnVerdict:
-        """Fold turn `key` of both sessions (None: that session lacks it) and compare it."""
+    def compare(self, key: TurnKey, a: TurnTokens, b: TurnTokens) -> TurnVerdict:
+        """Fold turn `key` of both sessions and compare it."""
         slot = self._slots.setdefault(key[0], _Slot())
-        a, b = ta or _NO_TURN, tb or _NO_TURN
         self._turns += 1
         for side, t in enumerate((a, b)):
             self._unknown[side] += _count_none(t.prompt) + _count_none(t.committed)
@@ -155,8 +153,7 @@ class TokenComparer:
         la, lb = len(slot.a), len(slot.b)
         prompt_diff = None if slot.agreed == la == lb else slot.agreed
         if prompt_diff is not None:
-            self._note(key, Part.PROMPT, prompt_diff, (prompt_diff, prompt_diff), (la, lb),
-                       slot)
+            self._note(key, Part.PROMPT, prompt_diff, slot, (slot.a, slot.b))
         unnamed = None in a.prompt or None in b.prompt
         same_prompt = False if prompt_diff is not None else (None if unnamed else True)
         answer_diff = _first_difference(a.answer, b.answer)
@@ -166,9 +163,7 @@ class TokenComparer:
         if slot.agreed >= min(la, lb):
             slot.agreed = _common(slot.a, slot.b, slot.agreed)
         if answer_diff is not None:
-            self._note(key, Part.ANSWER, answer_diff, (la + answer_diff, lb + answer_diff),
-                       (len(a.answer), len(b.answer)), slot,
-                       (_at(a.answer, answer_diff), _at(b.answer, answer_diff)))
+            self._note(key, Part.ANSWER, answer_diff, slot, (a.answer, b.answer), (la, lb))
         return TurnVerdict(same_prompt, prompt_diff, answer_diff is None, answer_diff)
 
     def result(self) -> TokenDiff:
@@ -176,17 +171,19 @@ class TokenComparer:
         return TokenDiff(self._first, self._turns, self._answer_tokens,
                          (self._unknown[0], self._unknown[1]))
 
-    def _note(self, key: TurnKey, part: Part, index: int, positions: tuple[int, int],
-              lengths: tuple[int, int], slot: _Slot,
-              ids: tuple[Token, Token] | None = None) -> None:
-        """Keep the divergence if it is the earliest (by slot, turn, prompt before answer)."""
+    def _note(self, key: TurnKey, part: Part, index: int, slot: _Slot,
+              parts: tuple[Sequence[Token], Sequence[Token]],
+              starts: tuple[int, int] = (0, 0)) -> None:
+        """Keep the divergence at `index` of both sessions' `parts` (at sequence positions
+        `starts` in their slots) if it is the earliest (by slot, turn, prompt before
+        answer)."""
         first = self._first
         if first is not None and (first.slot, first.turn) <= key:
             return
-        pa, pb = positions
-        expected, actual = ids if ids is not None else (_at(slot.a, pa), _at(slot.b, pb))
-        self._first = TokenDivergence(key[0], key[1], part, index, pa, pb, expected, actual,
-                                      lengths, tuple(slot.a[max(0, pa - BEFORE):pa]))
+        (x, y), pa = parts, starts[0] + index
+        self._first = TokenDivergence(key[0], key[1], part, index, pa, starts[1] + index,
+                                      _at(x, index), _at(y, index), (len(x), len(y)),
+                                      tuple(slot.a[max(0, pa - BEFORE):pa]))
 
 
 def _cut(seq: list[Token], t: TurnTokens) -> int:
