@@ -33,19 +33,24 @@ from specbench.strategies_points import CORRECT
 
 SUITE = "batching"
 SIM_PROFILE = "qwen3.5-27b-h200"
-VARIANTS = (PLAIN, *CORRECT)
+SIM_DRAFTERS = ("synthetic",)
+# ngram-mod is free to run and pays on this CPU at one slot; the shipped MTP head costs a
+# forward per draft and reaches little acceptance (docs: the drafters suite).
+TORCH_DRAFTERS = ("ngram-mod", "mtp")
 BATCHED, SEQUENTIAL = "batched", "sequential"
 COMMAND = "specledger bench batching"
 
 
 @dataclass(frozen=True)
 class Grid:
-    """One backend's runs: slot counts, turns per slot, answer length (the sim's answer,
+    """One backend's runs: slot counts, the drafters speculation runs with, turns per
+    slot, answer length (the sim's answer,
     torch's cap), draft length, the sim's first prompt and drafter acceptance, and how
     often torch repeats each point (the fastest repeat counts: load on a shared CPU only
     ever adds time)."""
 
     slots: tuple[int, ...]
+    drafters: tuple[str, ...]
     turns: int
     answer_tokens: int
     draft: int
@@ -58,33 +63,36 @@ def sim_grid(quick: bool) -> Grid:
     """The sim's grid: 1..64 slots (past 8, where the cheap strategies still pay, to find
     where they stop), two turns of 512-token answers; quick: 1 and 2 slots."""
     if quick:
-        return Grid((1, 2), turns=1, answer_tokens=32, draft=4, prompt_tokens=64)
-    return Grid((1, 2, 4, 8, 16, 32, 64), turns=2, answer_tokens=512, draft=4)
+        return Grid((1, 2), SIM_DRAFTERS, turns=1, answer_tokens=32, draft=4, prompt_tokens=64)
+    return Grid((1, 2, 4, 8, 16, 32, 64), SIM_DRAFTERS, turns=2, answer_tokens=512, draft=4)
 
 
 def torch_grid(quick: bool) -> Grid:
     """The real engine's grid: 1..8 slots, two turns of answers cut at 48 tokens, best of
-    three; quick: 1 and 2 slots, one turn of 8 tokens."""
+    four; quick: 1 and 2 slots, one turn of 8 tokens."""
     if quick:
-        return Grid((1, 2), turns=1, answer_tokens=8, draft=4)
-    return Grid((1, 2, 4, 8), turns=2, answer_tokens=48, draft=4, repeats=3)
+        return Grid((1, 2), TORCH_DRAFTERS, turns=1, answer_tokens=8, draft=4)
+    return Grid((1, 2, 4, 8), TORCH_DRAFTERS, turns=2, answer_tokens=48, draft=4, repeats=4)
 
 
-def _runs(grid: Grid) -> list[tuple[str, str, int]]:
-    """(variant, schedule, slots) of every run: each variant batched, plain sequential too."""
-    return [(v, sched, n) for n in grid.slots
-            for v, sched in [*((v, BATCHED) for v in VARIANTS), (PLAIN, SEQUENTIAL)]]
+def _runs(grid: Grid) -> list[tuple[str, str, str, int]]:
+    """(drafter, variant, schedule, slots) of every run: plain decoding batched and
+    sequential, and each strategy with each drafter batched."""
+    return [(d, v, sched, n) for n in grid.slots
+            for d, v, sched in [("none", PLAIN, BATCHED), ("none", PLAIN, SEQUENTIAL),
+                                *((d, v, BATCHED) for d in grid.drafters for v in CORRECT)]]
 
 
 def run_sim(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
     """Every variant x slot count on the sim's 27B / H200 profile."""
-    opts.log(f"batching: sim {SIM_PROFILE}: slots {grid.slots} x {len(VARIANTS)} variants "
-             f"(+ sequential plain), {grid.turns} turn(s) of {grid.answer_tokens} tokens")
+    runs = _runs(grid)
+    opts.log(f"batching: sim {SIM_PROFILE}: slots {grid.slots}, {len(runs)} runs, "
+             f"{grid.turns} turn(s) of {grid.answer_tokens} tokens")
     points = []
-    for variant, schedule, n in _runs(grid):
+    for drafter, variant, schedule, n in runs:
         config = RunConfig(
             backend="sim", profile=SIM_PROFILE, schedule=schedule, slots=n, turns=grid.turns,
-            drafter="none" if variant == PLAIN else "synthetic", acceptance=grid.acceptance,
+            drafter=drafter, acceptance=grid.acceptance,
             strategy="checkpoint" if variant == PLAIN else variant, draft_max=grid.draft,
             prompt_tokens=grid.prompt_tokens, answer_tokens=grid.answer_tokens,
             seed=opts.seed)
@@ -102,41 +110,53 @@ def run_torch(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
 
     torch.set_num_threads(opts.threads)
 
-    def config(variant: str, schedule: str, n: int, tokens: int) -> RunConfig:
+    def config(drafter: str, variant: str, schedule: str, n: int, tokens: int) -> RunConfig:
         return RunConfig(
-            backend="torch", schedule=schedule, slots=n, turns=grid.turns,
-            drafter="none" if variant == PLAIN else "mtp",
+            backend="torch", schedule=schedule, slots=n, turns=grid.turns, drafter=drafter,
             strategy="checkpoint" if variant == PLAIN else variant, draft_max=grid.draft,
             max_answer_tokens=tokens, audit=False, model=opts.model,
             draft_model=opts.draft_model, seed=opts.seed, device=opts.device,
             threads=opts.threads)
 
     if not opts.quick:  # an unrecorded warm-up: first-call costs skip the first point
-        Session(config("checkpoint", BATCHED, 2, 8), NullRecorder()).run()
-    opts.log(f"batching: torch: slots {grid.slots} x {len(VARIANTS)} variants (+ sequential "
-             f"plain), {grid.turns} turn(s) of up to {grid.answer_tokens} tokens, "
-             f"{grid.repeats} repeat(s), {opts.threads} thread(s)")
+        for drafter in grid.drafters:
+            Session(config(drafter, "checkpoint", BATCHED, 2, 8), NullRecorder()).run()
+    runs = _runs(grid)
+    opts.log(f"batching: torch: slots {grid.slots}, {len(runs)} runs, {grid.turns} turn(s) "
+             f"of up to {grid.answer_tokens} tokens, {grid.repeats} repeat(s), "
+             f"{opts.threads} thread(s)")
     points = []
     for r in range(grid.repeats):
-        for variant, schedule, n in _runs(grid):
-            opts.log(f"batching: torch {variant} {schedule} {n} slot(s), "
+        for drafter, variant, schedule, n in runs:
+            opts.log(f"batching: torch {drafter} {variant} {schedule} {n} slot(s), "
                      f"repeat {r + 1}/{grid.repeats}")
-            points.append(measure(config(variant, schedule, n, grid.answer_tokens), opts.db,
-                                  log))
+            points.append(measure(config(drafter, variant, schedule, n, grid.answer_tokens),
+                                  opts.db, log))
     return points
 
 
 def best(points: Sequence[Point]) -> list[Point]:
-    """Each (profile, schedule, variant, slots)'s fastest repeat."""
-    out: dict[tuple[str, str, str, int], Point] = {}
+    """Each (profile, schedule, drafter, variant, slots)'s fastest repeat."""
+    out: dict[tuple[str, str, str, str, int], Point] = {}
     for pt in points:
-        key = (pt.profile, pt.schedule, pt.variant, pt.slots)
+        key = (pt.profile, pt.schedule, pt.drafter, pt.variant, pt.slots)
         if key not in out or pt.tok_s > out[key].tok_s:
             out[key] = pt
     return list(out.values())
 
 
-def _table(points: Sequence[Point], paying: dict[str, str], unit: str) -> str:
+def by_drafter(points: Sequence[Point], drafters: Sequence[str]) -> dict[str, list[Point]]:
+    """Per drafter, its batched points with plain decoding's (both schedules)."""
+    return {d: [pt for pt in points if pt.drafter in (d, "none")] for d in drafters}
+
+
+def paying_by_drafter(groups: dict[str, list[Point]]) -> dict[str, dict[str, str]]:
+    """Per drafter, where each strategy stops paying against batched plain decoding."""
+    return {d: stops_paying([pt for pt in pts if pt.schedule == BATCHED])
+            for d, pts in groups.items()}
+
+
+def _table(points: Sequence[Point], paying: dict[str, str]) -> str:
     """A row per slot count: plain (sequential and batched) and each strategy's aggregate
     tok/s, each strategy's ratio to batched plain; then where each stops paying."""
     at = {(pt.schedule, pt.variant, pt.slots): pt for pt in points}
@@ -150,9 +170,16 @@ def _table(points: Sequence[Point], paying: dict[str, str], unit: str) -> str:
         row.append(f"{plain.mean_tokens:.1f} / {at[(BATCHED, CORRECT[0], n)].mean_tokens:.1f}")
         rows.append(row)
     rows.append(["stops paying at", "", "", *(f"**{paying[v]}** slots" for v in CORRECT), ""])
-    return md_table(["slots", f"plain, sequential ({unit})", f"plain, batched ({unit})",
+    return md_table(["slots", "plain, sequential", "plain, batched",
                      *(f"{v}, batched" for v in CORRECT),
                      "tokens per forward (plain / speculative)"], rows)
+
+
+def _acceptance(points: Sequence[Point]) -> str:
+    """The speculative points' accepted / drafted, as a range."""
+    acc = [pt.acceptance for pt in points if pt.variant != PLAIN]
+    lo, hi = min(acc), max(acc)
+    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
 
 
 def run(opts: BenchOptions) -> SuiteResult:
@@ -166,25 +193,26 @@ def run(opts: BenchOptions) -> SuiteResult:
     t = time.perf_counter()
     real = run_torch(opts, tgrid, log)
     torch_wall = time.perf_counter() - t
-    sim_best, torch_best = best(sim), best(real)
-    paying = {"sim": stops_paying([p for p in sim_best if p.schedule == BATCHED]),
-              "torch": stops_paying([p for p in torch_best if p.schedule == BATCHED])}
-    files = plot_throughput({f"sim: {SIM_PROFILE}": sim_best,
-                             f"torch: the shipped model ({opts.threads} thread(s))": torch_best},
-                            folder / "throughput")
-    table = "\n".join([
-        "Aggregate tok/s (committed answer tokens of all slots / the session's clock), "
-        "speculation's ratio to batched plain decoding at the same slots, and the smallest "
-        "slot count at which it falls below plain.", "",
-        f"### sim: {SIM_PROFILE} (synthetic drafter, acceptance {sgrid.acceptance}, draft "
-        f"{sgrid.draft}, {sgrid.turns} turn(s) of {sgrid.answer_tokens}-token answers, "
-        "simulated seconds)", "",
-        _table(sim_best, paying["sim"], "tok/s"), "",
-        f"### torch: {opts.model} (MTP drafter, draft {tgrid.draft}, {tgrid.turns} turn(s) of "
-        f"answers cut at {tgrid.answer_tokens} tokens, {opts.threads} thread(s), wall "
-        f"seconds, best of {tgrid.repeats})", "",
-        _table(torch_best, paying["torch"], "tok/s"),
-    ])
+    groups = {"sim": by_drafter(best(sim), sgrid.drafters),
+              "torch": by_drafter(best(real), tgrid.drafters)}
+    paying = {backend: paying_by_drafter(g) for backend, g in groups.items()}
+    files = plot_throughput(
+        {**{f"sim: {SIM_PROFILE}, {d}": pts for d, pts in groups["sim"].items()},
+         **{f"torch: shipped model, {d}": pts for d, pts in groups["torch"].items()}},
+        folder / "throughput")
+    table = [
+        "Aggregate tok/s (committed answer tokens of all slots / the session's clock), each "
+        "strategy's ratio to batched plain decoding at the same slots, and the smallest slot "
+        "count at which it falls below plain.", ""]
+    for d, pts in groups["sim"].items():
+        table += [f"### sim: {SIM_PROFILE}, {d} drafter (accepted/drafted {_acceptance(pts)}, "
+                  f"draft {sgrid.draft}), {sgrid.turns} turn(s) of {sgrid.answer_tokens}-token "
+                  "answers, simulated seconds", "", _table(pts, paying["sim"][d]), ""]
+    for d, pts in groups["torch"].items():
+        table += [f"### torch: {opts.model}, {d} drafter (accepted/drafted "
+                  f"{_acceptance(pts)}, draft {tgrid.draft}), {tgrid.turns} turn(s) of answers "
+                  f"cut at {tgrid.answer_tokens} tokens, {opts.threads} thread(s), wall "
+                  f"seconds, best of {tgrid.repeats}", "", _table(pts, paying["torch"][d]), ""]
     data = {
         "definitions": {
             "tok_s": "committed answer tokens of all slots (turns' generated tokens) / the "
@@ -202,5 +230,5 @@ def run(opts: BenchOptions) -> SuiteResult:
         "sim": [pt.to_dict() for pt in sim], "torch": [pt.to_dict() for pt in real],
     }
     opts.log(f"batching: sim {sim_wall:.1f} s, torch {torch_wall:.1f} s")
-    return SuiteResult(SUITE, data, table, files=files,
+    return SuiteResult(SUITE, data, "\n".join(table).rstrip() + "\n", files=files,
                        sessions=[pt.session for pt in (*sim, *real)])

@@ -23,13 +23,14 @@ PLAIN = "plain"
 
 @dataclass(frozen=True)
 class Point:
-    """One recorded session: backend, model or profile, schedule, variant (`plain` or a
-    rollback strategy), slots; what it committed, on which clock, and the forwards it
-    shared (0 under the sequential schedule)."""
+    """One recorded session: backend, model or profile, schedule, drafter (`none` for
+    plain), variant (`plain` or a rollback strategy), slots; what it committed, on which
+    clock, and the forwards it shared (0 under the sequential schedule)."""
 
     backend: str
     profile: str
     schedule: str
+    drafter: str
     variant: str
     slots: int
     session: int
@@ -64,7 +65,7 @@ def measure(config: RunConfig, db: str, log: Engine) -> Point:
     return Point(
         backend=config.backend.value,
         profile=config.profile if config.backend is BackendKind.SIM else config.model,
-        schedule=config.schedule.value,
+        schedule=config.schedule.value, drafter=config.drafter,
         variant=PLAIN if config.drafter == "none" else config.strategy.value,
         slots=config.slots, session=result.session_id,
         tokens=sum(t.generated_tokens for t in result.turns), clock_s=clock,
@@ -75,8 +76,9 @@ def measure(config: RunConfig, db: str, log: Engine) -> Point:
 
 def stops_paying(points: Sequence[Point]) -> dict[str, str]:
     """Per speculative variant, the smallest slot count at which its aggregate tok/s falls
-    below plain decoding's at the same slots (same backend, profile and schedule as the
-    points given), or "> N" (N: the most slots measured) where it never does."""
+    below plain decoding's at the same slots (the points given: one backend, profile,
+    schedule and drafter, and plain decoding), or "> N" (N: the most slots measured) where
+    it never does."""
     plain = {pt.slots: pt.tok_s for pt in points if pt.variant == PLAIN}
     out: dict[str, str] = {}
     for variant in dict.fromkeys(pt.variant for pt in points if pt.variant != PLAIN):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from eventlog import list_sessions, open_db
-from specbench.batching import VARIANTS, sim_grid, torch_grid
+from specbench.batching import sim_grid, torch_grid
 from specbench.batching_points import PLAIN, Point, stops_paying
 from specbench.record import DEFAULT_OUT
 from specbench.strategies_points import CORRECT
@@ -27,8 +27,8 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     return out, json.loads((out / "batching" / "results.json").read_text())
 
 
-def _at(rows: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:
-    return {(r["schedule"], r["variant"], r["slots"]): r for r in rows}
+def _at(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    return {(r["schedule"], r["drafter"], r["variant"], r["slots"]): r for r in rows}
 
 
 def test_every_point_ran_and_batched_ones_shared_forwards(
@@ -36,10 +36,12 @@ def test_every_point_ran_and_batched_ones_shared_forwards(
     out, data = suite
     for backend, grid in (("sim", sim_grid(True)), ("torch", torch_grid(True))):
         at = _at(data[backend])
-        expected = {(s, v, n) for n in grid.slots
-                    for s, v in [*(("batched", v) for v in VARIANTS), ("sequential", PLAIN)]}
+        expected = {(s, "none", PLAIN, n) for s in ("batched", "sequential")
+                    for n in grid.slots}
+        expected |= {("batched", d, v, n) for d in grid.drafters for v in CORRECT
+                     for n in grid.slots}
         assert set(at) == expected
-        for (schedule, _, n), r in at.items():
+        for (schedule, _, _, n), r in at.items():
             assert r["tokens"] > 0 and r["clock_s"] > 0 and r["tok_s"] > 0
             if schedule == "sequential":
                 assert r["forwards"] == 0  # no batch fields: nothing shared
@@ -47,28 +49,31 @@ def test_every_point_ran_and_batched_ones_shared_forwards(
                 assert r["forwards"] > 0 and r["mean_slots"] == pytest.approx(n)
         # greedy speculation is lossless: every variant commits plain decoding's answers
         for n in grid.slots:
-            assert len({at[("batched", v, n)]["tokens"] for v in VARIANTS}) == 1
-    assert set(data["stops_paying"]["sim"]) == set(CORRECT)
+            assert len({r["tokens"] for (s, _, _, m), r in at.items() if m == n}) == 1
+        assert set(data["stops_paying"][backend]) == set(grid.drafters)
+        assert all(set(p) == set(CORRECT) for p in data["stops_paying"][backend].values())
     recorded = {s.id for s in list_sessions(open_db(str(out / "bench.db"), create=False))}
     assert recorded == set(data["sessions"])
     assert len(recorded) == len(data["sim"]) + len(data["torch"])
     for name in ("results.md", "throughput.png", "throughput.svg"):
         assert (out / "batching" / name).stat().st_size > 0
-    assert (out / "batching" / "results.md").read_text().count("stops paying at") == 2
+    tables = len(sim_grid(True).drafters) + len(torch_grid(True).drafters)
+    assert (out / "batching" / "results.md").read_text().count("stops paying at") == tables
 
 
 def test_sim_batching_pays_for_plain_decoding(suite: tuple[Path, dict[str, Any]]) -> None:
     _, data = suite
     at = _at(data["sim"])
     # one slot: a batch of one is the sequential forward, to the bit
-    assert at[("batched", PLAIN, 1)]["clock_s"] == at[("sequential", PLAIN, 1)]["clock_s"]
+    one, two = (("none", PLAIN, n) for n in (1, 2))
+    assert at[("batched", *one)]["clock_s"] == at[("sequential", *one)]["clock_s"]
     # two slots: one weight read serves both, so the aggregate nearly doubles
-    assert at[("batched", PLAIN, 2)]["tok_s"] > 1.5 * at[("sequential", PLAIN, 2)]["tok_s"]
+    assert at[("batched", *two)]["tok_s"] > 1.5 * at[("sequential", *two)]["tok_s"]
 
 
 def _pt(variant: str, slots: int, tok_s: float) -> Point:
-    return Point("sim", "p", "batched", variant, slots, 0, int(tok_s * 10), 10.0, 1,
-                 float(slots), 1.0, 0.0)
+    return Point("sim", "p", "batched", "none" if variant == PLAIN else "synthetic", variant,
+                 slots, 0, int(tok_s * 10), 10.0, 1, float(slots), 1.0, 0.0)
 
 
 def test_stops_paying_is_the_first_slot_count_below_plain() -> None:
