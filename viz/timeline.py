@@ -31,6 +31,7 @@ _ACCEPTED, _REJECTED, _EOG, _STORM, _BAD = "#2e9d57", "#d6544a", "#111111", "#f0
 _SHARED, _PLAIN = "#2a7ab0", "#b8b8b8"
 _SLOT_PX = 4  # pixels per slot in the shared forwards' band
 _NAME_PX = 44  # the shared forwards' row names ("slot 12")
+_ROW_MIN_PX = 12
 LEGEND = ("green: accepted drafts, red: rejected drafts (3 px per token), black cap: EOG, "
           "orange foot: repeated restores, purple foot: invariant violation or livelock")
 BATCH_LEGEND = ("blue foot: the round's forward held other slots' rows too; shared "
@@ -185,9 +186,11 @@ def _forwards_label(g: nx.DiGraph, forwards: dict[int, Forward], max_bars: int) 
     slots = [share.slot for share in s.slots]
     # cells[slot][bar]: (accepted, rejected, plain, retried) tokens
     cells = {slot: [_tokens(g, bucket, slot) for bucket in buckets] for slot in slots}
-    top = max((sum(c) for row in cells.values() for c in row), default=0) * _PX // size
-    band = max((sum(f.slots for f in bucket) for bucket in buckets), default=0) \
-        * _SLOT_PX // size
+    # Rows at least a line of text tall: their names sit in fixed-size cells.
+    top = max(max((sum(c) for row in cells.values() for c in row), default=0) * _PX // size,
+              _ROW_MIN_PX)
+    band = max(max((sum(f.slots for f in bucket) for bucket in buckets), default=0)
+               * _SLOT_PX // size, _ROW_MIN_PX)
     head = (f"shared forwards: {s.shared} of {s.forwards} forwards held more than one slot"
             + (f" ({size} per bar)" if size > 1 else "")
             + f"; {s.mean_slots:.2f} slots and {s.mean_tokens:.1f} tokens per forward "
