@@ -34,10 +34,6 @@ class AcceptanceCollapse:
     """Per slot, the current run of zero-acceptance rounds; rounds without a draft neither
     extend nor break it."""
 
-    payloads = frozenset({T.VERIFY, T.COMMIT})
-    timed = frozenset({T.VERIFY})
-    sourced: frozenset[Trigger] = frozenset()
-
     def __init__(self, config: dict[str, Any], min_streak: int = MIN_STREAK) -> None:
         self.drafter = config_value(config, "drafter", "?")
         self.min_streak = min_streak

@@ -21,10 +21,6 @@ T = Trigger
 class Contamination:
     """Counts no-rollback commits and state-truth violations; keeps the first of each."""
 
-    payloads = frozenset({T.VERIFY, T.COMMIT, T.INVARIANT_VIOLATION})
-    timed: frozenset[Trigger] = frozenset()
-    sourced = frozenset({T.COMMIT})
-
     def __init__(self, config: dict[str, Any]) -> None:
         self.strategy = config_value(config, "strategy", "?")
         self.audit = bool(config_value(config, "audit", True))

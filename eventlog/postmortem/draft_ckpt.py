@@ -19,9 +19,6 @@ T = Trigger
 class DraftCheckpoints:
     """Charges each increase of `draft_recomputed` to the draft where it happened."""
 
-    payloads = frozenset({T.DRAFT})
-    timed = frozenset({T.DRAFT})
-    sourced: frozenset[Trigger] = frozenset()
     counter = "draft_recomputed"
     """The payload field without which a DRAFT tells this detector nothing."""
 

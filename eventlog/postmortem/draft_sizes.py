@@ -34,10 +34,6 @@ class DraftStateSizes:
     """The largest speculative checkpoint with a draft share, against each context
     checkpoint; counts the context restores that the shortfall made expensive."""
 
-    payloads = frozenset({T.BEGIN, T.CTX_SAVE, T.CTX_RESTORE})
-    timed: frozenset[Trigger] = frozenset()
-    sourced: frozenset[Trigger] = frozenset()
-
     def __init__(self, config: dict[str, Any]) -> None:
         self.drafter = config_value(config, "drafter", "?")
         self.spec: tuple[int, int] | None = None  # (bytes, draft_bytes)

@@ -61,11 +61,6 @@ class _StrayTurn:
 class EogTail:
     """Finds turns that left tokens behind EOG and charges them the next turn's re-prefill."""
 
-    payloads = frozenset({T.START_TURN, T.PREFILL, T.ACCEPT, T.REJECT, T.COMMIT, T.END_TURN,
-                          T.CTX_RESTORE, T.INVARIANT_VIOLATION})
-    timed: frozenset[Trigger] = frozenset()
-    sourced: frozenset[Trigger] = frozenset()
-
     def __init__(self, config: dict[str, Any]) -> None:
         self.policy = config_value(config, "eog_policy", "?")
         self._len: dict[int, int] = defaultdict(int)

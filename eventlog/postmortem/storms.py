@@ -26,7 +26,6 @@ from fsm.payloads import Commit, Livelock, Restore
 from fsm.states import Trigger
 
 T = Trigger
-_REDO = (T.RESTORE, T.REPLAY, T.RETRY)
 
 
 @dataclass
@@ -71,10 +70,6 @@ def name_cycle(path: list[str]) -> str:
 
 class RestoreStorms:
     """Tracks each round's restores by position; rounds with repeats become findings."""
-
-    payloads = frozenset({T.RESTORE, T.LIVELOCK, T.COMMIT})
-    timed = frozenset(_REDO)
-    sourced: frozenset[Trigger] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.replay_policy = config_value(config, "replay_policy", "?")

@@ -43,10 +43,6 @@ class UnknownInputs:
     """Notes whether the source sized the draft model's checkpoints; reports the rest
     from the stored `provides`."""
 
-    payloads = frozenset({T.BEGIN})
-    timed: frozenset[Trigger] = frozenset()
-    sourced: frozenset[Trigger] = frozenset()
-
     def __init__(self, config: dict[str, Any]) -> None:
         self.provides: dict[str, Any] | None = config_value(config, "provides")
         self.drafter = str(config_value(config, "drafter") or "")

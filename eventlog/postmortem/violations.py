@@ -28,10 +28,6 @@ _FIX = {
 class Violations:
     """Groups the remaining violations by invariant; notes FAIL events."""
 
-    payloads = frozenset({Trigger.INVARIANT_VIOLATION, Trigger.FAIL})
-    timed: frozenset[Trigger] = frozenset()
-    sourced: frozenset[Trigger] = frozenset()
-
     def __init__(self, config: dict[str, Any]) -> None:
         # Per invariant: its first events (the examples), how many, and the last seq; not
         # every violation, so a long session's memory stays flat.
