@@ -26,23 +26,23 @@ def _violation(check: str, source: str, engine: object, ledger: object) -> Viola
                      {"check": check, "source": source, "engine": engine, "ledger": ledger})
 
 
-def totals_violations(fold: DraftProfile, totals: DraftTotals | None,
+def totals_violations(profile: DraftProfile, totals: DraftTotals | None,
                       per_pos: AccPerPos | None) -> list[Violation]:
     """print_timing's totals of one task against its rounds."""
     out: list[Violation] = []
     if totals is not None:
-        for check, engine, ledger in (("drafted tokens", totals.generated, fold.drafted),
-                                      ("accepted tokens", totals.accepted, fold.accepted)):
+        for check, engine, ledger in (("drafted tokens", totals.generated, profile.drafted),
+                                      ("accepted tokens", totals.accepted, profile.accepted)):
             if engine != ledger:
                 out.append(_violation(check, "print_timing", engine, ledger))
-        mean_len = fold.mean_accept_len or 1.0  # without a speculative round, 1
+        mean_len = profile.mean_accept_len or 1.0  # without a speculative round, 1
         if abs(totals.mean_len - mean_len) > MEAN_TOLERANCE + 1e-9:
             out.append(_violation("mean accepted length", "print_timing", totals.mean_len,
                                   round(mean_len, 4)))
-    elif fold.rounds:
-        out.append(_violation("drafted tokens", "print_timing", "not logged", fold.drafted))
-    if per_pos is not None and fold.rounds:
-        ours = [fold.rate_at(i + 1) for i in range(len(per_pos.rates))]
+    elif profile.rounds:
+        out.append(_violation("drafted tokens", "print_timing", "not logged", profile.drafted))
+    if per_pos is not None and profile.rounds:
+        ours = [profile.rate_at(i + 1) for i in range(len(per_pos.rates))]
         if any(abs(a - b) > RATE_TOLERANCE + 1e-9
                for a, b in zip(per_pos.rates, ours, strict=True)):
             out.append(_violation("acceptance per draft position", "print_timing",

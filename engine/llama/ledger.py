@@ -28,7 +28,6 @@ from engine.llama.responses import ResponseFacts, match_responses
 from engine.llama.taskfold import fold_tasks
 from engine.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
-from fsm.draft_profile import DraftProfile
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
@@ -133,7 +132,7 @@ class _Ledger:
             turn.stats.accepted += res.accepted
             turn.stats.restores += res.restores
             if rnd.speculative:
-                turn.fold.append((rnd.drafted, accepted_drafts(rnd)))
+                turn.profile.rounds.append((rnd.drafted, accepted_drafts(rnd)))
             if rnd.done is not None and rnd.done.n_tokens != res.position:
                 self.violate(m, turn, Violation(
                     Invariant.BOOKKEEPING, f"llama-server's slot holds {rnd.done.n_tokens} "
@@ -163,7 +162,6 @@ class _Ledger:
         """The turn's checks and end_turn."""
         assert task.released is not None
         m, stats = s.machine, turn.stats
-        fold = DraftProfile(turn.fold)
         evals = task.timings.get(TimingPhase.EVAL)
         found: list[Violation] = []
         if self.rounds_visible:
@@ -179,7 +177,7 @@ class _Ledger:
                     Invariant.BOOKKEEPING, f"llama-server released the slot with "
                     f"{task.released.n_tokens} tokens, the imported turn leaves "
                     f"{s.position}", {"engine": task.released.n_tokens, "ledger": s.position}))
-            found += totals_violations(fold, task.totals, task.acc_per_pos)
+            found += totals_violations(turn.profile, task.totals, task.acc_per_pos)
         else:
             stats.generated_tokens = evals.tokens if evals is not None else 0
             stats.drafted = task.totals.generated if task.totals is not None else 0

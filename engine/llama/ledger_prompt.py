@@ -7,17 +7,17 @@ keeps while it imports (engine/llama/ledger.py). Payloads: fsm/payloads.py."""
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
-from engine.llama.ledger_rounds import Step
+from engine.llama.ledger_rounds import MIB, Step
 from engine.llama.logrecords import Checkpoint, Count, Record, RecordKind, TimingPhase
 from engine.llama.responses import ResponseFacts
 from engine.llama.tasks import LlamaTask
 from engine.metrics import TurnMetrics
+from fsm.draft_profile import DraftProfile
 from fsm.machine import RoundMachine
 from fsm.payloads import CtxRestore, StartTurn
 from fsm.states import Trigger
 
 K = RecordKind
-MIB = 2**20
 # Never in a llama-server log: time spent rolling back and restoring context state.
 NOT_LOGGED = ("rollback_s", "repair_s")
 
@@ -37,12 +37,13 @@ class SlotState:
 @dataclass
 class TurnState:
     """One turn being imported: its metrics, what of them is unknown, its prompt, and
-    its speculative rounds as (drafted, accepted)."""
+    its speculative rounds as (drafted, accepted), the profile llama-server's totals are
+    checked against."""
 
     stats: TurnMetrics
     prompt: list[int | None]
     unknown: set[str] = field(default_factory=lambda: set(NOT_LOGGED))
-    fold: list[tuple[int, int]] = field(default_factory=list)
+    profile: DraftProfile = field(default_factory=DraftProfile)
 
 
 def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
