@@ -5,8 +5,10 @@ round, reported."""
 
 import pytest
 
+from engine.llama.crosscheck import totals_violations
 from engine.llama.ledger_rounds import accepted_drafts
 from engine.llama.logread import parse_log, read_log
+from engine.llama.logrecords import AccPerPos, DraftTotals, RecordKind
 from engine.llama.taskfold import fold_tasks
 from engine.llama.tasks import LlamaTask
 from fsm.draft_profile import DraftProfile
@@ -85,3 +87,22 @@ def test_a_log_cut_mid_round_drops_that_round_and_reports_it() -> None:
     kept = cut.tasks[-1].rounds
     assert [r.first_line for r in kept] == [r.first_line for r in last.rounds
                                             if r.first_line < restored.first_line]
+
+
+def test_totals_that_disagree_with_the_rounds_are_violations() -> None:
+    rounds = DraftProfile([(4, 4), (4, 1), (2, 0)])  # 10 drafted, 5 accepted, mean 1 + 5/3
+    where = {"line": 1, "t": None, "slot": 0, "task": 0}
+
+    def totals(generated: int, accepted: int, mean_len: float) -> DraftTotals:
+        return DraftTotals(kind=RecordKind.DRAFT_TOTALS, ratio=0.5, accepted=accepted,
+                           generated=generated, mean_len=mean_len, **where)
+
+    per_pos = AccPerPos(kind=RecordKind.ACC_PER_POS, rates=(2 / 3, 1 / 3, 1 / 3, 1 / 3),
+                        **where)
+    assert totals_violations(rounds, totals(10, 5, 2.67), per_pos) == []
+    found = totals_violations(rounds, totals(11, 5, 2.5),
+                              AccPerPos(kind=RecordKind.ACC_PER_POS, rates=(1.0,), **where))
+    assert [v.details["check"] for v in found] == [
+        "drafted tokens", "mean accepted length", "acceptance per draft position"]
+    # A task with no speculative round: llama-server prints a mean length of 1.
+    assert totals_violations(DraftProfile(), totals(0, 0, 1.0), None) == []
