@@ -37,12 +37,8 @@ class EventSink(Protocol):
 
 def reference_machine(model: object = None) -> Machine:
     """The round machine as `transitions` defines it (reflexive notes stay put)."""
-    m = Machine(
-        model=model,
-        states=[s.value for s in RoundState],
-        initial=RoundState.IDLE.value,
-        auto_transitions=False,
-    )
+    m = Machine(model=model, states=[s.value for s in RoundState],
+                initial=RoundState.IDLE.value, auto_transitions=False)
     for trigger, sources, dest in TRANSITIONS:
         m.add_transition(trigger.value, [s.value for s in sources],
                          "=" if dest is None else dest.value)
@@ -68,13 +64,8 @@ class RoundMachine:
     out the session-wide sequence numbers.
     """
 
-    def __init__(
-        self,
-        slot: int,
-        sink: EventSink,
-        next_seq: Callable[[], int],
-        clock: Callable[[], float],
-    ) -> None:
+    def __init__(self, slot: int, sink: EventSink, next_seq: Callable[[], int],
+                 clock: Callable[[], float]) -> None:
         self.slot = slot
         self.turn = 0
         self.round = 0

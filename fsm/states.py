@@ -57,11 +57,8 @@ TRANSITIONS: tuple[tuple[Trigger, tuple[RoundState, ...], RoundState | None], ..
     (Trigger.RESTORE, (RoundState.REJECT, RoundState.REPLAY), RoundState.RESTORE),
     (Trigger.REPLAY, (RoundState.RESTORE,), RoundState.REPLAY),
     # reject -> commit is the no-rollback path (`none`): legal, and caught by invariant 2.
-    (
-        Trigger.COMMIT,
-        (RoundState.ACCEPT, RoundState.REPLAY, RoundState.RESTORE, RoundState.REJECT),
-        RoundState.COMMIT,
-    ),
+    (Trigger.COMMIT, (RoundState.ACCEPT, RoundState.REPLAY, RoundState.RESTORE,
+                      RoundState.REJECT), RoundState.COMMIT),
     (Trigger.NEXT, (RoundState.COMMIT,), RoundState.IDLE),
     (Trigger.RETRY, (RoundState.RESTORE,), RoundState.VERIFY),
     (Trigger.START_TURN, (RoundState.IDLE, RoundState.DONE), RoundState.IDLE),
