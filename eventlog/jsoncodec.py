@@ -50,8 +50,8 @@ def encode_json(obj: Any) -> str:
 
 def decode_json(text: str) -> Any:
     """The value of JSON text. orjson parses a payload in a third of the standard library's
-    time, the largest part of a whole-session scan; it refuses the `NaN` tokens of ledgers
-    written before payloads became standard JSON, which the standard parser still reads."""
+    time; it refuses the `NaN` tokens of ledgers written before payloads became standard
+    JSON, which the standard parser still reads (`eventlog.migrate` rewrites them)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:

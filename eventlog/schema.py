@@ -21,7 +21,7 @@ from fsm.payloads import EVENT_SCHEMA_VERSION
 SCHEMA_VERSION = EVENT_SCHEMA_VERSION
 """The ledger's version: these tables and the event payloads (fsm/payloads.py,
 docs/events.md) are one schema. Bump it there on any incompatible change; `open_db`
-refuses a database with another version."""
+refuses a database with another version (`specledger migrate` upgrades an older one)."""
 
 
 class SessionStatus(StrEnum):
