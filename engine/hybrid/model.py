@@ -104,14 +104,14 @@ class HybridModel(nn.Module):
         `strategies[b]`. Logits (B, T, V), right-padded to the longest batch (row b's
         first len(batches[b]) positions are its own), and per row what its strategy
         keeps; each state is left as `verify` of its row alone leaves it."""
-        rows = claim_rows(self.config, states, batches, strategies)
-        ids = rows.ids(batches, self.embed_tokens.weight.device)  # (B, T)
+        rows = claim_rows(self.config, states, batches, strategies,
+                          self.embed_tokens.weight.device)
         rope = None
         if rows.states[0].keys:
-            starts = torch.tensor(rows.starts, device=ids.device)
+            starts = torch.tensor(rows.starts, device=rows.ids.device)
             rope = rotary_rows(starts, rows.width, self.config.rotary_dim,
                                self.config.rope_theta, self.dtype)
-        hidden = self.embed_tokens(ids)  # (B, T, hidden)
+        hidden = self.embed_tokens(rows.ids)  # (B, T, hidden)
         traces: list[list[Trace]] = []
         for layer, slot in zip(self.layers, self._slots, strict=True):
             mixed = layer.input_layernorm(hidden)

@@ -45,7 +45,7 @@ def _ragged(strategy: Strategy) -> list[Row]:
             Row(21, 1, N), Row(4, 1, strategy), Row(9, 2, strategy)]
 
 
-def _setup(prefill: Callable[[HybridState, list[int]], None], new: Callable[[], HybridState],
+def _setup(prefill: Callable[[HybridState, list[int]], object], new: Callable[[], HybridState],
            rows: Sequence[Row], seed: int) -> tuple[list[HybridState], list[list[int]]]:
     gen = torch.Generator().manual_seed(seed)
     states, batches = [], []
