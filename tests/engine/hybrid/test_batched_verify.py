@@ -40,9 +40,10 @@ class Row:
 
 
 def _ragged(strategy: Strategy) -> list[Row]:
-    """Lengths 1..9 at different positions, with plain-decoding rows among them."""
+    """Lengths 1..9 at different positions, with plain-decoding rows among them; one row
+    outgrows the KV capacity it had (64 positions)."""
     return [Row(7, 9, strategy), Row(0, 3, strategy), Row(13, 1, N), Row(2, 5, strategy),
-            Row(21, 1, N), Row(4, 1, strategy), Row(9, 2, strategy)]
+            Row(21, 1, N), Row(4, 1, strategy), Row(9, 2, strategy), Row(58, 8, strategy)]
 
 
 def _setup(prefill: Callable[[HybridState, list[int]], object], new: Callable[[], HybridState],
@@ -120,7 +121,7 @@ def test_a_step_of_single_tokens(pair: Callable[[str], Pair]) -> None:
 
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.builds(Row, st.integers(0, 24), st.integers(1, 9),
+@given(rows=st.lists(st.builds(Row, st.integers(0, 70), st.integers(1, 9),
                                st.sampled_from([P, R, C, N])), min_size=1, max_size=4),
        name=st.sampled_from(["gqa_tied_k4", "mha_untied_k2"]))
 def test_any_ragged_step(pair: Callable[[str], Pair], rows: list[Row], name: str) -> None:
