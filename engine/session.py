@@ -117,7 +117,8 @@ class Session:
                           if batched and verify_batch is not None else None)
 
     def run_turn(self, slot: Slot) -> TurnMetrics:
-        """The next turn of one slot."""
+        """The next turn of one slot, alone (each verify its own forward, whatever the
+        schedule: batching needs every slot's turn at once, `run`)."""
         turn = slot.machine.turn + 1
         question = self.conversation.question(slot.id, turn)
         try:
