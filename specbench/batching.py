@@ -5,7 +5,8 @@ which speculation stops paying.
 
 Every point is one recorded session in the benchmark's log, read back from its events
 (`batching_points`): aggregate tok/s = the committed answer tokens of all slots over the
-session's clock (simulated seconds on the sim, wall seconds on torch). Plain decoding also
+session's clock (simulated seconds on the sim, wall seconds on torch; torch also per CPU
+second of the run, which the other jobs on a shared CPU do not inflate). Plain decoding also
 runs under the sequential schedule, for what batching itself buys. Speculation "stops
 paying" at the smallest slot count where its tok/s falls below plain decoding's at the same
 slots, under the same schedule: the verify batch of every slot's drafts grows until the
@@ -14,7 +15,7 @@ by everyone.
 
 The sim runs the Qwen3.5-27B on one H200 profile with the synthetic drafter (a set
 acceptance), on to 64 slots; the real engine runs the shipped model on this machine with
-its MTP head (few turns, short answers: it is slow on two cores).
+ngram-mod and its MTP head (few turns, short answers: it is slow on two cores).
 """
 
 import time
@@ -27,7 +28,7 @@ from sqlalchemy import Engine
 from engine.config import RunConfig
 from eventlog import open_db
 from specbench.batching_plots import plot_throughput
-from specbench.batching_points import PLAIN, Point, measure, stops_paying
+from specbench.batching_points import PLAIN, Point, Rate, cpu, measure, stops_paying, wall
 from specbench.common import BenchOptions, SuiteResult, md_table
 from specbench.strategies_points import CORRECT
 
@@ -69,10 +70,10 @@ def sim_grid(quick: bool) -> Grid:
 
 def torch_grid(quick: bool) -> Grid:
     """The real engine's grid: 1..8 slots, two turns of answers cut at 48 tokens, best of
-    four; quick: 1 and 2 slots, one turn of 8 tokens."""
+    three; quick: 1 and 2 slots, one turn of 8 tokens."""
     if quick:
         return Grid((1, 2), TORCH_DRAFTERS, turns=1, answer_tokens=8, draft=4)
-    return Grid((1, 2, 4, 8), TORCH_DRAFTERS, turns=2, answer_tokens=48, draft=4, repeats=4)
+    return Grid((1, 2, 4, 8), TORCH_DRAFTERS, turns=2, answer_tokens=48, draft=4, repeats=3)
 
 
 def _runs(grid: Grid) -> list[tuple[str, str, str, int]]:
@@ -135,12 +136,12 @@ def run_torch(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
     return points
 
 
-def best(points: Sequence[Point]) -> list[Point]:
-    """Each (profile, schedule, drafter, variant, slots)'s fastest repeat."""
+def best(points: Sequence[Point], rate: Rate) -> list[Point]:
+    """Each (profile, schedule, drafter, variant, slots)'s fastest repeat by `rate`."""
     out: dict[tuple[str, str, str, str, int], Point] = {}
     for pt in points:
         key = (pt.profile, pt.schedule, pt.drafter, pt.variant, pt.slots)
-        if key not in out or pt.tok_s > out[key].tok_s:
+        if key not in out or rate(pt) > rate(out[key]):
             out[key] = pt
     return list(out.values())
 
@@ -150,24 +151,26 @@ def by_drafter(points: Sequence[Point], drafters: Sequence[str]) -> dict[str, li
     return {d: [pt for pt in points if pt.drafter in (d, "none")] for d in drafters}
 
 
-def paying_by_drafter(groups: dict[str, list[Point]]) -> dict[str, dict[str, str]]:
+def paying_by_drafter(groups: dict[str, list[Point]], rate: Rate = wall
+                      ) -> dict[str, dict[str, str]]:
     """Per drafter, where each strategy stops paying against batched plain decoding."""
-    return {d: stops_paying([pt for pt in pts if pt.schedule == BATCHED])
+    return {d: stops_paying([pt for pt in pts if pt.schedule == BATCHED], rate)
             for d, pts in groups.items()}
 
 
-def _table(points: Sequence[Point], paying: dict[str, str]) -> str:
+def _table(points: Sequence[Point], paying: dict[str, str], rate: Rate) -> str:
     """A row per slot count: plain (sequential and batched) and each strategy's aggregate
-    tok/s, each strategy's ratio to batched plain; then where each stops paying."""
+    `rate`, each strategy's ratio to batched plain; then where each stops paying."""
     at = {(pt.schedule, pt.variant, pt.slots): pt for pt in points}
     rows: list[list[Any]] = []
     for n in sorted({pt.slots for pt in points}):
-        plain = at[(BATCHED, PLAIN, n)]
-        row: list[Any] = [n, f"{at[(SEQUENTIAL, PLAIN, n)].tok_s:.1f}", f"{plain.tok_s:.1f}"]
+        plain = rate(at[(BATCHED, PLAIN, n)])
+        row: list[Any] = [n, f"{rate(at[(SEQUENTIAL, PLAIN, n)]):.1f}", f"{plain:.1f}"]
         for v in CORRECT:
-            pt = at[(BATCHED, v, n)]
-            row.append(f"{pt.tok_s:.1f} ({pt.tok_s / plain.tok_s:.2f}x)")
-        row.append(f"{plain.mean_tokens:.1f} / {at[(BATCHED, CORRECT[0], n)].mean_tokens:.1f}")
+            r = rate(at[(BATCHED, v, n)])
+            row.append(f"{r:.1f} ({r / plain:.2f}x)")
+        row.append(f"{at[(BATCHED, PLAIN, n)].mean_tokens:.1f} / "
+                   f"{at[(BATCHED, CORRECT[0], n)].mean_tokens:.1f}")
         rows.append(row)
     rows.append(["stops paying at", "", "", *(f"**{paying[v]}** slots" for v in CORRECT), ""])
     return md_table(["slots", "plain, sequential", "plain, batched",
@@ -193,31 +196,39 @@ def run(opts: BenchOptions) -> SuiteResult:
     t = time.perf_counter()
     real = run_torch(opts, tgrid, log)
     torch_wall = time.perf_counter() - t
-    groups = {"sim": by_drafter(best(sim), sgrid.drafters),
-              "torch": by_drafter(best(real), tgrid.drafters)}
-    paying = {backend: paying_by_drafter(g) for backend, g in groups.items()}
+    groups = {"sim": by_drafter(best(sim, wall), sgrid.drafters),
+              "torch": by_drafter(best(real, wall), tgrid.drafters),
+              "torch_cpu": by_drafter(best(real, cpu), tgrid.drafters)}
+    paying = {backend: paying_by_drafter(g, cpu if backend == "torch_cpu" else wall)
+              for backend, g in groups.items()}
     files = plot_throughput(
-        {**{f"sim: {SIM_PROFILE}, {d}": pts for d, pts in groups["sim"].items()},
-         **{f"torch: shipped model, {d}": pts for d, pts in groups["torch"].items()}},
+        {**{f"sim: {SIM_PROFILE}, {d}": (pts, wall) for d, pts in groups["sim"].items()},
+         **{f"torch: shipped model, {d} (CPU s)": (pts, cpu)
+            for d, pts in groups["torch_cpu"].items()}},
         folder / "throughput")
     table = [
-        "Aggregate tok/s (committed answer tokens of all slots / the session's clock), each "
-        "strategy's ratio to batched plain decoding at the same slots, and the smallest slot "
-        "count at which it falls below plain.", ""]
+        "Aggregate tok/s (committed answer tokens of all slots / the session's clock; torch "
+        "also per CPU second), each strategy's ratio to batched plain decoding at the same "
+        "slots, and the smallest slot count at which it falls below plain.", ""]
     for d, pts in groups["sim"].items():
         table += [f"### sim: {SIM_PROFILE}, {d} drafter (accepted/drafted {_acceptance(pts)}, "
                   f"draft {sgrid.draft}), {sgrid.turns} turn(s) of {sgrid.answer_tokens}-token "
-                  "answers, simulated seconds", "", _table(pts, paying["sim"][d]), ""]
-    for d, pts in groups["torch"].items():
-        table += [f"### torch: {opts.model}, {d} drafter (accepted/drafted "
-                  f"{_acceptance(pts)}, draft {tgrid.draft}), {tgrid.turns} turn(s) of answers "
-                  f"cut at {tgrid.answer_tokens} tokens, {opts.threads} thread(s), wall "
-                  f"seconds, best of {tgrid.repeats}", "", _table(pts, paying["torch"][d]), ""]
+                  "answers, simulated seconds", "", _table(pts, paying["sim"][d], wall), ""]
+    for key, rate, clock in (("torch", wall, "wall seconds"),
+                             ("torch_cpu", cpu, "CPU seconds")):
+        for d, pts in groups[key].items():
+            table += [f"### torch: {opts.model}, {d} drafter (accepted/drafted "
+                      f"{_acceptance(pts)}, draft {tgrid.draft}), {tgrid.turns} turn(s) of "
+                      f"answers cut at {tgrid.answer_tokens} tokens, {opts.threads} "
+                      f"thread(s), {clock}, best of {tgrid.repeats}", "",
+                      _table(pts, paying[key][d], rate), ""]
     data = {
         "definitions": {
             "tok_s": "committed answer tokens of all slots (turns' generated tokens) / the "
                      "session's clock (latest event time: simulated s on sim, wall s on "
                      "torch), prefill included",
+            "tok_cpu_s": "the same tokens / the process's CPU seconds during the run "
+                         "(recording included, backend construction not); torch only",
             "stops_paying": "smallest slots at which the strategy's batched tok/s falls "
                             "below batched plain decoding's at the same slots ('> N': never "
                             "up to N)",

@@ -4,7 +4,7 @@ per variant (batched), plain decoding's sequential schedule dashed."""
 from collections.abc import Sequence
 from pathlib import Path
 
-from specbench.batching_points import PLAIN, Point
+from specbench.batching_points import PLAIN, Point, Rate
 from specbench.common import panels, save_figure
 
 COLORS = {PLAIN: "black", "checkpoint": "tab:red", "per_token": "tab:blue",
@@ -12,15 +12,17 @@ COLORS = {PLAIN: "black", "checkpoint": "tab:red", "per_token": "tab:blue",
 PANEL = (4.2, 3.4)  # inches per panel
 
 
-def plot_throughput(groups: dict[str, Sequence[Point]], stem: Path) -> list[Path]:
-    """One panel per group (a backend's fastest points): tok/s against slots, log-log."""
+def plot_throughput(groups: dict[str, tuple[Sequence[Point], Rate]], stem: Path
+                    ) -> list[Path]:
+    """One panel per group (a backend's fastest points and the throughput to read):
+    tok/s against slots, log-log."""
     fig, axes = panels(len(groups), *PANEL)
-    for ax, (title, points) in zip(axes, groups.items(), strict=True):
+    for ax, (title, (points, rate)) in zip(axes, groups.items(), strict=True):
         for (variant, schedule), style in _lines(points):
             pts = sorted((pt for pt in points
                           if pt.variant == variant and pt.schedule == schedule),
                          key=lambda pt: pt.slots)
-            ax.plot([pt.slots for pt in pts], [pt.tok_s for pt in pts], marker="o", ms=3,
+            ax.plot([pt.slots for pt in pts], [rate(pt) for pt in pts], marker="o", ms=3,
                     color=COLORS[variant], ls=style,
                     label=f"{variant}" + (f" ({schedule})" if style != "-" else ""))
         slots = sorted({pt.slots for pt in points})

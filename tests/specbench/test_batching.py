@@ -10,7 +10,7 @@ import pytest
 
 from eventlog import list_sessions, open_db
 from specbench.batching import sim_grid, torch_grid
-from specbench.batching_points import PLAIN, Point, stops_paying
+from specbench.batching_points import PLAIN, Point, cpu, stops_paying
 from specbench.record import DEFAULT_OUT
 from specbench.strategies_points import CORRECT
 from specledger.cli import main
@@ -42,7 +42,7 @@ def test_every_point_ran_and_batched_ones_shared_forwards(
                      for n in grid.slots}
         assert set(at) == expected
         for (schedule, _, _, n), r in at.items():
-            assert r["tokens"] > 0 and r["clock_s"] > 0 and r["tok_s"] > 0
+            assert r["tokens"] > 0 and r["clock_s"] > 0 and r["tok_s"] > 0 < r["cpu_s"]
             if schedule == "sequential":
                 assert r["forwards"] == 0  # no batch fields: nothing shared
             else:
@@ -57,7 +57,7 @@ def test_every_point_ran_and_batched_ones_shared_forwards(
     assert len(recorded) == len(data["sim"]) + len(data["torch"])
     for name in ("results.md", "throughput.png", "throughput.svg"):
         assert (out / "batching" / name).stat().st_size > 0
-    tables = len(sim_grid(True).drafters) + len(torch_grid(True).drafters)
+    tables = len(sim_grid(True).drafters) + 2 * len(torch_grid(True).drafters)  # wall, CPU
     assert (out / "batching" / "results.md").read_text().count("stops paying at") == tables
 
 
@@ -73,7 +73,7 @@ def test_sim_batching_pays_for_plain_decoding(suite: tuple[Path, dict[str, Any]]
 
 def _pt(variant: str, slots: int, tok_s: float) -> Point:
     return Point("sim", "p", "batched", "none" if variant == PLAIN else "synthetic", variant,
-                 slots, 0, int(tok_s * 10), 10.0, 1, float(slots), 1.0, 0.0)
+                 slots, 0, int(tok_s * 10), 10.0, 1.0, 1, float(slots), 1.0, 0.0)
 
 
 def test_stops_paying_is_the_first_slot_count_below_plain() -> None:
@@ -81,3 +81,4 @@ def test_stops_paying_is_the_first_slot_count_below_plain() -> None:
     points += [_pt("checkpoint", n, t) for n, t in ((1, 200), (2, 150), (4, 500), (8, 700))]
     points += [_pt("per_token", n, 300.0 * n) for n in (1, 2, 4, 8)]
     assert stops_paying(points) == {"checkpoint": "2", "per_token": "> 8"}
+    assert stops_paying(points, cpu) == {"checkpoint": "2", "per_token": "> 8"}
