@@ -5,6 +5,8 @@ retries) can disagree again. The forward-progress guard still ends every liveloc
 the postmortem names it; without near-ties batching changes no token."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session
@@ -101,3 +103,24 @@ def test_near_ties_are_what_batching_changes() -> None:
     assert answers(base) == answers(base.replace(schedule="sequential"))
     ties = base.replace(tie_flip_rate=0.3)
     assert answers(ties) != answers(ties.replace(schedule="sequential"))
+
+
+@settings(max_examples=20, deadline=None)
+@given(slots=st.integers(1, 8), guard=st.integers(1, 4), ties=st.floats(0.05, 0.6),
+       draft_max=st.integers(1, 10), acceptance=st.floats(0.5, 1.0),
+       seed=st.integers(0, 2**31))
+def test_every_batched_round_commits_under_the_guard(
+        slots: int, guard: int, ties: float, draft_max: int, acceptance: float,
+        seed: int) -> None:
+    config = LIVELOCKS.replace(slots=slots, livelock_guard=guard, tie_flip_rate=ties,
+                               draft_max=draft_max, acceptance=acceptance, seed=seed,
+                               answer_tokens=30)
+    _, events = _events(config)
+    rounds: dict[tuple[int, int, int], list[Trigger]] = {}
+    for e in events:
+        if e.round:
+            rounds.setdefault((e.slot, e.turn, e.round), []).append(e.trigger)
+    assert all(Trigger.COMMIT in path for path in rounds.values())
+    for path in rounds.values():  # the guard ends a livelock within its bound of restores
+        assert path.count(Trigger.RETRY) <= guard
+    assert sum(e.trigger is Trigger.END_TURN for e in events) == slots * config.turns
