@@ -21,7 +21,7 @@ The prompts are the held-out stdlib questions a torch session asks in its first 
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.llama.client import Completion
@@ -76,9 +76,7 @@ class DrafterResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping, divergences included."""
-        return {"drafter": self.drafter, "answers": self.answers, "identical": self.identical,
-                "drafted": self.drafted, "accepted": self.accepted,
-                "divergences": [vars(d) for d in self.divergences]}
+        return asdict(self)
 
 
 def held_out_prompts(checkpoint: Any, n: int) -> list[list[int]]:
