@@ -53,17 +53,10 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the `postmortem --json` contract)."""
-        return {
-            "kind": self.kind.value,
-            "severity": self.severity.value,
-            "seq": [self.first_seq, self.last_seq],
-            "slot": self.slot,
-            "turn": self.turn,
-            "round": self.round,
-            "numbers": self.numbers,
-            "explanation": self.explanation,
-            "fix": self.fix,
-        }
+        return {"kind": self.kind.value, "severity": self.severity.value,
+                "seq": [self.first_seq, self.last_seq], "slot": self.slot, "turn": self.turn,
+                "round": self.round, "numbers": self.numbers, "explanation": self.explanation,
+                "fix": self.fix}
 
 
 class Noted(NamedTuple):
