@@ -57,9 +57,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         output.emit_json({"session": result.session_id, "events": result.events,
                           "turns": output.turn_rows(result.turns, profiles)})
         return 0
-    output.console.print(output.turn_table(
-        result.turns, f"session {result.session_id}: {config.backend} {config.strategy} "
-                      f"eog={config.eog_policy} drafter={config.drafter}", profiles))
+    title = (f"session {result.session_id}: {config.backend} {config.strategy} "
+             f"eog={config.eog_policy} drafter={config.drafter}")
+    if config.slots > 1:
+        title += f" slots={config.slots} schedule={config.schedule}"
+    output.console.print(output.turn_table(result.turns, title, profiles))
     output.console.print(f"{result.events} events recorded in {args.db}")
     return 0
 
@@ -95,11 +97,15 @@ def cmd_show(args: argparse.Namespace) -> int:
                           "turns": output.turn_rows(turns, profiles)})
         return 0
     cfg = info.config
+    slots = cfg.get("slots") or 1
+    # A session recorded before the schedule existed ran its slots one after another.
+    shared = f", {slots} slots {cfg.get('schedule', 'sequential')}" if slots > 1 else ""
     output.console.print(
         f"session {info.id}: [bold]{info.status}[/], {info.events} events, backend "
         f"{info.backend}, strategy {cfg.get('strategy')}, eog {cfg.get('eog_policy')}, "
         f"replay {cfg.get('replay_policy')}, drafter {cfg.get('drafter')} "
-        f"(k={cfg.get('draft_max')}), seed {cfg.get('seed')}, code {info.code_version}")
+        f"(k={cfg.get('draft_max')}){shared}, seed {cfg.get('seed')}, "
+        f"code {info.code_version}")
     output.console.print(output.turn_table(turns, "turns", profiles))
     return 0
 

@@ -127,3 +127,15 @@ def test_sessions_before_anything_is_recorded(tmp_path: Path) -> None:
                        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0 and json.loads(r.stdout) == []
     assert not (tmp_path / "specledger.db").exists()
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "batched"])
+def test_run_and_show_name_how_several_slots_shared_the_target(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], schedule: str) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["run", "--db", db, *SMALL, "--slots", "2", "--schedule", schedule]) == 0
+    assert f"slots=2 schedule={schedule}" in capsys.readouterr().out
+    assert main(["show", "1", "--db", db]) == 0
+    assert f"2 slots {schedule}" in " ".join(capsys.readouterr().out.split())
+    assert main(["run", "--db", db, *SMALL]) == 0  # one slot: nothing to share
+    assert "schedule=" not in capsys.readouterr().out
