@@ -5,10 +5,9 @@ row's attention runs over its own KV cache, which is a separate tensor of its ow
 (gathering them into one padded tensor copies every row's whole context per layer and
 step: on the shipped model's shapes, 8 rows of 5 tokens on CPU, 2.2 ms against 1.3 ms for
 the per-row calls at ~400 tokens of context, 11 against 3.8 ms at ~2,100). What each row
-keeps and leaves in its
-state is what `HybridModel.verify` of that row alone gives, up to the rounding of the
-batch shape: right padding never reaches a real position (everything is causal), and the
-recurrence steps over padding without writing or decaying."""
+keeps and leaves in its state is what `HybridModel.verify` of that row alone gives, up to
+the rounding of the batch shape: right padding never reaches a real position (everything
+is causal), and the recurrence steps over padding without writing or decaying."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
