@@ -92,6 +92,10 @@ def migrate(db: str, progress: Progress | None = None, batch: int = 20_000) -> M
             n = _copy_events(conn, progress, batch)
             conn.execute(text("DROP TABLE events"))
             conn.execute(text(f"ALTER TABLE {_NEXT} RENAME TO events"))
+            if conn.dialect.name == "postgresql":  # the names a new ledger's table has
+                for old, new in ((f"{_NEXT}_pkey", "events_pkey"),
+                                 (f"{_NEXT}_session_id_fkey", "events_session_id_fkey")):
+                    conn.execute(text(f"ALTER TABLE events RENAME CONSTRAINT {old} TO {new}"))
             conn.execute(meta.update().where(meta.c.key == "schema_version")
                          .values(value=str(SCHEMA_VERSION)))
         return Migrated(shown, 1, SCHEMA_VERSION, n)

@@ -2,7 +2,7 @@
 same postmortem, and an interrupted migration leaves it as it was."""
 
 import pytest
-from sqlalchemy import Engine, text, update
+from sqlalchemy import Engine, inspect, text, update
 
 from engine.config import RunConfig
 from eventlog import NotASpecledgerDatabaseError, open_db
@@ -58,6 +58,10 @@ def test_a_version_1_ledger_is_migrated_with_every_event(
     engine = open_db(url, create=False)
     assert list(iter_events(engine, 1)) == evs
     assert postmortem_session(engine, 1).to_dict() == before
+    keys = inspect(engine)  # named as a new ledger's (PostgreSQL names them)
+    assert keys.get_pk_constraint("events")["name"] in (None, "events_pkey")
+    assert {fk["name"] for fk in keys.get_foreign_keys("events")} <= {
+        None, "events_session_id_fkey"}
     assert migrate(url).events == 0  # a second run finds nothing to do
 
 
