@@ -1,6 +1,7 @@
 """The README is an executable contract: every command its quick start and CLI sections
 show runs verbatim in an empty directory, and its synopsis lists exactly `run`'s flags."""
 
+import argparse
 import os
 import re
 import shlex
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from specledger.cli import build_parser
 from specledger.run_flags import run_flag_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,8 +87,13 @@ def test_synopsis_lists_exactly_the_run_flags() -> None:
     assert len(listed) == len(set(listed))
 
 
-@pytest.mark.parametrize("command", ["sessions", "show", "replay", "diff", "postmortem",
-                                     "graph", "report", "scenario", "demo", "bench"])
+def _commands_of_the_cli() -> list[str]:
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    return sorted(sub.choices)
+
+
+@pytest.mark.parametrize("command", _commands_of_the_cli())
 def test_synopsis_shows_every_command(command: str) -> None:
     assert re.search(rf"^specledger {command}\b", _blocks(_section("CLI"), "text")[0],
                      flags=re.M)
