@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from eventlog.draft_profile import DraftProfile
 from eventlog.reader import paused_gc, scan_rows
 from eventlog.records import SlotView, TurnRecord
+from fsm.draft_profile import DraftProfile
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
 from fsm.turn_counts import TurnCounts

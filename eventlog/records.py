@@ -5,7 +5,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventlog.draft_profile import DraftProfile
+from fsm.draft_profile import DraftProfile
 from fsm.states import RoundState
 from fsm.turn_counts import TurnCounts
 
