@@ -8,7 +8,17 @@ n-gram drafter on a low-acceptance streak (PR 22168) for this reason.
 from dataclasses import dataclass
 from typing import Any
 
-from eventlog.postmortem.detector import DURATION, SEQ, SLOT, Handler, Row, config_value, examples
+from eventlog.postmortem.detector import (
+    DURATION,
+    ROUND,
+    SEQ,
+    SLOT,
+    TURN,
+    Handler,
+    Row,
+    config_value,
+    examples,
+)
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Commit, Verify
 from fsm.states import Trigger
@@ -18,7 +28,7 @@ MIN_STREAK = 8
 """Consecutive zero-acceptance rounds that make a streak worth reporting."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Streak:
     slot: int
     turn: int
@@ -44,31 +54,39 @@ class AcceptanceCollapse:
         self.accepted = 0
 
     def handlers(self) -> dict[Trigger, Handler]:
-        """VERIFY opens a round's draft, COMMIT judges it, END_TURN closes the streak."""
-        return {T.VERIFY: self._on_verify, T.COMMIT: self._on_commit,
+        """VERIFY opens a round's draft, COMMIT judges it, END_TURN closes the streak.
+
+        Closures over the per-slot dicts: every round's VERIFY and COMMIT come here, and
+        most commits accept a draft with no streak open, so that case returns first."""
+        pending = self._verify
+        streaks = self._streak
+
+        def on_verify(row: Row, verify: Verify) -> None:
+            pending[row[SLOT]] = (verify["drafted"], row[DURATION], row[SEQ])
+
+        def on_commit(row: Row, commit: Commit) -> None:
+            slot = row[SLOT]
+            draft = pending.pop(slot, None)
+            if draft is None or not draft[0]:
+                return
+            k, verify_s, first = draft
+            accepted = commit["accepted"]
+            self.drafted += k
+            self.accepted += accepted
+            if accepted:
+                if slot in streaks:
+                    self._close(slot)
+                return
+            s = streaks.get(slot)
+            if s is None:
+                s = streaks[slot] = _Streak(slot, row[TURN], row[ROUND], first)
+            s.rounds += 1
+            s.drafted += k
+            s.verify_s += verify_s
+            s.last_seq = row[SEQ]
+
+        return {T.VERIFY: on_verify, T.COMMIT: on_commit,
                 T.END_TURN: lambda row, _: self._close(row[SLOT])}
-
-    def _on_verify(self, row: Row, verify: Verify) -> None:
-        self._verify[row[SLOT]] = (verify["drafted"], row[DURATION], row[SEQ])
-
-    def _on_commit(self, row: Row, commit: Commit) -> None:
-        seq, slot, turn, rnd = row[:4]
-        k, verify_s, first = self._verify.pop(slot, (0, 0.0, seq))
-        if not k:
-            return
-        accepted = commit["accepted"]
-        self.drafted += k
-        self.accepted += accepted
-        if accepted:
-            self._close(slot)
-            return
-        s = self._streak.get(slot)
-        if s is None:
-            s = self._streak[slot] = _Streak(slot, turn, rnd, first)
-        s.rounds += 1
-        s.drafted += k
-        s.verify_s += verify_s
-        s.last_seq = seq
 
     def _close(self, slot: int) -> None:
         s = self._streak.pop(slot, None)

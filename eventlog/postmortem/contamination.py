@@ -32,20 +32,24 @@ class Contamination:
 
     def handlers(self) -> dict[Trigger, Handler]:
         """VERIFY's batch, the COMMIT after it, and state-truth violations."""
-        return {T.VERIFY: self._on_verify, T.COMMIT: self._on_commit,
+        batches = self._batch
+        # The source is a state's name (or the state itself, a StrEnum, from an Event):
+        # compared with the plain name, which spares the enum's reflected comparison.
+        reject = RoundState.REJECT.value
+
+        def on_verify(row: Row, verify: Verify) -> None:
+            batches[row[SLOT]] = verify["batch"]
+
+        def on_commit(row: Row, commit: Commit) -> None:
+            rejected = batches.pop(row[SLOT], 0) - len(commit["append"])
+            if rejected > 0 and row[SOURCE] == reject:
+                self.absorbed += rejected
+                self.last_seq = row[SEQ]
+                self.unrolled.append(Noted(*row[:4], {"rejected": rejected,
+                                                      "position": commit["position"]}))
+
+        return {T.VERIFY: on_verify, T.COMMIT: on_commit,
                 T.INVARIANT_VIOLATION: self._on_violation}
-
-    def _on_verify(self, row: Row, verify: Verify) -> None:
-        self._batch[row[SLOT]] = verify["batch"]
-
-    def _on_commit(self, row: Row, commit: Commit) -> None:
-        rejected = self._batch.pop(row[SLOT], 0) - len(commit["append"])
-        # The source is a state's name (or the state itself, a StrEnum, from an Event).
-        if rejected > 0 and row[SOURCE] == RoundState.REJECT:
-            self.absorbed += rejected
-            self.last_seq = row[SEQ]
-            self.unrolled.append(Noted(*row[:4], {"rejected": rejected,
-                                                  "position": commit["position"]}))
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
         if v["invariant"] == Invariant.STATE_TRUTH.value:

@@ -28,7 +28,7 @@ from fsm.states import Trigger
 T = Trigger
 
 
-@dataclass
+@dataclass(slots=True)
 class _Round:
     slot: int
     turn: int
@@ -41,6 +41,9 @@ class _Round:
     redo_s: float = 0.0  # time in restores, replays and retries after the first restore
     guard: Livelock | None = None
     unfinished: bool = False  # the log ends inside the round
+    # Whether the round's steps matter: it keeps its path, or may become a finding (it has
+    # repeated a restore or met the guard), so its last seq and redo time count.
+    watched: bool = False
 
     @property
     def locked(self) -> bool:
@@ -81,73 +84,92 @@ class RestoreStorms:
         self.committed = 0
 
     def handlers(self) -> dict[Trigger, Handler]:
-        """Every step of a round; BEGIN (or a DECODE outside one) opens it, COMMIT ends it."""
-        out = {t: self._stepper(t, redo=False) for t in (T.VERIFY, T.ACCEPT, T.REJECT)}
-        out |= {t: self._stepper(t, redo=True) for t in (T.REPLAY, T.RETRY)}
-        return out | {T.BEGIN: self._on_begin, T.DECODE: self._on_decode,
-                      T.RESTORE: self._on_restore, T.LIVELOCK: self._on_livelock,
-                      T.COMMIT: self._on_commit}
+        """Every step of a round; BEGIN (or a DECODE outside one) opens it, COMMIT ends it.
 
-    def _stepper(self, trig: Trigger, redo: bool) -> Handler:
-        """The handler of a step that only extends the round (a redo step also counts its
-        time once the round has repeated a restore). Inlined: most events are these."""
-        get = self._open.get
+        Bound once as closures over the open rounds: nearly every event of a session comes
+        here, so a handler does no attribute lookups it can avoid. A step matters only to
+        a round that keeps its path or has already repeated a restore (`_Round.watched`):
+        of any other round, only the commit and restores count."""
+        opened = self._open
+        get = opened.get
+        named = self._named
 
-        def step(row: Row, _: object) -> None:
+        def stepper(trig: Trigger, redo: bool) -> Handler:
+            def step(row: Row, _: object) -> None:
+                r = get(row[SLOT])
+                if r is not None and r.watched:
+                    if r.path is not None:
+                        r.path.append(trig)
+                    r.last_seq = row[SEQ]
+                    if redo and r.repeats > 1:
+                        r.redo_s += row[DURATION]
+            return step
+
+        def open_round(row: Row, trig: Trigger) -> None:
+            # Only a round that may be the first of its kind keeps its path (memory stays
+            # flat).
+            seq = row[SEQ]
+            keep = len(named) < 2
+            # Positional: keywords cost a third of the round's construction.
+            opened[row[SLOT]] = _Round(row[SLOT], row[TURN], row[ROUND], seq, seq,
+                                       [trig] if keep else None, {}, 0, 0.0, None, False, keep)
+
+        def on_begin(row: Row, _: object) -> None:
+            open_round(row, T.BEGIN)
+
+        def on_decode(row: Row, _: object) -> None:
+            r = get(row[SLOT])
+            if r is None:
+                open_round(row, T.DECODE)
+            elif r.watched:
+                if r.path is not None:
+                    r.path.append(T.DECODE)
+                r.last_seq = row[SEQ]
+
+        def on_restore(row: Row, restore: Restore) -> None:
+            r = get(row[SLOT])
+            if r is None:
+                return
+            if r.path is not None:
+                r.path.append(T.RESTORE)
+            r.last_seq = row[SEQ]
+            self.restores += 1
+            restores = r.restores
+            pos = restore["position"]
+            n = restores[pos] = restores.get(pos, 0) + 1
+            if n > 1:
+                if n > r.repeats:
+                    r.repeats = n
+                r.redo_s += row[DURATION]
+                r.watched = True
+
+        def on_livelock(row: Row, guard: Livelock) -> None:
             r = get(row[SLOT])
             if r is not None:
                 if r.path is not None:
-                    r.path.append(trig)
+                    r.path.append(T.LIVELOCK)
                 r.last_seq = row[SEQ]
-                if redo and r.repeats > 1:
-                    r.redo_s += row[DURATION]
+                r.guard = guard
+                r.watched = True
 
-        return step
-
-    def _open_round(self, row: Row, trig: Trigger) -> None:
-        slot = row[SLOT]
-        seq = row[SEQ]
-        # Only a round that may be the first of its kind keeps its path (memory stays flat).
-        self._open[slot] = _Round(slot, row[TURN], row[ROUND], seq, seq,
-                                  None if len(self._named) == 2 else [trig])
-
-    def _step(self, row: Row, trig: Trigger) -> _Round | None:
-        r = self._open.get(row[SLOT])
-        if r is not None:
+        def on_commit(row: Row, commit: Commit) -> None:
+            slot = row[SLOT]
+            r = get(slot)
+            if r is None:
+                return
             if r.path is not None:
-                r.path.append(trig)
+                r.path.append(T.COMMIT)
             r.last_seq = row[SEQ]
-        return r
-
-    def _on_begin(self, row: Row, _: object) -> None:
-        self._open_round(row, T.BEGIN)
-
-    def _on_decode(self, row: Row, _: object) -> None:
-        if row[SLOT] in self._open:
-            self._step(row, T.DECODE)
-        else:
-            self._open_round(row, T.DECODE)
-
-    def _on_restore(self, row: Row, restore: Restore) -> None:
-        r = self._step(row, T.RESTORE)
-        if r is None:
-            return
-        self.restores += 1
-        pos = restore["position"]
-        n = r.restores[pos] = r.restores.get(pos, 0) + 1
-        if n > 1:
-            r.repeats = max(r.repeats, n)
-            r.redo_s += row[DURATION]
-
-    def _on_livelock(self, row: Row, guard: Livelock) -> None:
-        r = self._step(row, T.LIVELOCK)
-        if r is not None:
-            r.guard = guard
-
-    def _on_commit(self, row: Row, commit: Commit) -> None:
-        if self._step(row, T.COMMIT) is not None:
             self.committed += len(commit["append"])
-            self._close(row[SLOT])
+            if r.repeats > 1 or r.guard is not None:
+                self._close(slot)
+            else:  # the common case: a round without a storm leaves no trace
+                del opened[slot]
+
+        out = {t: stepper(t, redo=False) for t in (T.VERIFY, T.ACCEPT, T.REJECT)}
+        out |= {t: stepper(t, redo=True) for t in (T.REPLAY, T.RETRY)}
+        return out | {T.BEGIN: on_begin, T.DECODE: on_decode, T.RESTORE: on_restore,
+                      T.LIVELOCK: on_livelock, T.COMMIT: on_commit}
 
     def _close(self, slot: int) -> None:
         r = self._open.pop(slot)
