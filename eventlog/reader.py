@@ -142,16 +142,24 @@ SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD, DEST = range(len(
 _BODY_TEXT = cast(events.c.body, Text)
 
 
+PARSE_CHUNK = 128
+"""Rows per parsed list of `scan_rows`: a fold touches each list's rows right after the
+parse, while they are still in the CPU's cache, and the next list reuses the memory this
+one freed. Measured on the 1M-event postmortem: lists of 2000 rows cost 1.5 s more CPU
+than lists of 64-200, about a third of the whole."""
+
+
 def scan_rows(
     engine: Engine, session_id: int, *, triggers: Collection[Trigger] | None = None,
     required: Mapping[Trigger, str] | None = None, upto_seq: int | None = None,
-    batch: int = 2000,
+    batch: int = 2000, chunk: int = PARSE_CHUNK,
 ) -> Iterator[list[Row]]:
     """The session's events (only those with one of `triggers`, when given; through
-    `upto_seq`) in lists of `batch`, each a `Row`, for the folds that read a whole session
-    (eventlog/fold.py, the postmortem): no `Event` built. An event of a trigger in
-    `required` is read only where its payload has that field (not JSON null), which the
-    database decides."""
+    `upto_seq`), in lists of `chunk` (at most), each a `Row`, read from the database
+    `batch` at a time (a PostgreSQL round trip; SQLite reads a chunk at a time), for the
+    folds that read a whole session (eventlog/fold.py, the postmortem): no `Event` built.
+    An event of a trigger in `required` is read only where its payload has that field (not
+    JSON null), which the database decides."""
     get_session(engine, session_id)
     c = events.c
     query = _where(select(_BODY_TEXT), session_id, upto_seq, triggers)
@@ -165,7 +173,7 @@ def scan_rows(
                               f"events.body ->> '$[{PAYLOAD}].{key}' IS NOT NULL") if sqlite
                else literal_column(f"events.body -> {PAYLOAD} ->> '{key}' IS NOT NULL"))
         query = query.where(or_(c.trigger != trigger.value, has))
-    return _scan(engine, query, batch)
+    return _scan(engine, query, batch, chunk)
 
 
 def _parsed(rows: Sequence[Sequence[Any]]) -> list[Row]:
@@ -240,9 +248,9 @@ def _where(query: Select[Any], session_id: int, upto_seq: int | None,
     return query.order_by(c.seq)
 
 
-def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[list[Row]]:
-    """The bodies the query selects, parsed, in lists of `batch`, read from the driver's
-    own cursor (SQLAlchemy's row objects cost a third of a scan)."""
+def _scan(engine: Engine, query: Select[Any], batch: int, chunk: int) -> Iterator[list[Row]]:
+    """The bodies the query selects, fetched `batch` at a time from the driver's own cursor
+    (SQLAlchemy's row objects cost a third of a scan), parsed in lists of `chunk`."""
     compiled = query.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
     params: Any = compiled.params
     if compiled.positional:
@@ -261,8 +269,15 @@ def _scan(engine: Engine, query: Select[Any], batch: int) -> Iterator[list[Row]]
             driver.text_factory = bytes
         try:
             cursor.execute(compiled.string, params)
-            while rows := cursor.fetchmany(batch):
-                yield _parsed(rows)
+            # SQLite runs in this process, with no round trip to save: it fetches a chunk
+            # at a time, fewer bodies in memory at once.
+            fetch = batch if server_side else min(batch, chunk)
+            while rows := cursor.fetchmany(fetch):
+                if len(rows) <= chunk:
+                    yield _parsed(rows)
+                    continue
+                for start in range(0, len(rows), chunk):
+                    yield _parsed(rows[start:start + chunk])
         finally:
             cursor.close()
             if sqlite:

@@ -137,14 +137,18 @@ class _Pass:
         return n
 
     def rows(self, batches: Iterable[list[Row]]) -> int:
-        """Feed the rows of `eventlog.reader.scan_rows`; how many."""
-        get, n = self.routes.get, 0
+        """Feed the rows of `eventlog.reader.scan_rows`, read for `self.routes`' triggers
+        only; how many."""
+        # Tuples, indexed without a default: the scan asked for these triggers alone, so
+        # every row has a route, and the loop runs once per event.
+        routes, n = {t: tuple(hs) for t, hs in self.routes.items()}, 0
         with paused_gc():
             for rows in batches:
                 n += len(rows)
                 for row in rows:
-                    for handler in get(row[TRIGGER], ()):
-                        handler(row, row[PAYLOAD])
+                    payload = row[PAYLOAD]
+                    for handler in routes[row[TRIGGER]]:
+                        handler(row, payload)
         return n
 
     def findings(self, reference_id: int | None, config: dict[str, Any]) -> list[Finding]:

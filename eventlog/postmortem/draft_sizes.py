@@ -42,13 +42,15 @@ class DraftStateSizes:
 
     def handlers(self) -> dict[Trigger, Handler]:
         """BEGIN sizes the speculative checkpoint; CTX_SAVE and CTX_RESTORE the context's."""
-        return {T.BEGIN: self._on_begin, T.CTX_SAVE: self._on_save,
-                T.CTX_RESTORE: self._on_restore}
 
-    def _on_begin(self, _: Row, begin: Begin) -> None:
-        draft = begin.get("draft_bytes", 0)
-        if draft and (self.spec is None or begin["bytes"] > self.spec[0]):
-            self.spec = (begin["bytes"], draft)
+        def on_begin(_: Row, begin: Begin) -> None:
+            # Every round's BEGIN comes here; most have no draft share (no draft model).
+            draft = begin.get("draft_bytes", 0)
+            if draft and (self.spec is None or begin["bytes"] > self.spec[0]):
+                self.spec = (begin["bytes"], draft)
+
+        return {T.BEGIN: on_begin, T.CTX_SAVE: self._on_save,
+                T.CTX_RESTORE: self._on_restore}
 
     def _on_save(self, row: Row, save: CtxSave) -> None:
         if save["bytes"]:

@@ -72,22 +72,29 @@ class EogTail:
         self.other: list[dict[str, Any]] = []
 
     def handlers(self) -> dict[Trigger, Handler]:
-        """The slot's length, each verdict's EOG index and the commit after it, turns."""
-        return {T.COMMIT: self._on_commit, T.ACCEPT: self._on_verdict,
-                T.REJECT: self._on_verdict, T.PREFILL: self._on_prefill,
-                T.START_TURN: self._start_turn, T.END_TURN: self._on_end,
-                T.CTX_RESTORE: self._ctx_restore, T.INVARIANT_VIOLATION: self._on_violation}
+        """The slot's length, each verdict's EOG index and the commit after it, turns.
 
-    def _on_commit(self, row: Row, commit: pl.Commit) -> None:
-        slot = row[SLOT]
-        block = commit["append"]
-        self._len[slot] += len(block)
-        eog = self._eog.pop(slot, None)
-        if eog is not None and len(block) > eog + 1:
-            self._current(row).note(row, len(block) - eog - 1, block[eog + 1:])
+        The commit and verdict handlers, which see every round, are closures over the
+        per-slot dicts."""
+        lengths = self._len
+        eogs = self._eog
+        pop_eog = eogs.pop
 
-    def _on_verdict(self, row: Row, verdict: pl.Accept) -> None:
-        self._eog[row[SLOT]] = verdict["eog"]  # a Reject has the same `eog`
+        def on_commit(row: Row, commit: pl.Commit) -> None:
+            slot = row[SLOT]
+            block = commit["append"]
+            lengths[slot] += len(block)
+            eog = pop_eog(slot, None)
+            if eog is not None and len(block) > eog + 1:
+                self._current(row).note(row, len(block) - eog - 1, block[eog + 1:])
+
+        def on_verdict(row: Row, verdict: pl.Accept) -> None:
+            eogs[row[SLOT]] = verdict["eog"]  # a Reject has the same `eog`
+
+        return {T.COMMIT: on_commit, T.ACCEPT: on_verdict, T.REJECT: on_verdict,
+                T.PREFILL: self._on_prefill, T.START_TURN: self._start_turn,
+                T.END_TURN: self._on_end, T.CTX_RESTORE: self._ctx_restore,
+                T.INVARIANT_VIOLATION: self._on_violation}
 
     def _on_prefill(self, row: Row, prefill: pl.Prefill) -> None:
         self._len[row[SLOT]] += len(prefill.get("append", ()))

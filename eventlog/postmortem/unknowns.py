@@ -50,8 +50,9 @@ class UnknownInputs:
         self.draft_state_sized = False
 
     def handlers(self) -> dict[Trigger, Handler]:
-        """BEGIN, for whether the source sized the draft model's share."""
-        return {T.BEGIN: self._on_begin}
+        """BEGIN, for whether the source sized the draft model's share; nothing for a
+        session without `provides` (our own), whose BEGINs could change no finding."""
+        return {} if self.provides is None else {T.BEGIN: self._on_begin}
 
     def _on_begin(self, _: Row, begin: Begin) -> None:
         if begin.get("draft_bytes"):
