@@ -36,13 +36,7 @@ def open_db(db: str, create: bool) -> Engine:
             )
         _make_parent(sqlite_file, shown)
     elif sqlite_file is not None and create:
-        # Look with a read-only engine first: the writer's WAL pragma must never touch a
-        # file that is not ours.
-        reader = _engine(url, shown, writer=False)
-        try:
-            _stored_version(reader, shown)
-        finally:
-            reader.dispose()
+        _look_before_writing(url, shown)
     engine = _engine(url, shown, writer=create)
     try:
         version = _stored_version(engine, shown)
@@ -79,11 +73,7 @@ def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
     if sqlite_file is not None:
         if not sqlite_file.exists():
             raise DatabaseUnavailableError(f"no database at {shown}; pass another --db")
-        reader = _engine(url, shown, writer=False)  # not ours: never touched by a writer
-        try:
-            _stored_version(reader, shown)
-        finally:
-            reader.dispose()
+        _look_before_writing(url, shown)
     engine = _engine(url, shown, writer=True)
     try:
         version = _stored_version(engine, shown)
@@ -94,6 +84,16 @@ def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
         engine.dispose()
         raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
     return engine, shown, int(version) if version.isdigit() else None
+
+
+def _look_before_writing(url: URL, shown: str) -> None:
+    """Refuse an existing SQLite file that is not a specledger database, through a
+    read-only engine: a writer's WAL pragma must never touch a file that is not ours."""
+    reader = _engine(url, shown, writer=False)
+    try:
+        _stored_version(reader, shown)
+    finally:
+        reader.dispose()
 
 
 def _parse(db: str) -> URL:
