@@ -79,13 +79,11 @@ def drive(steps: RoundSteps, b: Backend) -> Block:
     raise RuntimeError("a round yielded None where it must ask for a verify")
 
 
-def _verified(res: Verified | None, payload: dict[str, Any]) -> tuple[VerifyOut, float]:
-    """The driver's answer, its shared-forward fields added to the verify `payload`."""
+def _answer(res: Verified | None) -> Verified:
+    """The driver's answer to a verify request (the protocol sends one)."""
     if res is None:
         raise RuntimeError("a round's verify request was answered with nothing")
-    if res.shared:
-        payload.update(res.shared)
-    return res.out, res.duration
+    return res
 
 
 def round_steps(s: Slot, budget: int | None = None) -> RoundSteps:
@@ -113,13 +111,13 @@ def round_steps(s: Slot, budget: int | None = None) -> RoundSteps:
     draft = _draft_state(s, stats, k)
     trigger = Trigger.VERIFY
     while True:
-        res = yield VerifyRequest(s.state, batch, strategy)
-        verified: dict[str, Any] = {"drafts": drafts, "targets": [], "batch": k + 1}
+        res = _answer((yield VerifyRequest(s.state, batch, strategy)))
+        out = res.out
+        verified: dict[str, Any] = {"drafts": drafts, "targets": out.targets, "batch": k + 1}
         if trigger is Trigger.VERIFY:
             verified["drafted"] = k
-        out, took = _verified(res, verified)
-        verified["targets"] = out.targets
-        m.fire(trigger, took, verified)
+        verified.update(res.shared)
+        m.fire(trigger, res.duration, verified)
         yield None
         block = accepted_block(drafts, out.targets, b.template.eog_ids, cfg.eog_policy)
         if block.consumed == k + 1:
@@ -161,11 +159,10 @@ def _draft_state(s: Slot, stats: dict[str, int], k: int) -> tuple[int | None, in
 def _plain_steps(s: Slot) -> RoundSteps:
     """A non-speculative step: verify only the last committed token."""
     m, b = s.machine, s.backend
-    res = yield VerifyRequest(s.state, [s.tokens[-1]], Strategy.NONE)  # nothing to roll back
-    decoded: dict[str, Any] = {"targets": [], "drafted": 0, "batch": 1}
-    out, took = _verified(res, decoded)
-    decoded["targets"] = out.targets
-    m.fire(Trigger.DECODE, took, decoded)
+    res = _answer((yield VerifyRequest(s.state, [s.tokens[-1]], Strategy.NONE)))  # no rollback
+    out = res.out
+    m.fire(Trigger.DECODE, res.duration,
+           {"targets": out.targets, "drafted": 0, "batch": 1, **res.shared})
     yield None
     block = accepted_block([], out.targets, b.template.eog_ids, s.config.eog_policy)
     m.fire(Trigger.ACCEPT, 0.0, {"matched": 0, "eog": block.eog})

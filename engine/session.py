@@ -1,6 +1,7 @@
 """A session: the configured conversations, run turn by turn, every transition journaled."""
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -124,9 +125,7 @@ class Session:
         try:
             metrics = run_turn(slot, question, self.journal.end_unit, self.progress)
         except Exception as exc:
-            self.journal.end_unit()
-            slot.machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
-            self.journal.end_unit()
+            self._fail([slot], exc)
             raise
         if self.progress is not None:
             self.progress.turn_done()
@@ -152,8 +151,12 @@ class Session:
         try:
             return scheduler.run_turns(questions)
         except Exception as exc:
-            self.journal.end_unit()
-            for slot in scheduler.blame:
-                slot.machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
-            self.journal.end_unit()
+            self._fail(scheduler.blame, exc)
             raise
+
+    def _fail(self, slots: Sequence[Slot], exc: Exception) -> None:
+        """Record `exc` as the failure of `slots`, after the whole units before it."""
+        self.journal.end_unit()
+        for slot in slots:
+            slot.machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
+        self.journal.end_unit()
