@@ -115,11 +115,22 @@ class CostProfile:
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
+        return self._rows_forward_s(((batch, ctx),))
+
+    def _rows_forward_s(self, rows: Sequence[tuple[int, int]]) -> float:
+        """One forward over sequences' rows, each `(tokens, ctx)`: the weights are read
+        once and the fixed costs paid once, compute and the per-token terms grow with all
+        the tokens, each row reads its own KV."""
+        # A plain loop: every prefill chunk, replay and verify of the sim comes here.
+        tokens, kv_read, multi = 0, 0.0, False
+        for n, ctx in rows:
+            tokens += n
+            kv_read += (ctx + n) * self.kv_bytes_per_token / self.hbm_bw
+            multi = multi or n > 1  # a row of several tokens runs the chunked recurrence
         weights = self.weight_bytes / self.hbm_bw
-        compute = batch * self.flops_per_token / self.peak_flops
-        kv_read = (ctx + batch) * self.kv_bytes_per_token / self.hbm_bw
-        fixed = self.launch_s + (self.multi_token_s if batch > 1 else 0.0)
-        return fixed + batch * self.token_s + max(weights, compute) + kv_read
+        compute = tokens * self.flops_per_token / self.peak_flops
+        fixed = self.launch_s + (self.multi_token_s if multi else 0.0)
+        return fixed + tokens * self.token_s + max(weights, compute) + kv_read
 
     def copy_s(self, n_states: float = 1.0) -> float:
         """Copying `n_states` whole recurrent + conv states device to device."""
@@ -128,23 +139,14 @@ class CostProfile:
     def verify_s(self, batch: int, ctx: int) -> float:
         """A verify forward: a speculative one (drafts: `batch` > 1) also pays the
         round's host synchronisation."""
-        sync = self.round_sync_s if batch > 1 else 0.0
-        return self.forward_s(batch, ctx) + sync
+        return self.batch_verify_s(((batch, ctx),))
 
     def batch_verify_s(self, rows: Sequence[tuple[int, int]]) -> float:
-        """One verify forward over several sequences' rows, each `(tokens, ctx)`: the
-        weights are read once and the fixed costs paid once, compute and the per-token
-        terms grow with all the tokens, each row reads its own KV, and one host
-        synchronisation serves every speculative row. A single row costs `verify_s`
-        exactly (the same terms in the same order), so a batch of one changes no time."""
-        tokens = sum(n for n, _ in rows)
-        multi = any(n > 1 for n, _ in rows)  # a row of drafts runs the chunked form
-        weights = self.weight_bytes / self.hbm_bw
-        compute = tokens * self.flops_per_token / self.peak_flops
-        kv_read = sum((ctx + n) * self.kv_bytes_per_token / self.hbm_bw for n, ctx in rows)
-        fixed = self.launch_s + (self.multi_token_s if multi else 0.0)
-        forward = fixed + tokens * self.token_s + max(weights, compute) + kv_read
-        return forward + (self.round_sync_s if multi else 0.0)
+        """One verify forward over several sequences' rows, each `(tokens, ctx)`
+        (`_rows_forward_s`), and one host synchronisation for every speculative row; a
+        single row is `verify_s`, so a batch of one changes no time."""
+        forward = self._rows_forward_s(rows)
+        return forward + self.round_sync_s if any(n > 1 for n, _ in rows) else forward
 
     def checkpoint_s(self) -> float:
         """Saving or restoring one whole-state checkpoint where `checkpoint_place` keeps
