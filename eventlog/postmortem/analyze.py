@@ -1,7 +1,7 @@
 """The postmortem of one session from its log alone: every detector in one pass."""
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from eventlog.postmortem.detector import (
     TURN,
     Detector,
     Handler,
+    PathOf,
     Row,
 )
 from eventlog.postmortem.draft_ckpt import DraftCheckpoints
@@ -36,6 +37,7 @@ from eventlog.reader import (
     paused_gc,
     scan_events,
     scan_rows,
+    slot_triggers,
 )
 from eventlog.schema import SessionStatus
 from eventlog.turns import TurnPairs, folded
@@ -86,9 +88,10 @@ _REQUIRED = {Trigger.DRAFT: DraftCheckpoints.counter}
 """A field without which an event of the trigger tells no detector anything."""
 
 
-def detectors(config: dict[str, Any]) -> list[Detector]:
-    """One of each detector for a session recorded with `config`."""
-    return [EogTail(config), RestoreStorms(config), Contamination(config),
+def detectors(config: dict[str, Any], path_of: PathOf) -> list[Detector]:
+    """One of each detector for a session recorded with `config`, whose log `path_of`
+    reads back."""
+    return [EogTail(config), RestoreStorms(config, path_of), Contamination(config),
             DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config),
             DraftStateSizes(config), UnknownInputs(config)]
 
@@ -98,8 +101,9 @@ class _Pass:
     the session's turns, compared with the reference's as both close them): each event goes
     to the handlers of its trigger."""
 
-    def __init__(self, config: dict[str, Any], reference: Iterable[Event] | None) -> None:
-        self.found = detectors(config)
+    def __init__(self, config: dict[str, Any], reference: Iterable[Event] | None,
+                 path_of: PathOf) -> None:
+        self.found = detectors(config, path_of)
         self.routes: dict[str, list[Handler]] = defaultdict(list)
         for d in self.found:
             for trigger, handler in d.handlers().items():
@@ -131,7 +135,8 @@ class _Pass:
             n += 1
             handlers = get(ev.trigger)
             if handlers:
-                row = (ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.duration, ev.source)
+                row = (ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.duration, ev.source,
+                       ev.t)
                 for handler in handlers:
                     handler(row, ev.payload)
         return n
@@ -164,7 +169,7 @@ class _Pass:
         return sort_findings(findings)
 
 
-def analyze(events: Iterable[Event], config: dict[str, Any],
+def analyze(events: Sequence[Event], config: dict[str, Any],
             reference: Iterable[Event] | None = None,
             reference_id: int | None = None) -> tuple[list[Finding], int]:
     """Run every detector over `events` in one pass; (findings worst first, events read).
@@ -172,7 +177,10 @@ def analyze(events: Iterable[Event], config: dict[str, Any],
     With the events of a `reference` session, each turn's answer is compared with its
     reference turn as soon as both have closed, the reference read in step with `events`.
     """
-    one = _Pass(config, reference)
+    def path_of(slot: int, first: int, last: int) -> list[str]:
+        return [ev.trigger.value for ev in events if ev.slot == slot and first <= ev.seq <= last]
+
+    one = _Pass(config, reference, path_of)
     n = one.events(events)
     return one.findings(reference_id, config), n
 
@@ -185,7 +193,8 @@ def postmortem_session(engine: Engine, session_id: int,
     ref = _reference(engine, info, reference_id)
     ref_events = (None if ref is None
                   else scan_events(engine, ref, triggers=_TURN_TRIGGERS))
-    one = _Pass(info.config, ref_events)
+    one = _Pass(info.config, ref_events,
+                lambda slot, first, last: slot_triggers(engine, session_id, slot, first, last))
     # Only the events some handler reads leave the database: those of their triggers (a
     # NEXT, say, none).
     one.rows(scan_rows(engine, session_id, triggers={Trigger(t) for t in one.routes},

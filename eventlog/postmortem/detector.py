@@ -24,6 +24,10 @@ SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD = (
 Handler = Callable[[Row, Any], None]
 """Folds one event: its `Row` and its payload."""
 
+PathOf = Callable[[int, int, int], list[str]]
+"""The triggers (their names) of one slot's events from one seq through another, in log
+order: read back from the log for the few rounds whose every step a finding quotes."""
+
 
 class Detector(Protocol):
     """Folds the events of the triggers it handles, in log order, then reports."""

@@ -17,15 +17,15 @@ from eventlog.postmortem.detector import (
     SLOT,
     TURN,
     Handler,
+    PathOf,
     Row,
+    T,
     config_value,
     examples,
 )
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Commit, Livelock, Restore
 from fsm.states import Trigger
-
-T = Trigger
 
 
 @dataclass(slots=True)
@@ -34,16 +34,13 @@ class _Round:
     turn: int
     round: int
     first_seq: int
-    last_seq: int = 0
-    path: list[Trigger] | None = None  # None: not kept, this round cannot name the cycle
+    last_seq: int = 0  # its commit's; in a round the log ends inside, its last restore's
     restores: dict[int, int] = field(default_factory=dict)  # position -> restores
     repeats: int = 0  # most restores at one position
-    redo_s: float = 0.0  # time in restores, replays and retries after the first restore
+    redo_from: float = 0.0  # when the first repeated restore began, on the log's clock
+    redo_s: float = 0.0  # from then to the round's end
     guard: Livelock | None = None
     unfinished: bool = False  # the log ends inside the round
-    # Whether the round's steps matter: it keeps its path, or may become a finding (it has
-    # repeated a restore or met the guard), so its last seq and redo time count.
-    watched: bool = False
 
     @property
     def locked(self) -> bool:
@@ -72,120 +69,87 @@ def name_cycle(path: list[str]) -> str:
 
 
 class RestoreStorms:
-    """Tracks each round's restores by position; rounds with repeats become findings."""
+    """Tracks each round's restores by position; rounds with repeats become findings.
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    It reads a round's begin, restores, guard and commit, never its other steps (nearly
+    every event of a session is one, and following them cost a fifth of a 1M-event
+    postmortem): a storm's redo time is the log's clock from its first repeated restore to
+    the round's end, and the cycle a finding names is read back from the log (`path_of`)
+    for the one or two rounds that name one."""
+
+    def __init__(self, config: dict[str, Any], path_of: PathOf) -> None:
         self.replay_policy = config_value(config, "replay_policy", "?")
         self.guard_limit = config_value(config, "livelock_guard", None)
+        self.path_of = path_of
         self._open: dict[int, _Round] = {}
         self.storms: list[_Round] = []
-        self._named: set[bool] = set()  # kinds (livelock or not) whose first round kept its path
         self.restores = 0
         self.committed = 0
 
     def handlers(self) -> dict[Trigger, Handler]:
-        """Every step of a round; BEGIN (or a DECODE outside one) opens it, COMMIT ends it.
+        """BEGIN (or a DECODE outside a round) opens a slot's round, COMMIT ends it.
 
-        Bound once as closures over the open rounds: nearly every event of a session comes
-        here, so a handler does no attribute lookups it can avoid. A step matters only to
-        a round that keeps its path or has already repeated a restore (`_Round.watched`):
-        of any other round, only the commit and restores count."""
+        Bound once as closures over the open rounds: a handler does no attribute lookups
+        it can avoid."""
         opened = self._open
         get = opened.get
-        named = self._named
 
-        def stepper(trig: Trigger, redo: bool) -> Handler:
-            def step(row: Row, _: object) -> None:
-                r = get(row[SLOT])
-                if r is not None and r.watched:
-                    if r.path is not None:
-                        r.path.append(trig)
-                    r.last_seq = row[SEQ]
-                    if redo and r.repeats > 1:
-                        r.redo_s += row[DURATION]
-            return step
-
-        def open_round(row: Row, trig: Trigger) -> None:
-            # Only a round that may be the first of its kind keeps its path (memory stays
-            # flat).
+        def open_round(row: Row, _: object) -> None:
             seq = row[SEQ]
-            keep = len(named) < 2
             # Positional: keywords cost a third of the round's construction.
-            opened[row[SLOT]] = _Round(row[SLOT], row[TURN], row[ROUND], seq, seq,
-                                       [trig] if keep else None, {}, 0, 0.0, None, False, keep)
-
-        def on_begin(row: Row, _: object) -> None:
-            open_round(row, T.BEGIN)
+            opened[row[SLOT]] = _Round(row[SLOT], row[TURN], row[ROUND], seq, seq, {}, 0,
+                                       0.0, 0.0, None, False)
 
         def on_decode(row: Row, _: object) -> None:
-            r = get(row[SLOT])
-            if r is None:
-                open_round(row, T.DECODE)
-            elif r.watched:
-                if r.path is not None:
-                    r.path.append(T.DECODE)
-                r.last_seq = row[SEQ]
+            if row[SLOT] not in opened:
+                open_round(row, _)
 
         def on_restore(row: Row, restore: Restore) -> None:
             r = get(row[SLOT])
             if r is None:
                 return
-            if r.path is not None:
-                r.path.append(T.RESTORE)
             r.last_seq = row[SEQ]
             self.restores += 1
             restores = r.restores
             pos = restore["position"]
             n = restores[pos] = restores.get(pos, 0) + 1
             if n > 1:
-                if n > r.repeats:
-                    r.repeats = n
-                r.redo_s += row[DURATION]
-                r.watched = True
+                if r.repeats < 2:  # the round's first repeated restore: its redo begins
+                    r.redo_from = row[T] - row[DURATION]
+                r.repeats = max(r.repeats, n)
+                r.redo_s = row[T] - r.redo_from
 
         def on_livelock(row: Row, guard: Livelock) -> None:
             r = get(row[SLOT])
             if r is not None:
-                if r.path is not None:
-                    r.path.append(T.LIVELOCK)
                 r.last_seq = row[SEQ]
                 r.guard = guard
-                r.watched = True
 
         def on_commit(row: Row, commit: Commit) -> None:
             slot = row[SLOT]
             r = get(slot)
             if r is None:
                 return
-            if r.path is not None:
-                r.path.append(T.COMMIT)
-            r.last_seq = row[SEQ]
             self.committed += len(commit["append"])
             if r.repeats > 1 or r.guard is not None:
-                self._close(slot)
+                r.last_seq = row[SEQ]
+                if r.repeats > 1:
+                    r.redo_s = row[T] - r.redo_from
+                self.storms.append(opened.pop(slot))
             else:  # the common case: a round without a storm leaves no trace
                 del opened[slot]
 
-        out = {t: stepper(t, redo=False) for t in (T.VERIFY, T.ACCEPT, T.REJECT)}
-        out |= {t: stepper(t, redo=True) for t in (T.REPLAY, T.RETRY)}
-        return out | {T.BEGIN: on_begin, T.DECODE: on_decode, T.RESTORE: on_restore,
-                      T.LIVELOCK: on_livelock, T.COMMIT: on_commit}
-
-    def _close(self, slot: int) -> None:
-        r = self._open.pop(slot)
-        if r.repeats > 1 or r.locked:
-            locked = r.locked
-            if locked in self._named:
-                r.path = None  # only each kind's first round names the cycle
-            self._named.add(locked)
-            self.storms.append(r)
+        return {Trigger.BEGIN: open_round, Trigger.DECODE: on_decode,
+                Trigger.RESTORE: on_restore, Trigger.LIVELOCK: on_livelock,
+                Trigger.COMMIT: on_commit}
 
     def finish(self) -> list[Finding]:
         """A livelock finding (error) and a storm finding (warning), as the rounds show."""
-        for slot in list(self._open):  # a round the log ends inside never made progress
-            r = self._open[slot]
-            r.unfinished = r.repeats > 1
-            self._close(slot)
+        for r in self._open.values():  # a round the log ends inside never made progress
+            if r.repeats > 1 or r.guard is not None:
+                r.unfinished = r.repeats > 1
+                self.storms.append(r)
+        self._open.clear()
         locked = [r for r in self.storms if r.locked]
         stormy = [r for r in self.storms if not r.locked]
         out = []
@@ -199,7 +163,7 @@ class RestoreStorms:
         first = rounds[0]
         cycle = first.guard["cycle"] if first.guard is not None else None
         named = " -> ".join([*cycle, cycle[0]]) if cycle else name_cycle(
-            [t.value for t in first.path or ()])
+            self.path_of(first.slot, first.first_seq, first.last_seq))
         storm_restores = sum(sum(r.restores.values()) for r in rounds)
         pos, worst = max((r.worst for r in rounds), key=lambda w: w[1])
         per_token = self.restores / self.committed if self.committed else float("inf")

@@ -157,14 +157,34 @@ def test_the_reference_is_read_in_step_with_the_session() -> None:
             reached["reference"] = ev.turn
             yield ev
 
-    def session() -> Iterator[Event]:
-        for ev in events:
-            if ev.trigger is Trigger.START_TURN:
-                assert reached["reference"] >= ev.turn - 1, "the reference fell behind"
-            yield ev
+    class Session(list[Event]):
+        def __iter__(self) -> Iterator[Event]:
+            for ev in super().__iter__():
+                if ev.trigger is Trigger.START_TURN:
+                    assert reached["reference"] >= ev.turn - 1, "the reference fell behind"
+                yield ev
 
-    streamed, _ = analyze(session(), config, reference=reference(), reference_id=7)
+    streamed, _ = analyze(Session(events), config, reference=reference(), reference_id=7)
     whole, _ = analyze(events, config, reference=plain, reference_id=7)
     mismatch = next(f for f in streamed if f.kind is Kind.OUTPUT_MISMATCH)
     assert mismatch == next(f for f in whole if f.kind is Kind.OUTPUT_MISMATCH)
     assert mismatch.numbers["turns_compared"] == 5
+
+
+def test_a_storms_redo_time_is_the_time_its_rounds_spent_after_their_first_repeat() -> None:
+    events, config = sim_events(replay_policy="reverify", tie_flip_rate=0.3)
+    f = _kinds(events, config)[Kind.REPLAY_LIVELOCK]
+    rounds: dict[tuple[int, int, int], list[Event]] = {}
+    for ev in events:
+        rounds.setdefault((ev.slot, ev.turn, ev.round), []).append(ev)
+    expected = 0.0
+    for evs in rounds.values():
+        seen: set[int] = set()
+        for i, ev in enumerate(evs):
+            if ev.trigger is Trigger.RESTORE:
+                if ev.payload["position"] in seen:  # the first repeat: the rest is redo
+                    expected += sum(e.duration for e in evs[i:] if e.trigger is not Trigger.NEXT)
+                    break
+                seen.add(ev.payload["position"])
+    assert expected > 0
+    assert f.numbers["redo_s"] == pytest.approx(expected, abs=1e-5)
