@@ -2,7 +2,7 @@
 
 import gc
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +15,7 @@ from sqlalchemy import (
     Engine,
     Select,
     Text,
+    bindparam,
     cast,
     func,
     literal_column,
@@ -22,9 +23,11 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy import Row as SqlRow
+from sqlalchemy.pool import SingletonThreadPool
 
 from eventlog.errors import UnknownSessionError
 from eventlog.liveness import locked_sessions, writer_gone
+from eventlog.readahead import read_ahead
 from eventlog.schema import BODY, SessionStatus, events, sessions
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
@@ -117,9 +120,10 @@ def scan_events(
     for whole-session scans (projection of a long log, postmortem, diff), in memory that
     does not grow with the session.
 
-    One streamed query (a server-side cursor on PostgreSQL) instead of keyset pages. The
-    query reads one snapshot, so a live session yields the whole rounds committed when it
-    began.
+    One streamed query (a server-side cursor) on PostgreSQL, spans of seqs read ahead on
+    SQLite, instead of keyset pages. Either reads what was committed when it began (one
+    snapshot; on SQLite, the seqs through the last one stored then), so a live session
+    yields whole rounds.
     """
     batches = scan_rows(engine, session_id, upto_seq=upto_seq, triggers=triggers, batch=batch)
     return (_event(row) for rows in batches for row in rows)
@@ -139,7 +143,7 @@ SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD, DEST = range(len(
 """The positions of the fields in a `Row`."""
 
 # As text: psycopg would decode json itself, and more slowly.
-_BODY_TEXT = cast(events.c.body, Text)
+_BODY_TEXT = cast(events.c.body, Text).label("body")
 
 
 PARSE_CHUNK = 128
@@ -156,14 +160,17 @@ def scan_rows(
 ) -> Iterator[list[Row]]:
     """The session's events (only those with one of `triggers`, when given; through
     `upto_seq`), in lists of `chunk` (at most), each a `Row`, read from the database
-    `batch` at a time (a PostgreSQL round trip; SQLite reads a chunk at a time), for the
+    `batch` at a time (a PostgreSQL round trip; SQLite reads `SQLITE_SPAN` seqs per query,
+    in a thread ahead of the caller), for the
     folds that read a whole session (eventlog/fold.py, the postmortem): no `Event` built.
     An event of a trigger in `required` is read only where its payload has that field (not
     JSON null), which the database decides."""
     get_session(engine, session_id)
     c = events.c
-    query = _where(select(_BODY_TEXT), session_id, upto_seq, triggers)
     sqlite = engine.dialect.name == "sqlite"
+    # SQLite's spans bound the seqs themselves: given a second upper bound, it may range
+    # its key over the other (every span reading on to the end).
+    query = _where(select(_BODY_TEXT), session_id, None if sqlite else upto_seq, triggers)
     for trigger, key in (required or {}).items():
         if not _FIELD.fullmatch(key):
             raise ValueError(f"not a payload field name: {key!r}")
@@ -173,16 +180,20 @@ def scan_rows(
                               f"events.body ->> '$[{PAYLOAD}].{key}' IS NOT NULL") if sqlite
                else literal_column(f"events.body -> {PAYLOAD} ->> '{key}' IS NOT NULL"))
         query = query.where(or_(c.trigger != trigger.value, has))
-    return _scan(engine, query, batch, chunk)
+    return _scan(engine, query, session_id, upto_seq, batch, chunk)
 
 
 def _parsed(rows: Sequence[Sequence[Any]]) -> list[Row]:
     """The bodies in `rows` (one each, as str or bytes) parsed, in one call for all: one
     JSON array of them. A version-2 body is always standard JSON (docs/events.md#versions:
     the migration rewrote the NaN tokens of older ledgers)."""
-    if not rows:
+    return _parsed_texts(list(map(_FIRST, rows)))
+
+
+def _parsed_texts(texts: list[Any]) -> list[Row]:
+    """The bodies `texts` (all str or all bytes) parsed in one call: one JSON array."""
+    if not texts:
         return []
-    texts = list(map(_FIRST, rows))
     if isinstance(texts[0], bytes):
         return orjson.loads(b"[" + b",".join(texts) + b"]")
     return orjson.loads("[" + ",".join(texts) + "]")
@@ -213,6 +224,17 @@ def _one_of(triggers: Collection[Trigger]) -> Any:
     outside = sorted(t.value for t in Trigger if t not in triggers)
     return (events.c.trigger.not_in(outside) if len(outside) < len(inside)
             else events.c.trigger.in_(inside))
+
+
+def slot_triggers(engine: Engine, session_id: int, slot: int, first_seq: int, last_seq: int
+                  ) -> list[str]:
+    """The triggers (their names) of one slot's events from `first_seq` through `last_seq`,
+    in log order."""
+    c = events.c
+    query = select(c.trigger).where(c.session_id == session_id, c.slot == slot,
+                                    c.seq.between(first_seq, last_seq)).order_by(c.seq)
+    with engine.connect() as conn:
+        return list(conn.scalars(query))
 
 
 def last_seq(engine: Engine, session_id: int) -> int:
@@ -248,9 +270,74 @@ def _where(query: Select[Any], session_id: int, upto_seq: int | None,
     return query.order_by(c.seq)
 
 
-def _scan(engine: Engine, query: Select[Any], batch: int, chunk: int) -> Iterator[list[Row]]:
-    """The bodies the query selects, fetched `batch` at a time from the driver's own cursor
-    (SQLAlchemy's row objects cost a third of a scan), parsed in lists of `chunk`."""
+SQLITE_SPAN = 2048
+"""Seqs per query of a SQLite scan. SQLite joins a span's bodies into one text, so the
+reading thread (`eventlog.readahead`) takes the interpreter's lock once per span, not once
+per event: on the 1M-event postmortem spans of 128 seqs overlapped the fold a third as
+well as 2048."""
+
+READ_AHEAD = 8
+"""Spans a SQLite scan's reading thread may be ahead of the fold (a few MB at most)."""
+
+
+def _scan(engine: Engine, query: Select[Any], session_id: int, upto_seq: int | None,
+          batch: int, chunk: int) -> Iterator[list[Row]]:
+    return (_scan_sqlite(engine, query, session_id, upto_seq, chunk)
+            if engine.dialect.name == "sqlite" else _scan_server(engine, query, batch, chunk))
+
+
+def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, upto_seq: int | None,
+                 chunk: int) -> Iterator[list[Row]]:
+    """The bodies the query selects, a span of seqs per query, each span's joined by SQLite
+    with newlines (a JSON body never holds a raw one) and read in a thread ahead of the
+    caller; parsed in lists of `chunk`."""
+    c = events.c
+    spanned = query.where(c.seq >= bindparam("span_lo", 0), c.seq < bindparam("span_hi", 0))
+    inner = spanned.subquery()
+    # An aggregate over an ordered subquery reads it in that order (SQLite never flattens
+    # the two into one query).
+    joined = select(func.group_concat(inner.c.body, literal_column("char(10)")))
+    compiled = joined.compile(dialect=engine.dialect,
+                              compile_kwargs={"render_postcompile": True})
+    names, fixed = compiled.positiontup or (), compiled.params
+    bounds = select(func.min(c.seq), func.max(c.seq)).where(c.session_id == session_id)
+    with engine.connect() as conn:
+        first, last = conn.execute(bounds).one()
+        if first is None:
+            return
+        last = last if upto_seq is None else min(last, upto_seq)
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        # The text as bytes, which the driver copies where a str costs it a UTF-8 decode
+        # (and orjson parses either).
+        text_factory, driver.text_factory = driver.text_factory, bytes
+
+        def spans() -> Generator[bytes, None, None]:
+            for lo in range(first, last + 1, SQLITE_SPAN):
+                values = {**fixed, "span_lo": lo, "span_hi": min(lo + SQLITE_SPAN, last + 1)}
+                (text,) = driver.execute(compiled.string,
+                                         tuple(values[k] for k in names)).fetchone()
+                if text:
+                    yield text
+
+        # A private in-memory database lives in its creator's thread alone.
+        texts = (spans() if isinstance(engine.pool, SingletonThreadPool)
+                 else read_ahead(spans(), READ_AHEAD))
+        try:
+            for text in texts:
+                bodies = text.split(b"\n")
+                for start in range(0, len(bodies), chunk):
+                    yield _parsed_texts(bodies[start:start + chunk])
+        finally:
+            texts.close()  # the reading thread done with the connection before it goes back
+            driver.text_factory = text_factory
+
+
+def _scan_server(engine: Engine, query: Select[Any], batch: int, chunk: int
+                 ) -> Iterator[list[Row]]:
+    """The bodies the query selects, fetched `batch` at a time from a named (server-side)
+    cursor of the driver's own (SQLAlchemy's row objects cost a third of a scan), parsed in
+    lists of `chunk`."""
     compiled = query.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
     params: Any = compiled.params
     if compiled.positional:
@@ -258,30 +345,14 @@ def _scan(engine: Engine, query: Select[Any], batch: int, chunk: int) -> Iterato
     with engine.connect() as conn:
         driver = conn.connection.driver_connection
         assert driver is not None
-        # PostgreSQL: a named (server-side) cursor, so the rows arrive `batch` at a time.
-        server_side = conn.dialect.name == "postgresql"
-        cursor = driver.cursor(name="specledger_scan") if server_side else driver.cursor()
-        # SQLite: the text as bytes, which the driver copies where a str costs it a UTF-8
-        # decode (and orjson parses either).
-        sqlite = conn.dialect.name == "sqlite"
-        text_factory = getattr(driver, "text_factory", None)
-        if sqlite:
-            driver.text_factory = bytes
+        cursor = driver.cursor(name="specledger_scan")
         try:
             cursor.execute(compiled.string, params)
-            # SQLite runs in this process, with no round trip to save: it fetches a chunk
-            # at a time, fewer bodies in memory at once.
-            fetch = batch if server_side else min(batch, chunk)
-            while rows := cursor.fetchmany(fetch):
-                if len(rows) <= chunk:
-                    yield _parsed(rows)
-                    continue
+            while rows := cursor.fetchmany(batch):
                 for start in range(0, len(rows), chunk):
                     yield _parsed(rows[start:start + chunk])
         finally:
             cursor.close()
-            if sqlite:
-                driver.text_factory = text_factory
 
 
 def _locked_if_running(conn: Connection, row: SqlRow[Any]) -> frozenset[int] | None:

@@ -54,14 +54,14 @@ def test_payloads_are_standard_json_with_non_finite_floats_named(
     engine: Engine, session_id: int
 ) -> None:
     payload = {"error": float("inf"), "low": float("-inf"), "x": [float("nan"), 0.5],
-               "text": "nul \u0000 and ✓"}
+               "text": "nul \u0000, a\nnewline and ✓"}
     with Recorder(engine, session_id) as rec:
         rec.append(_note(0, payload))
         rec.end_unit()
     for read in (iter_events, scan_events):
         (event,) = read(engine, session_id)
         assert event.payload == {"error": "Infinity", "low": "-Infinity", "x": ["NaN", 0.5],
-                                 "text": "nul \u0000 and ✓"}
+                                 "text": "nul \u0000, a\nnewline and ✓"}
 
 
 def test_upto_seq_gives_the_prefix(
