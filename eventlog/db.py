@@ -1,6 +1,8 @@
 """Opening a specledger database from a path or a SQLAlchemy URL, with errors a user can act on."""
 
 import re
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +158,8 @@ def _engine(url: URL, shown: str, writer: bool) -> Engine:
         @event.listens_for(engine, "connect")
         def _set_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cursor = dbapi_conn.cursor()
+            if writer:
+                _wal(cursor)
             for pragma in pragmas:
                 cursor.execute(pragma)
             cursor.close()
@@ -174,10 +178,28 @@ def _engine(url: URL, shown: str, writer: bool) -> Engine:
     return engine
 
 
-# WAL lets readers follow a live session while one writer appends, and synchronous=NORMAL
-# is durable at every checkpoint without an fsync per commit. Readers only ever read.
+def _wal(cursor: Any) -> None:
+    """The file in WAL mode, which lets readers follow a live session while one writer
+    appends. A file keeps the mode once set, so only the first opening of a new ledger
+    sets it. Setting it takes the file's exclusive lock, and SQLite answers a contended
+    switch with "database is locked" at once, without the busy wait: writers opening a new
+    ledger together (tests/eventlog/test_many_writers.py) retry for `SQLITE_BUSY_S`."""
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    deadline = time.monotonic() + SQLITE_BUSY_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")  # an in-memory database stays "memory"
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+# synchronous=NORMAL is durable at every checkpoint without an fsync per commit (in WAL
+# mode, which `_wal` sets first). Readers only ever read.
 _WRITER_PRAGMAS = (
-    "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
     "PRAGMA foreign_keys=ON",
 )

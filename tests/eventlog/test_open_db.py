@@ -1,6 +1,7 @@
 """open_db: creation, validation, and the errors for everything that is not our database."""
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,26 @@ def test_bad_urls(url: str, message: str) -> None:
     assert "secret" not in str(caught.value)
     assert isinstance(caught.value, SpecledgerError)
     assert "\n" not in str(caught.value)
+
+
+
+def test_a_writer_waits_for_the_write_lock_to_switch_a_new_ledger_to_wal(
+        tmp_path: Path) -> None:
+    """Switching a new file to WAL takes its exclusive lock; while another writer holds the
+    write lock, SQLite refuses the switch at once, without the busy wait (the race of
+    writers opening one new ledger together): the writer waits its turn instead."""
+    path = tmp_path / "new.db"
+    path.touch()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, holder.execute, ("COMMIT",))
+    release.start()
+    try:
+        engine = open_db(str(path), True)
+        assert create_session(engine, config={}, backend="sim", seeds={},
+                              code_version="t") == 1
+    finally:
+        release.join()
+        holder.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
