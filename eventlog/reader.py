@@ -300,7 +300,11 @@ def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, upto_seq: 
     compiled = joined.compile(dialect=engine.dialect,
                               compile_kwargs={"render_postcompile": True})
     names, fixed = compiled.positiontup or (), compiled.params
-    bounds = select(func.min(c.seq), func.max(c.seq)).where(c.session_id == session_id)
+    # Two subqueries: SQLite finds a lone min or max at one end of the key, both in one
+    # select by reading every row of the session.
+    ends = (select(f(c.seq)).where(c.session_id == session_id).scalar_subquery()
+            for f in (func.min, func.max))
+    bounds = select(*ends)
     with engine.connect() as conn:
         first, last = conn.execute(bounds).one()
         if first is None:
