@@ -13,6 +13,7 @@ name (eventlog/jsoncodec.py).
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any
 
 from eventlog.jsoncodec import as_stored
@@ -23,6 +24,7 @@ from fsm.payloads import InvariantViolation
 from fsm.states import Trigger
 
 _HEADER = ("seq", "slot", "turn", "round", "trigger", "source", "dest")
+_header = attrgetter(*_HEADER)
 _TIMINGS = marked("timing")
 _DIGESTS = marked("digest")
 # A state-truth violation quotes both digests in its message and details.
@@ -57,10 +59,10 @@ class Mismatch:
 
 def compare_events(expected: Event, actual: Event, tol: Tolerance = EXACT) -> Mismatch | None:
     """The first field where `actual` differs from `expected`, or None when they agree."""
-    for name in _HEADER:
-        a, b = getattr(expected, name), getattr(actual, name)
-        if a != b:
-            return Mismatch(name, _plain(a), _plain(b))
+    ha, hb = _header(expected), _header(actual)
+    if ha != hb:  # tuples compared in C; the field is looked for only when one differs
+        name, a, b = next((n, a, b) for n, a, b in zip(_HEADER, ha, hb, strict=True) if a != b)
+        return Mismatch(name, _plain(a), _plain(b))
     pa, pb = expected.payload, actual.payload
     if pa == pb:  # the common case, at C speed
         return None
