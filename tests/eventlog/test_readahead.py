@@ -38,9 +38,13 @@ def test_closing_early_stops_the_producer_and_closes_its_generator() -> None:
         finally:
             closed.set()
 
+    def readers() -> int:
+        return sum(t.name == "specledger-read-ahead" for t in threading.enumerate())
+
+    before = readers()
     ahead = read_ahead(items(), 2)
     assert [next(ahead) for _ in range(3)] == [0, 1, 2]
     ahead.close()  # returns only once the producer has stopped
     assert closed.is_set()
     assert len(produced) <= 3 + 2 + 1  # consumed, queued, and the one it was offering
-    assert not [t for t in threading.enumerate() if t.name == "specledger-read-ahead"]
+    assert readers() == before  # this one's thread is gone, whatever other tests left
