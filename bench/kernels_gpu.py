@@ -105,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                "the GPU machine, or pass --smoke-cpu for a CPU dry run")
         print(msg, file=sys.stderr)
         return 2
-    from kernels.bench import measure
-    from kernels.bench import report as reporting
+    from specbench import kernels_measure
+    from specbench import kernels_report as reporting
 
     fla, fla_note = (None, "skipped on CPU") if args.smoke_cpu else load_fla(args.fla_wheel)
     started = time.perf_counter()
-    report = measure.run(args, fla=fla, fla_note=fla_note)
+    report = kernels_measure.run(args, fla=fla, fla_note=fla_note)
     report["meta"]["wall_s"] = round(time.perf_counter() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(report, indent=2, default=str))

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from kernels import ops
-from kernels.bench.checks import FlaBaseline, run_checks
-from kernels.bench.report import evaluate_goals
-from kernels.bench.timing import CudaTimer, Timer, copy_bandwidth, gbps, nbytes
+from specbench.kernels_checks import FlaBaseline, run_checks
+from specbench.kernels_report import evaluate_goals
+from specbench.kernels_timing import CudaTimer, Timer, copy_bandwidth, gbps, nbytes
 
 VERIFY_TILINGS = [(8, 1), (16, 1), (16, 2), (32, 2), (32, 4), (64, 4)]  # (BV, num_warps)
 COMMIT_TILINGS = [(1024, 4), (2048, 4), (4096, 8), (8192, 8)]  # (BLOCK, num_warps)

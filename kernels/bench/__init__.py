@@ -1,1 +1,0 @@
-"""Measurement code behind ``bench/kernels_gpu.py``: timing, checks, cases, report."""
