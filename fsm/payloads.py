@@ -14,7 +14,7 @@ such as an imported llama-server log); a required `X | None` key is always store
 None means unknown. Every field is `Annotated` with its `Field`: meaning, unit and
 whether it is a timing (a wall-clock figure that two runs of the same thing do not share,
 so comparisons skip it) or a state digest (skipped when comparing across devices).
-`python -m fsm.events_doc` prints docs/events.md.
+`python -m fsm.events_doc` writes docs/events.md's tables.
 """
 
 from dataclasses import dataclass

@@ -5,16 +5,24 @@ from pathlib import Path
 
 import pytest
 
-from fsm.events_doc import markdown
+from fsm.events_doc import splice
 from fsm.payload_schema import check_payload, keys, marked
-from fsm.payloads import PAYLOADS, Field
+from fsm.payloads import EVENT_SCHEMA_VERSION, PAYLOADS, Field
 from fsm.states import Trigger
 
 DOCS = Path(__file__).parents[2] / "docs" / "events.md"
 
 
-def test_docs_events_md_is_generated_from_the_types() -> None:
-    assert DOCS.read_text() == markdown(), "run: python -m fsm.events_doc > docs/events.md"
+def test_docs_events_md_tables_are_generated_from_the_types() -> None:
+    text = DOCS.read_text()
+    assert text == splice(text), "run: python -m fsm.events_doc"
+    assert f"\n- {EVENT_SCHEMA_VERSION}: " in text.partition("## Versions")[2], (
+        "docs/events.md#versions says what the current schema version changed")
+
+
+def test_splice_refuses_a_file_without_its_markers() -> None:
+    with pytest.raises(ValueError, match="lacks its markers"):
+        splice("# Event schema\n")
 
 
 def test_every_trigger_has_a_payload_type_with_documented_fields() -> None:
