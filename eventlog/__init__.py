@@ -15,8 +15,8 @@ from eventlog.reader import (
     SessionInfo,
     count_events,
     get_session,
-    iter_events,
     list_sessions,
+    scan_events,
 )
 from eventlog.recorder import NullRecorder, Recorder, create_session
 from eventlog.schema import SCHEMA_VERSION, SessionStatus
@@ -37,8 +37,8 @@ __all__ = [
     "count_events",
     "create_session",
     "get_session",
-    "iter_events",
     "list_sessions",
     "open_db",
     "project",
+    "scan_events",
 ]

@@ -83,47 +83,17 @@ def count_events(engine: Engine, session_id: int) -> int:
     return int(n or 0)
 
 
-def iter_events(
-    engine: Engine, session_id: int, *, upto_seq: int | None = None, batch: int = 5000
-) -> Iterator[Event]:
-    """The session's events in seq order, through `upto_seq` inclusive when given.
-
-    Keyset pagination on the (session_id, seq) key: each page is one range query, so
-    memory stays bounded by `batch` on every backend, and since the log is append-only in
-    seq order the pages of a live session still form a gap-free prefix.
-    """
-    get_session(engine, session_id)  # here, so an unknown id fails now, not at first next()
-    c = events.c
-    query = select(_BODY_TEXT).where(c.session_id == session_id)
-    if upto_seq is not None:
-        query = query.where(c.seq <= upto_seq)
-    return _pages(engine, query.order_by(c.seq).limit(batch), batch)
-
-
-def _pages(engine: Engine, query: Select[Any], batch: int) -> Iterator[Event]:
-    seq_col = events.c.seq
-    last = -1  # below every seq: they count from 0 or 1
-    with engine.connect() as conn:
-        while True:
-            rows = _parsed(conn.execute(query.where(seq_col > last)).all())
-            yield from map(_event, rows)
-            if len(rows) < batch:
-                return
-            last = rows[-1][SEQ]
-
-
 def scan_events(
     engine: Engine, session_id: int, *, upto_seq: int | None = None,
     triggers: Collection[Trigger] | None = None, batch: int = 2000,
 ) -> Iterator[Event]:
-    """The same events as `iter_events` (only those with one of `triggers`, when given),
-    for whole-session scans (projection of a long log, postmortem, diff), in memory that
-    does not grow with the session.
+    """The session's events in seq order (through `upto_seq` inclusive; only those with
+    one of `triggers`, when given), in memory that does not grow with the session; an
+    unknown session fails here, not at the first `next()`.
 
     One streamed query (a server-side cursor) on PostgreSQL, spans of seqs read ahead on
-    SQLite, instead of keyset pages. Either reads what was committed when it began (one
-    snapshot; on SQLite, the seqs through the last one stored then), so a live session
-    yields whole rounds.
+    SQLite. Either reads what was committed when it began (one snapshot; on SQLite, the
+    seqs through the last one stored then), so a live session yields whole rounds.
     """
     batches = scan_rows(engine, session_id, upto_seq=upto_seq, triggers=triggers, batch=batch)
     return (_event(row) for rows in batches for row in rows)

@@ -18,7 +18,7 @@ from engine.session import MemoryJournal, Session
 from engine.sim.backend import SimBackend
 from engine.sim.costs import CostProfile
 from engine.sim.vocab import SIM_TEMPLATE
-from eventlog import iter_events, open_db
+from eventlog import open_db, scan_events
 from eventlog.fold import fold_log
 from fsm.event import Event
 from specledger.api import run_session
@@ -64,7 +64,7 @@ def torch_run(config: RunConfig, checkpoint: LoadedCheckpoint, db: str) -> Torch
     result = run_session(config, db, backend=TorchBackend(config, checkpoint))
     engine = open_db(db, create=False)
     try:
-        script, draft_s = round_script(iter_events(engine, result.session_id))
+        script, draft_s = round_script(scan_events(engine, result.session_id))
     finally:
         engine.dispose()
     t = result.turns[0]

@@ -113,7 +113,7 @@ def table(data: dict[str, Any]) -> str:
         ("  recording cost", f"{tp['group_commit']['overhead_us_per_event']:.1f} us/event"),
         ("recorder, commit per round", f"{tp['commit_per_unit']['rows_per_s']:,.0f} rows/s "
          f"({tp['commit_per_unit']['transactions_per_s']:,.0f} tx/s)"),
-        ("read back (iter_events)", f"{tp['read_events_per_s']:,.0f} events/s"),
+        ("read back (scan_events)", f"{tp['read_events_per_s']:,.0f} events/s"),
         ("projection fold", f"{tp['projection_events_per_s']:,.0f} events/s"),
         ("database size", f"{tp['db_bytes_per_event']:.0f} bytes/event"),
         ("one transition: RoundMachine.fire, event built",

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from eventlog import NullRecorder, Recorder, create_session, iter_events, open_db, project
+from eventlog import NullRecorder, Recorder, create_session, open_db, project, scan_events
 from fsm.event import Event
 from fsm.machine import RoundMachine, reference_machine
 from fsm.payloads import Begin, Commit, Draft, Reject, Restore, Verify
@@ -121,7 +121,7 @@ def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
 
     reader = open_db(str(path), False)
     start = time.perf_counter()
-    stored = list(iter_events(reader, sid))
+    stored = list(scan_events(reader, sid))
     read_s = time.perf_counter() - start
     start = time.perf_counter()
     project(stored)

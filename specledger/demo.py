@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import EogPolicy, RunConfig
-from eventlog import iter_events, open_db
+from eventlog import open_db, scan_events
 from specledger import output
 from specledger.api import run_session
 from viz import GraphFormat, fsm_graph, render
@@ -41,7 +41,7 @@ def _part(label: str, base: RunConfig, db: str, out_dir: Path, seed: int,
         config = base.replace(eog_policy=policy.value, seed=seed)
         result = run_session(config, db)
         engine = open_db(db, create=False)
-        graph = render(fsm_graph(iter_events(engine, result.session_id)),
+        graph = render(fsm_graph(scan_events(engine, result.session_id)),
                        out_dir / f"session-{result.session_id}-{policy.value}-fsm.svg",
                        GraphFormat.SVG, f"session {result.session_id}: eog={policy.value}")
         total = sum(m.reprefill_tokens for m in result.turns)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from engine.config import RunConfig, Schedule, Strategy
 from engine.session import MemoryJournal, Session
-from eventlog import iter_events, open_db, project
+from eventlog import open_db, project, scan_events
 from eventlog.diff import diff_tokens
 from eventlog.fold import TurnRecord, fold_log
 from eventlog.postmortem import Severity, postmortem_session
@@ -72,7 +72,7 @@ def test_replay_at_rerun_and_diff_work_on_a_batched_session(
     sid = run_session(BATCHED, db).session_id
     seq_sid = run_session(BATCHED.replace(schedule="sequential"), db).session_id
     engine = open_db(db, create=False)
-    events = list(iter_events(engine, sid))
+    events = list(scan_events(engine, sid))
     mid = events[len(events) // 2].seq
     assert main(["replay", str(sid), "--at", str(mid), "--db", db, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -85,6 +85,6 @@ def test_replay_at_rerun_and_diff_work_on_a_batched_session(
     assert main(["diff", str(sid), str(rerun["session"]), "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["identical"] is True
     # across schedules the events interleave differently; the tokens are the same
-    tokens = diff_tokens(iter_events(engine, seq_sid), iter_events(engine, sid))
+    tokens = diff_tokens(scan_events(engine, seq_sid), scan_events(engine, sid))
     assert tokens.tokens is not None and tokens.tokens.first is None
     assert main(["diff", str(seq_sid), str(sid), "--tokens", "--db", db, "--json"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import RunConfig, Strategy
-from eventlog import iter_events, open_db, project
+from eventlog import open_db, project, scan_events
 from eventlog.postmortem import Kind, postmortem_session
 from fsm.invariants import Invariant
 from fsm.states import Trigger
@@ -39,7 +39,7 @@ def test_double_session_records_replays_and_passes_the_postmortem(
     db = str(tmp_path / "double.db")
     sid = _record(db, strategy, DoubleBackend())
     engine = open_db(db, create=False)
-    events = list(iter_events(engine, sid))
+    events = list(scan_events(engine, sid))
     assert {Trigger.REJECT, Trigger.COMMIT, Trigger.END_TURN} <= {e.trigger for e in events}
     for view in project(events).values():  # the log's state is the double's own truth
         assert view.digest == f"{chain(0, view.tokens[:view.position]):016x}"
@@ -58,7 +58,7 @@ def test_a_corrupting_restore_is_named_by_the_postmortem(tmp_path: Path) -> None
     db = str(tmp_path / "double.db")
     sid = _record(db, Strategy.CHECKPOINT, DoubleBackend(corrupt_restore=True))
     engine = open_db(db, create=False)
-    broken = {e.payload["invariant"] for e in iter_events(engine, sid)
+    broken = {e.payload["invariant"] for e in scan_events(engine, sid)
               if e.trigger is Trigger.INVARIANT_VIOLATION}
     assert broken == {Invariant.STATE_TRUTH.value}
     (finding,) = postmortem_session(engine, sid).findings

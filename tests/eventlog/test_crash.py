@@ -7,7 +7,7 @@ import sys
 import time
 from itertools import groupby
 
-from eventlog import SessionStatus, count_events, get_session, iter_events, open_db
+from eventlog import SessionStatus, count_events, get_session, open_db, scan_events
 
 # Writes 6-event rounds forever. flush_events=50 is not a multiple of 6, and every 5th round
 # calls flush() half-way through, so a recorder that wrote partial rounds would show it.
@@ -56,7 +56,7 @@ def test_sigkilled_writer_leaves_whole_rounds_and_an_incomplete_session(db_url: 
     assert n >= 3000
     assert n % 6 == 0
     assert info.events == n
-    stored = list(iter_events(reader, sid))
+    stored = list(scan_events(reader, sid))
     assert [e.seq for e in stored] == list(range(n))
     rounds = [[e.payload["i"] for e in g] for _, g in groupby(stored, key=lambda e: e.round)]
     assert all(r == list(range(6)) for r in rounds)

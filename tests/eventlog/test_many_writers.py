@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import SessionStatus, count_events, get_session, iter_events, list_sessions, open_db
+from eventlog import SessionStatus, count_events, get_session, list_sessions, open_db, scan_events
 from tests.eventlog.writers import UNIT, round_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_concurrent_writers_keep_every_session_whole(
     infos = {s.id: s for s in list_sessions(engine)}
     assert len(infos) == n * SESSIONS + 1
     for sid, info in infos.items():
-        stored = list(iter_events(engine, sid))
+        stored = list(scan_events(engine, sid))
         seqs = [e.seq for e in stored]
         assert seqs == list(range(len(stored))), f"session {sid}: gaps or duplicates"
         assert info.events == count_events(engine, sid) == len(stored)

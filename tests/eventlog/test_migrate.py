@@ -9,7 +9,7 @@ from eventlog import NotASpecledgerDatabaseError, open_db
 from eventlog.jsoncodec import encode_json
 from eventlog.migrate import V1_EVENTS, migrate
 from eventlog.postmortem import postmortem_session
-from eventlog.reader import iter_events
+from eventlog.reader import scan_events
 from eventlog.schema import SCHEMA_VERSION, meta
 from fsm.event import Event
 from specledger.api import run_session
@@ -37,7 +37,7 @@ def old_ledger(db_url: str) -> tuple[str, list[Event], dict[str, object]]:
     """A version-1 ledger of one session: its URL, its events and its postmortem."""
     sid = run_session(CONFIG, db_url).session_id
     engine = open_db(db_url, create=False)
-    evs = list(iter_events(engine, sid))
+    evs = list(scan_events(engine, sid))
     before = postmortem_session(engine, sid).to_dict()
     engine.dispose()
     writer = open_db(db_url, create=True)
@@ -56,7 +56,7 @@ def test_a_version_1_ledger_is_migrated_with_every_event(
     assert (done.from_version, done.to_version, done.events) == (1, SCHEMA_VERSION, len(evs))
     assert seen[-1] == (len(evs), len(evs)) and len(seen) > 1
     engine = open_db(url, create=False)
-    assert list(iter_events(engine, 1)) == evs
+    assert list(scan_events(engine, 1)) == evs
     assert postmortem_session(engine, 1).to_dict() == before
     keys = inspect(engine)  # named as a new ledger's (PostgreSQL names them)
     assert keys.get_pk_constraint("events")["name"] in (None, "events_pkey")
@@ -77,7 +77,7 @@ def test_an_interrupted_migration_changes_nothing(
     with pytest.raises(NotASpecledgerDatabaseError, match="version 1"):
         open_db(url, create=False)
     assert migrate(url).events == len(evs)
-    assert list(iter_events(open_db(url, create=False), 1)) == evs
+    assert list(scan_events(open_db(url, create=False), 1)) == evs
 
 
 def test_the_migrate_command_says_what_it_did(
@@ -94,7 +94,7 @@ def test_the_migrate_command_says_what_it_did(
 def test_a_pre_standard_nan_payload_is_migrated_to_the_standard_form(db_url: str) -> None:
     sid = run_session(RunConfig(turns=1, seed=1), db_url).session_id
     engine = open_db(db_url, create=False)
-    evs = list(iter_events(engine, sid))
+    evs = list(scan_events(engine, sid))
     engine.dispose()
     writer = open_db(db_url, create=True)
     _as_version_1(writer, evs, sid)
@@ -105,6 +105,6 @@ def test_a_pre_standard_nan_payload_is_migrated_to_the_standard_form(db_url: str
                          {"p": '{"f_keep": NaN}', "s": evs[0].seq})
     writer.dispose()
     migrate(db_url)
-    first = next(iter_events(open_db(db_url, create=False), sid))
+    first = next(scan_events(open_db(db_url, create=False), sid))
     if sqlite:
         assert encode_json(first.payload) == '{"f_keep":"NaN"}'

@@ -8,7 +8,7 @@ import pytest
 from engine.config import RunConfig
 from eventlog import Recorder, create_session, open_db
 from eventlog.postmortem import Kind, analyze, postmortem_session
-from eventlog.reader import get_session, iter_events
+from eventlog.reader import get_session, scan_events
 from fsm.states import Trigger
 from specledger.api import run_session
 from tests.eventlog.sim import sim_events
@@ -26,7 +26,7 @@ def test_the_stored_postmortem_equals_the_events_one(db_url: str, name: str) -> 
     sid = run_session(CASES[name], db_url).session_id
     engine = open_db(db_url, create=False)
     stored = postmortem_session(engine, sid)
-    whole, n = analyze(list(iter_events(engine, sid)), get_session(engine, sid).config)
+    whole, n = analyze(list(scan_events(engine, sid)), get_session(engine, sid).config)
     assert stored.findings, name  # the case plants something to find
     assert [f.to_dict() for f in stored.findings] == [f.to_dict() for f in whole]
     assert stored.events == n
@@ -38,8 +38,8 @@ def test_the_stored_postmortem_against_a_reference_equals_the_events_one(db_url:
     ref = run_session(replace(config, drafter="none"), db_url).session_id
     engine = open_db(db_url, create=False)
     stored = postmortem_session(engine, sid, ref)
-    whole, _ = analyze(list(iter_events(engine, sid)), get_session(engine, sid).config,
-                       iter_events(engine, ref), ref)
+    whole, _ = analyze(list(scan_events(engine, sid)), get_session(engine, sid).config,
+                       scan_events(engine, ref), ref)
     assert Kind.OUTPUT_MISMATCH in {f.kind for f in stored.findings}
     assert [f.to_dict() for f in stored.findings] == [f.to_dict() for f in whole]
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 
-from eventlog import Projector, Recorder, SlotView, iter_events, project
+from eventlog import Projector, Recorder, SlotView, project, scan_events
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import RoundState, Trigger
 
@@ -101,7 +101,7 @@ def test_projection_from_the_database_matches_memory(
             rec.append(event)
             if i % 6 == 5:
                 rec.end_unit()
-    stored = project(iter_events(engine, session_id), at=59)
+    stored = project(scan_events(engine, session_id), at=59)
     assert stored == project(events[:60])
     assert stored[0].round == 9
     assert stored[0].position == 29

@@ -13,9 +13,9 @@ from eventlog import (
     UnknownSessionError,
     create_session,
     get_session,
-    iter_events,
     list_sessions,
     open_db,
+    scan_events,
 )
 from eventlog.schema import sessions
 
@@ -54,7 +54,7 @@ def test_unknown_session_names_the_known_range(engine: Engine) -> None:
     for _ in range(2):
         create_session(engine, config={}, backend="sim", seeds={}, code_version="t")
     with pytest.raises(UnknownSessionError, match=r"no session 99: known ids are 1\.\.2"):
-        iter_events(engine, 99)  # eager: fails before the first next()
+        scan_events(engine, 99)  # eager: fails before the first next()
 
 
 def test_dead_writer_on_this_host_is_incomplete(engine: Engine, session_id: int) -> None:

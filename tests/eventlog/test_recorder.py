@@ -17,10 +17,9 @@ from eventlog import (
     count_events,
     create_session,
     get_session,
-    iter_events,
     open_db,
+    scan_events,
 )
-from eventlog.reader import scan_events
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
 
@@ -41,7 +40,7 @@ def test_round_trip_preserves_every_field_in_seq_order(
     events = make_rounds(50)
     with Recorder(engine, session_id, flush_events=64) as rec:
         _record(rec, events, 6)
-    assert list(iter_events(engine, session_id, batch=7)) == events
+    assert list(scan_events(engine, session_id, batch=7)) == events
     info = get_session(engine, session_id)
     assert info.status is SessionStatus.FINISHED
     assert info.events == count_events(engine, session_id) == len(events)
@@ -58,7 +57,7 @@ def test_payloads_are_standard_json_with_non_finite_floats_named(
     with Recorder(engine, session_id) as rec:
         rec.append(_note(0, payload))
         rec.end_unit()
-    for read in (iter_events, scan_events):
+    for read in (scan_events, scan_events):
         (event,) = read(engine, session_id)
         assert event.payload == {"error": "Infinity", "low": "-Infinity", "x": ["NaN", 0.5],
                                  "text": "nul \u0000, a\nnewline and ✓"}
@@ -70,8 +69,8 @@ def test_upto_seq_gives_the_prefix(
     events = make_rounds(10)
     with Recorder(engine, session_id) as rec:
         _record(rec, events, 6)
-    assert list(iter_events(engine, session_id, upto_seq=22, batch=5)) == events[:23]
-    assert list(iter_events(engine, session_id, upto_seq=-1)) == []
+    assert list(scan_events(engine, session_id, upto_seq=22, batch=5)) == events[:23]
+    assert list(scan_events(engine, session_id, upto_seq=-1)) == []
 
 
 def test_flush_writes_only_whole_units(
@@ -129,7 +128,7 @@ def test_stored_events_always_end_at_a_unit_boundary(
         boundaries.add(seq)
         assert count_events(engine, sid) in boundaries
     rec.close(SessionStatus.FINISHED)
-    assert [e.seq for e in iter_events(engine, sid)] == list(range(seq))
+    assert [e.seq for e in scan_events(engine, sid)] == list(range(seq))
 
 
 def test_exception_closes_failed_after_writing_whole_units(
@@ -162,7 +161,7 @@ def test_stale_writer_fails_loudly(
     first.flush()
     assert get_session(engine, session_id).events == 18
     first.close(SessionStatus.FINISHED)
-    assert [e.seq for e in iter_events(engine, session_id)] == list(range(18))
+    assert [e.seq for e in scan_events(engine, session_id)] == list(range(18))
 
 
 def test_recorder_refuses_unknown_session_and_bad_status(engine: Engine, session_id: int) -> None:

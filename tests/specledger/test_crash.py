@@ -9,7 +9,7 @@ import sys
 import time
 from collections import defaultdict
 
-from eventlog import count_events, iter_events, list_sessions, open_db
+from eventlog import count_events, list_sessions, open_db, scan_events
 from fsm.states import Trigger
 
 UNIT_ENDS = {Trigger.NEXT, Trigger.END_TURN}
@@ -54,7 +54,7 @@ def test_sigkill_mid_run_leaves_whole_rounds(db_url: str) -> None:
     assert list_sessions(engine)[0].status.value == "incomplete"
     rounds: dict[tuple[int, int, int], list[Trigger]] = defaultdict(list)
     seqs = []
-    for ev in iter_events(engine, 1):
+    for ev in scan_events(engine, 1):
         seqs.append(ev.seq)
         if ev.round > 0:
             rounds[(ev.slot, ev.turn, ev.round)].append(ev.trigger)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.metrics import TurnMetrics
-from eventlog import iter_events, open_db
+from eventlog import open_db, scan_events
 from specledger.cli import main
 from specledger.export.parquet_table import Shape, arrow_type, converter
 
@@ -44,7 +44,7 @@ def test_a_query_reproduces_show(db_url: str, tmp_path: Path,
     out = tmp_path / "s.parquet"
     doc = _json(capsys, "export", str(sid), "--db", db_url, "--format", "parquet", "--out",
                 str(out), "--json")
-    events = list(iter_events(open_db(db_url, False), sid))
+    events = list(scan_events(open_db(db_url, False), sid))
     assert doc["records"] == len(events)
 
     table = pq.read_table(out)

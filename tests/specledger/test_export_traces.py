@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import CounterDescriptor, Trace, TrackEvent
 
-from eventlog import iter_events, open_db
+from eventlog import open_db, scan_events
 from eventlog.postmortem import postmortem_session
 from fsm.event import Event
 from specledger.cli import main
@@ -34,7 +34,7 @@ def logged(recorded: tuple[str, int]) -> tuple[list[Event], list[str]]:
     db, sid = recorded
     engine = open_db(db, False)
     found = postmortem_session(engine, sid).findings
-    return list(iter_events(engine, sid)), [f"{f.severity.value}: {f.kind.value}"
+    return list(scan_events(engine, sid)), [f"{f.severity.value}: {f.kind.value}"
                                              for f in found]
 
 

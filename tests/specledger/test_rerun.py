@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import update
 
-from eventlog import get_session, iter_events, open_db
+from eventlog import get_session, open_db, scan_events
 from eventlog.inserts import event_row
 from eventlog.schema import events
 from fsm.states import Trigger
@@ -50,7 +50,7 @@ def test_a_tampered_log_stops_the_rerun_at_that_event(
 ) -> None:
     db, sid = recorded
     engine = open_db(db, create=True)
-    target = [e for e in iter_events(engine, sid) if e.trigger is Trigger.COMMIT][5]
+    target = [e for e in scan_events(engine, sid) if e.trigger is Trigger.COMMIT][5]
     with engine.begin() as conn:
         conn.execute(update(events).where(events.c.session_id == sid,
                                           events.c.seq == target.seq)
@@ -65,7 +65,7 @@ def test_a_tampered_log_stops_the_rerun_at_that_event(
     assert [e["seq"] for e in d["before"]] == list(range(target.seq - 5, target.seq))
     assert d["actual_event"]["trigger"] == "commit"
     # the re-run stopped there: the child holds the events through it and its failure
-    child = list(iter_events(engine, doc["session"]))
+    child = list(scan_events(engine, doc["session"]))
     assert child[-1].trigger is Trigger.FAIL and child[-2].seq == target.seq
     assert get_session(engine, doc["session"]).status.value == "failed"
     skip = _run(capsys, "replay", str(sid), "--db", db, "--rerun", "--ignore-digests",
