@@ -1,20 +1,10 @@
-"""The event payloads: one typed payload per `Trigger`, the contract of docs/events.md.
+"""The event payloads: one typed payload per `Trigger`, the contract docs/events.md tables.
 
-Each payload is a `TypedDict`, so a payload is the plain dict the log stores (JSON, in
-the key order the writer gives): writers build it as a dict literal (`p: Commit = {...}`,
-or straight into `RoundMachine.fire`; the TypedDict's own call costs six times as much),
-readers annotate and index it (`p: Commit = ev.payload; p["accepted"]`), and nothing
-is converted on either side: the sim records ~50k events a second and a postmortem reads a
-million, where a dataclass per event would cost several times the dict
-(docs/events.md#why-dicts). `check_payload` tells whether a dict is its trigger's
-payload (fsm/payload_schema.py); tests check every event a run writes with it.
-
-A key is required, or `NotRequired` (absent: not applicable, or unknown to the source,
-such as an imported llama-server log); a required `X | None` key is always stored and
-None means unknown. Every field is `Annotated` with its `Field`: meaning, unit and
-whether it is a timing (a wall-clock figure that two runs of the same thing do not share,
-so comparisons skip it) or a state digest (skipped when comparing across devices).
-`python -m fsm.events_doc` writes docs/events.md's tables.
+Each is a `TypedDict`, so a payload is the plain dict the log stores: writers build dict
+literals, readers index them, nothing is converted (docs/events.md#why-dicts). A key is
+required or `NotRequired` (absent: not applicable, or unknown to the source); a required
+`X | None` key is always stored, None meaning unknown. Each field is `Annotated` with its
+`Field`. `fsm.payload_schema.check_payload` tells whether a dict is its trigger's payload.
 """
 
 from dataclasses import dataclass
@@ -46,8 +36,7 @@ _TOKENS = "tokens"
 _POS = "position"
 
 
-def _f(doc: str, unit: str = "", **kw: bool) -> Field:
-    return Field(doc, unit, **kw)
+_f = Field  # short: a field a line, mostly
 
 
 # --- the round transaction (engine/round.py, engine/llama/ledger_rounds.py) ----------------
