@@ -1,6 +1,6 @@
-"""docs/events.md's payload tables, generated from the payload types:
-`python -m fsm.events_doc [docs/events.md]` rewrites them in place, between the file's two
-markers; the prose around them is written by hand (a test keeps the tables current)."""
+"""docs/events.md's payload tables, generated from the payload types: `python -m
+fsm.events_doc [FILE]` rewrites them in place (the checkout's file by default), between its
+two markers; the prose around them is written by hand (a test keeps the tables current)."""
 
 import sys
 from pathlib import Path
@@ -65,5 +65,8 @@ def _table(td: type, nested: list[type]) -> list[str]:
 
 
 if __name__ == "__main__":
-    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/events.md")
+    # The checkout's file by default: an installed package ships no docs/.
+    doc = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parents[1] / "docs/events.md"
+    if not doc.is_file():
+        sys.exit(f"events_doc: no {doc} (run it in a checkout, or name the file)")
     doc.write_text(splice(doc.read_text()))
