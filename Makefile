@@ -31,15 +31,15 @@ llama: install
 # The tests' models are tiny: one intra-op thread is faster, and far faster on a busy machine.
 # Two workers, a test file each at a time (a file's session fixtures, such as the
 # differential test's reference answers, are built once): the suite in about half the time.
-# The llama.cpp and PostgreSQL tests skip without their binaries when pytest runs alone; here
-# they must run (tests/conftest.py starts a throwaway PostgreSQL server).
+# The llama.cpp, PostgreSQL and headless-browser tests skip without their binaries when pytest
+# runs alone; here they must run (tests/conftest.py starts a throwaway PostgreSQL server).
 test: install llama
 	@sh $(ROOT)/tools/ensure_apt.sh dot graphviz "graphviz renders the graphs"
-	@sh $(ROOT)/tools/ensure_apt.sh chromium chromium "the HTML report's browser test" optional
+	@sh $(ROOT)/tools/ensure_apt.sh chromium chromium "the HTML report's browser test"
 	@sh $(ROOT)/tools/ensure_apt.sh pg_ctlcluster postgresql "the PostgreSQL ledger tests"
 	cd $(ROOT) && $(VENV)/bin/ruff check .
 	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 SPECLEDGER_REQUIRE_POSTGRES=1 \
-		$(PY) -m pytest -n 2 --dist loadfile
+		SPECLEDGER_REQUIRE_BROWSER=1 $(PY) -m pytest -n 2 --dist loadfile
 
 lint: install
 	cd $(ROOT) && $(VENV)/bin/ruff check .

@@ -1,7 +1,9 @@
 """`specledger report`: one self-contained HTML file that a headless browser loads without
-a console message, and the graph command's new kinds."""
+a console message, and the graph command's new kinds. Without Debian's chromium the browser
+check skips, unless SPECLEDGER_REQUIRE_BROWSER=1 (as `make test` sets) makes that a failure."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,7 +15,7 @@ from specledger.cli import main
 
 SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
          "--question-tokens", "8", "--answer-tokens", "40"]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRE_ENV = "SPECLEDGER_REQUIRE_BROWSER"
 
 
 def _doc(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
@@ -48,26 +50,35 @@ def test_report_is_self_contained(report: tuple[Path, list[int]]) -> None:
     assert len(ids) == len(set(ids))  # graphs on one page never share an id
 
 
-def _chromium(page: Path, shot: Path) -> list[str]:
+@pytest.fixture
+def chromium() -> str:
+    """Debian's chromium, or skip (fail under SPECLEDGER_REQUIRE_BROWSER=1) saying why."""
+    path = shutil.which("chromium")
+    if path is None:
+        why = "needs Debian's chromium for the headless check: apt-get install -y chromium"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{why} ({REQUIRE_ENV}=1)")
+        pytest.skip(why)
+    return path
+
+
+def _chromium(browser: str, page: Path, shot: Path) -> list[str]:
     run = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
          "--v=0", f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri()],
         capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     return [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                    reason="needs Debian's chromium for the headless check: "
-                           "apt-get install -y chromium")
-def test_report_loads_in_headless_chromium(report: tuple[Path, list[int]],
+def test_report_loads_in_headless_chromium(report: tuple[Path, list[int]], chromium: str,
                                            tmp_path: Path) -> None:
     path, _ = report
     bad = tmp_path / "bad.html"
     bad.write_text("<!DOCTYPE html><p>x</p><script>console.error('boom')</script>")
-    assert any("boom" in line for line in _chromium(bad, tmp_path / "bad.png"))
+    assert any("boom" in line for line in _chromium(chromium, bad, tmp_path / "bad.png"))
     shot = tmp_path / "report.png"
-    assert _chromium(path, shot) == []
+    assert _chromium(chromium, path, shot) == []
     data = shot.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 20_000
 
