@@ -59,7 +59,9 @@ class Draft(TypedDict):
     """The drafter's proposal; a drafter with a state of its own adds its numbers."""
 
     drafts: Annotated[TokenIds, _f("the drafted tokens, in order (may be empty)", _TOKENS)]
-    drafter: Annotated[str, _f("the drafter's name (a chain: names joined by commas)")]
+    drafter: Annotated[str | None, _f("the drafter's name (a chain: names joined by commas; "
+                                      "an imported round: the one its log names, None "
+                                      "where it names none)")]
     draft_position: NotRequired[Annotated[int, _f(
         "draft-model: tokens its state has consumed after drafting (invariant 6)", _POS)]]
     draft_recomputed: NotRequired[Annotated[int, _f(

@@ -7,6 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from engine.llama.gguf_export import require_gguf
 from engine.llama.logread import read_log
 from engine.llama.provenance import Provenance, file_sha256
 from engine.llama.responses import read_responses
@@ -44,18 +45,20 @@ def summary(s: LlamaSession) -> dict[str, Any]:
             "build": s.config["build"] or s.config["fingerprint"],
             "drafter": s.config["drafter"],
             "lines": {k: src[k] for k in ("lines", "parsed", "skipped", "unknown")},
-            "partial_line": src["partial_line"], "truncated_tasks": src["truncated_tasks"],
+            "partial_line": src["partial_line"], "gzip_cut": src["gzip_cut"],
+            "truncated_tasks": src["truncated_tasks"],
             "responses_matched": s.ledger.responses_matched,
             "provides": s.config["provides"]}
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Read the log (and answers), record the session, print what was imported."""
+    model = require_gguf(args.model, "--model") if args.model is not None else None
     reading = read_log(args.logfile)
     responses = read_responses(args.responses) if args.responses is not None else None
     prov = Provenance(log_path=str(args.logfile),
                       responses_path=str(args.responses) if args.responses else None,
-                      model_sha256=file_sha256(args.model) if args.model else None)
+                      model_sha256=file_sha256(model) if model is not None else None)
     stored = store_llama_session(args.db, reading, prov, responses=responses)
     doc = summary(stored)
     profiles = fold_profiles(scan_events(open_db(args.db, create=False), stored.session_id))
@@ -73,6 +76,11 @@ def cmd_import(args: argparse.Namespace) -> int:
                              f"(slot {cut['slot']}, line {cut['line']})"
                              + (f": its last round was cut ({cut['restores']} restore(s)), "
                                 "nothing of it committed" if cut["dropped_round"] else ""))
+    if doc["gzip_cut"] is not None:
+        cut = doc["gzip_cut"]
+        output.console.print(f"  [yellow]the gzip stream {cut['why']} at byte {cut['at']} of "
+                             f"{cut['size']}: {cut['text_bytes']} bytes of text read before "
+                             f"it[/]")
     if doc["partial_line"] is not None:
         output.console.print(f"  [yellow]line {doc['partial_line']} was cut mid-write and "
                              f"dropped[/]")

@@ -1,6 +1,14 @@
 """The engine's own numbers against the fold of the imported rounds: every disagreement
 becomes an invariant violation (bookkeeping) in the ledger, never a silent correction.
 
+Per round, the log says what a verification accepted twice: `add accepted tokens` (the
+kept ids, the target's own last, and the batch's draft size) and the verdict lines
+(`accepted a/k draft tokens`: the round's end, and under LLAMA_TRACE each verification,
+a partial one restoring the speculative checkpoint). server-context.cpp prints both from
+the same numbers, so they must agree: a = ids - 1 (less the correction a replay verified
+again), k = the batch's draft size, and a restore's replay verifies the a accepted drafts
+and the correction again (a batch of a + 1).
+
 llama-server counts per task (print_timing): drafted tokens over the first verification
 of each round, accepted drafts (`n_accepted`, a replay's own token not counted), the
 speculative rounds (`mean len = 1 + accepted / rounds`) and the share of rounds that
@@ -10,8 +18,9 @@ answers (`timings`) repeat the counts and add the reuse (`cache_n`).
 
 from collections.abc import Sequence
 
-from engine.llama.logrecords import AccPerPos, DraftTotals, StopReason
+from engine.llama.logrecords import AccPerPos, DraftTotals, StopReason, Verdict
 from engine.llama.responses import ResponseFacts
+from engine.llama.tasks import LlamaRound
 from fsm.draft_profile import DraftProfile
 from fsm.invariants import Invariant, Violation
 
@@ -48,6 +57,53 @@ def totals_violations(profile: DraftProfile, totals: DraftTotals | None,
             out.append(_violation("acceptance per draft position", "print_timing",
                                   list(per_pos.rates), [round(r, 4) for r in ours]))
     return out
+
+
+def _verdict(line: int, said: tuple[int, int], kept: tuple[int, int], what: str
+             ) -> Violation:
+    return Violation(Invariant.BOOKKEEPING,
+                     f"llama-server's line {line} says accepted {said[0]}/{said[1]} draft "
+                     f"tokens, {what} gives {kept[0]}/{kept[1]}",
+                     {"check": "round verdict", "source": f"log line {line}",
+                      "engine": list(said), "ledger": list(kept)})
+
+
+def verdict_violations(rnd: LlamaRound) -> list[Violation]:
+    """A whole round's verdict lines against its `add accepted tokens` line and replays."""
+    if rnd.kept is None:
+        return []
+    kept = rnd.kept
+    n_accepted = kept.ids - 1
+    if rnd.restores and n_accepted > 0:
+        n_accepted -= 1  # the correction the replay verified again is not a draft accepted
+    out: list[Violation] = []
+    if rnd.done is not None and (rnd.done.accepted, rnd.done.drafted) != (n_accepted,
+                                                                          kept.n_draft):
+        out.append(_verdict(rnd.done.line, (rnd.done.accepted, rnd.done.drafted),
+                            (n_accepted, kept.n_draft), f"its line {kept.line} (add "
+                            f"accepted tokens: ids.size={kept.ids}, n_draft={kept.n_draft})"))
+    batches = [rnd.drafted, *rnd.replays]
+    for i, v in enumerate(rnd.verdicts):
+        out += _trace_verdict(rnd, v, i, batches)
+    return out
+
+
+def _trace_verdict(rnd: LlamaRound, v: Verdict, i: int, batches: list[int]
+                   ) -> list[Violation]:
+    """One LLAMA_TRACE verdict: the i-th verification's (batch size `batches[i]`)."""
+    drafted = batches[i] if i < len(batches) else None
+    if v.restore:
+        replay = rnd.replays[i] if i < len(rnd.replays) else None
+        if replay is None or (v.accepted + 1, v.drafted) == (replay, drafted):
+            return []
+        return [_verdict(v.line, (v.accepted, v.drafted), (replay - 1, drafted or 0),
+                         f"the replay after it ({replay} tokens verified again)")]
+    kept = rnd.kept
+    assert kept is not None
+    if (v.accepted, v.drafted) == (kept.ids - 1, kept.n_draft):
+        return []
+    return [_verdict(v.line, (v.accepted, v.drafted), (kept.ids - 1, kept.n_draft),
+                     f"its line {kept.line} (add accepted tokens: ids.size={kept.ids})")]
 
 
 # The OpenAI finish reason of each way a task can stop.

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.llama.crosscheck import response_violations, totals_violations
+from engine.llama.crosscheck import response_violations, totals_violations, verdict_violations
 from engine.llama.ledger_prompt import SlotState, TurnState, start_steps
 from engine.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
 from engine.llama.logread import LogReading
@@ -67,7 +67,6 @@ class _Ledger:
         self.journal = journal
         self.rounds_visible = any(r.kind in (K.DRAFT, K.DECODE, K.TOKEN)
                                   for r in reading.records)
-        self.drafter = ",".join(self.server.spec_types) or "none"
         self.now = 0.0
         self.events = 0
         self.violations = 0
@@ -124,7 +123,8 @@ class _Ledger:
                     f"completed", {"line": rnd.first_line}))
                 continue
             m.round += 1
-            res = yield from round_steps(m, rnd, self.drafter, self.server.n_rs_seq)
+            res = yield from round_steps(m, rnd, self.server.spec_types,
+                                         self.server.n_rs_seq)
             s.tokens.extend(res.block)
             s.position = res.position
             turn.stats.rounds += 1
@@ -138,6 +138,8 @@ class _Ledger:
                     Invariant.BOOKKEEPING, f"llama-server's slot holds {rnd.done.n_tokens} "
                     f"tokens after the round, the imported commits {res.position}",
                     {"engine": rnd.done.n_tokens, "ledger": res.position}))
+            for v in verdict_violations(rnd):
+                self.violate(m, turn, v)
             if not (i == len(task.rounds) - 1 and rnd.stop is not None):
                 m.fire(Trigger.NEXT)
             self.journal.end_unit()
@@ -148,7 +150,7 @@ class _Ledger:
         elif cut is not None:
             if cut.partial is not None:
                 m.round += 1
-                yield from partial_steps(m, cut.partial, self.drafter)
+                yield from partial_steps(m, cut.partial, self.server.spec_types)
             what = (f"its last round was cut ({cut.dropped_tokens} emitted token(s) and "
                     f"{len(cut.partial.restores)} restore(s) so far, nothing committed)"
                     if cut.partial is not None else "it had no round open")

@@ -17,11 +17,12 @@ when the drafter printed its candidates or when it was accepted (it equals the t
 token), a target token only up to the first rejection, no state digest ever.
 """
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from engine.config import Strategy
 from engine.llama.logrecords import StopReason
+from engine.llama.options import our_drafter
 from engine.llama.tasks import LlamaRound
 from fsm.machine import RoundMachine
 from fsm.payloads import Begin, Restore
@@ -81,6 +82,15 @@ def round_block(rnd: LlamaRound) -> tuple[list[int | None], int | None, int]:
     return emitted, eog, rnd.n_tokens + rnd.kept.ids
 
 
+def round_drafter(rnd: LlamaRound, chain: Sequence[str]) -> str | None:
+    """Who drafted the round, by our name: the drafter the log names for it (llama.cpp
+    tries its chain in a fixed order and logs the one that drafted), else the chain's only
+    drafter, else None (unknown)."""
+    if rnd.spec_type is not None:
+        return our_drafter(rnd.spec_type)
+    return our_drafter(chain[0]) if len(chain) == 1 else None
+
+
 def _drafts(rnd: LlamaRound, block: list[int | None], matched: int) -> list[int | None]:
     """The drafted ids: the logged candidates, else the accepted ones (equal to the
     target's) and None for the rest."""
@@ -90,11 +100,11 @@ def _drafts(rnd: LlamaRound, block: list[int | None], matched: int) -> list[int 
     return [*head, *[None] * (rnd.drafted - len(head))]
 
 
-def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | None
+def round_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str], n_rs_seq: int | None
                 ) -> Generator[Step, None, RoundResult]:
-    """Fire one round's transitions on `m` (its turn and round already set); before each
-    group of them, yield the log line and time they happened at. Returns what the round
-    committed."""
+    """Fire one round's transitions on `m` (its turn and round already set; `chain`: the
+    server's speculative types); before each group of them, yield the log line and time
+    they happened at. Returns what the round committed."""
     block, eog, position = round_block(rnd)
     yield rnd.first_line, rnd.t
     if not rnd.speculative:
@@ -113,7 +123,7 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | 
                   round((ckpt.draft_mib or 0.0) * MIB)}
     m.fire(Trigger.BEGIN, 0.0, begin)
     drafts = _drafts(rnd, block, matched)
-    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": drafter})
+    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": round_drafter(rnd, chain)})
     targets = [*block[:matched + 1], *[None] * (k - matched)]
     m.fire(Trigger.VERIFY, 0.0, {"drafts": drafts, "targets": targets, "batch": k + 1,
                                  "drafted": k})
@@ -128,7 +138,7 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, drafter: str, n_rs_seq: int | 
     return RoundResult(block, position, eog, k, accepted, restores)
 
 
-def partial_steps(m: RoundMachine, rnd: LlamaRound, drafter: str
+def partial_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str]
                   ) -> Generator[Step, None, None]:
     """What the log shows of a round it ends inside: the verification and the restores
     and replays so far, committing nothing (a livelock the server was killed in ends
@@ -140,7 +150,7 @@ def partial_steps(m: RoundMachine, rnd: LlamaRound, drafter: str
     strategy = Strategy.CHECKPOINT if rnd.spec_ckpt is not None else Strategy.PER_TOKEN
     m.fire(Trigger.BEGIN, 0.0, {"strategy": strategy.value, "position": rnd.n_tokens})
     drafts: list[int | None] = list(rnd.draft_ids) or [None] * rnd.drafted
-    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": drafter})
+    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": round_drafter(rnd, chain)})
     m.fire(Trigger.VERIFY, 0.0, {"drafts": drafts, "batch": rnd.drafted + 1,
                                  "drafted": rnd.drafted})
     if rnd.restores:

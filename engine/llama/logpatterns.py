@@ -20,6 +20,7 @@ from engine.llama.logrecords import (
     Count,
     Decode,
     Draft,
+    DrafterCalled,
     DrafterReset,
     DraftTotals,
     LcpCheck,
@@ -165,6 +166,8 @@ _CANDIDATE = re.compile(rf"^ - seq_id {_INT}, draft candidate\s+{_INT}, pos\s+{_
                         rf"\(\s*{_NUM}\) '")
 _STREAK = re.compile(rf"^low acceptance streak \({_INT}\) - resetting ngram_mod")
 _OCCUPANCY = re.compile(rf"^ngram_mod occupancy {_NUM} exceeds threshold")
+_CALLED = re.compile(rf"^called impl ([\w-]+), hist size = {_INT}, call_count = {_INT}, "
+                     rf"gen = {_INT}")
 
 
 def slot_record(message: str, ctx: dict[str, Any]) -> Record | None:
@@ -186,12 +189,17 @@ def is_slot_noise(message: str) -> bool:
 
 
 def spec_record(message: str, line: int, t: float | None) -> Record | None:
-    """The record of one speculative-decoding line (a draft candidate of a slot, or an
-    ngram-mod reset, which names no slot), or None for the other spec lines."""
+    """The record of one speculative-decoding line (a draft candidate of a slot, the
+    drafter of the chain that drafted, or an ngram-mod reset; the last two name no slot),
+    or None for the other spec lines."""
     m = _CANDIDATE.match(message)
     if m is not None:
         return Candidate(kind=K.CANDIDATE, line=line, t=t, slot=_i(m, 1), task=None,
                          rank=_i(m, 2), pos=_i(m, 3), token=_i(m, 4), prob=_f(m, 5))
+    m = _CALLED.match(message)
+    if m is not None:
+        return DrafterCalled(kind=K.DRAFTER_CALLED, line=line, t=t, slot=None, task=None,
+                             spec_type=m.group(1), hist=_i(m, 2), gen=_i(m, 4))
     for pattern, reason in ((_STREAK, "low_acceptance_streak"), (_OCCUPANCY, "occupancy")):
         m = pattern.match(message)
         if m is not None:

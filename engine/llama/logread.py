@@ -6,13 +6,15 @@ on the next physical line(s), which are folded back. Every line is counted once 
 parsed (it became a record or a server fact), skipped (a known line the ledger does not
 use) or unknown (a slot line no pattern matches: a format this reader does not know).
 A file whose last line has no newline was cut while being written: that partial line is
-dropped and reported. Text with no llama-server line at all is refused in one line.
-The source digest is of the text as read (after gzip decompression).
+dropped and reported. A gzip file whose stream ends early (or turns corrupt) was cut too:
+the text before the cut is read and where it ends reported, as for a plain log. Text with
+no llama-server line at all is refused in one line. The source digest is of the text as
+read (after gzip decompression).
 """
 
-import gzip
 import hashlib
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,11 +29,13 @@ _SPEC = re.compile(r"^spec\s+[^:]+:\s(.*)$")
 _SERVER = re.compile(r"^(?:srv|cmn|spec|que|res|main)\s+\S+|^(?:llama_|common_|main:)")
 _MAX_CONTINUATION = 8
 _GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_CHUNK = 1 << 12  # fed to zlib piecewise, so a corrupt stream keeps what came before
 
 _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(p)) for name, p in (
         ("build", r"common_params_print_info: (build \d+ \(\w+\).*?)\s*$"),
         ("verbosity", r"common_params_print_info: verbosity = (\d+)"),
+        ("loaded", r"llama_server: (model loaded)"),
         ("model", r"load_model: loading model '(.*)'"),
         ("draft_model", r"loading draft model '(.*)'"),
         ("n_slots", r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)"),
@@ -52,14 +56,17 @@ class LogFormatError(LlamaError):
 
 @dataclass
 class ServerInfo:
-    """What the log says about the server itself: its build line, the model files it
-    loaded, slots, context checkpoints (None: not logged; 0: disabled), the speculative
-    types in order and the first one's draft length, whether verification restores
-    checkpoints (FULL memory) and the target context's recurrent states per sequence
-    (`n_rs_seq`, RS memory)."""
+    """What the log says about the server itself: its build line, its log verbosity
+    (`verbose`: -v, every round shown), whether it finished loading (its speculative
+    setup is logged before that), the model files it loaded, slots, context checkpoints
+    (None: not logged; 0: disabled), the speculative types in llama-server's order of precedence and
+    the first one's draft length, whether verification restores checkpoints (FULL memory)
+    and the target context's recurrent states per sequence (`n_rs_seq`, RS memory)."""
 
     build: str | None = None
+    verbosity: int | None = None
     verbose: bool | None = None
+    loaded: bool = False
     model: str | None = None
     draft_model: str | None = None
     n_slots: int | None = None
@@ -80,8 +87,11 @@ class ServerInfo:
                 self.spec_types.append(value)
         elif name == "spec_checkpoints":
             self.spec_checkpoints = True
+        elif name == "loaded":
+            self.loaded = True
         elif name == "verbosity":
-            self.verbose = int(value) > 4  # -v sets it to INT_MAX; the default is 3
+            self.verbosity = int(value)
+            self.verbose = self.verbosity > 4  # -v sets it to INT_MAX; the default is 3
         elif name == "n_slots":
             if self.n_slots is None:
                 self.n_slots, self.n_ctx_slot = int(value), int(m.group(2))
@@ -96,7 +106,7 @@ class ServerInfo:
 class LogReading:
     """A parsed log: records in line order, the server's facts, and how every line was
     counted. `partial_line` is the 1-based number of a last line cut mid-write (dropped),
-    else None."""
+    else None; `gzip_cut` says where a gzip stream that ends early was cut, else None."""
 
     records: list[Record]
     server: ServerInfo
@@ -106,7 +116,24 @@ class LogReading:
     unknown: int = 0
     unknown_examples: list[str] = field(default_factory=list)
     partial_line: int | None = None
+    gzip_cut: "GzipCut | None" = None
     sha256: str = ""
+
+
+@dataclass(frozen=True)
+class GzipCut:
+    """A gzip file read as far as it goes: its stream stops at compressed byte `at` of
+    `size` (`why`: it ends early, or is corrupt there), after `text_bytes` bytes of text."""
+
+    at: int
+    size: int
+    text_bytes: int
+    why: str
+
+    def to_dict(self) -> dict[str, int | str]:
+        """JSON form (the stored provenance)."""
+        return {"at": self.at, "size": self.size, "text_bytes": self.text_bytes,
+                "why": self.why}
 
 
 def _prefix_time(m: re.Match[str]) -> float | None:
@@ -121,6 +148,8 @@ def parse_log(text: str, name: str = "input") -> LogReading:
     if "\x00" in text:
         raise LogFormatError(f"{name} is binary, not a llama-server log (pass the text file "
                              "the server's stdout/stderr went to)")
+    if not text:
+        raise LogFormatError(f"{name} is not a llama-server log: it is empty (0 lines)")
     physical = text.split("\n")
     complete = text.endswith("\n")
     if complete:
@@ -191,16 +220,50 @@ def _server_fact(body: str, server: ServerInfo) -> bool:
     return False
 
 
+def gunzip(data: bytes) -> tuple[bytes, GzipCut | None]:
+    """The text of gzip `data` (every member, as `gzip.decompress` reads them) and, when
+    the stream ends before its end marker or turns corrupt, where: the text up to there
+    is kept, as the lines of a plain log cut mid-write are."""
+    out: list[bytes] = []
+    text_bytes, pos = 0, 0
+    while pos < len(data):
+        if not data.startswith(_GZIP_MAGIC, pos):
+            if not data[pos:].strip(b"\x00"):
+                break  # zero padding after the last member, which gzip tolerates too
+            return b"".join(out), GzipCut(pos, len(data), text_bytes, "corrupt")
+        z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while not z.eof and pos < len(data):
+            chunk = data[pos:pos + _GZIP_CHUNK]
+            try:
+                piece = z.decompress(chunk)
+            except zlib.error:
+                return b"".join(out), GzipCut(pos, len(data), text_bytes, "corrupt")
+            out.append(piece)
+            text_bytes += len(piece)
+            pos += len(chunk) - len(z.unused_data)
+        if not z.eof:
+            out.append(z.flush())
+            text_bytes += len(out[-1])
+            return b"".join(out), GzipCut(pos, len(data), text_bytes, "ends early")
+    return b"".join(out), None
+
+
 def read_log(path: str | Path) -> LogReading:
-    """Parse the log file at `path` (plain, or gzip-compressed as rotated logs are);
-    unreadable or non-log files raise LogFormatError."""
+    """Parse the log file at `path` (plain, or gzip-compressed as rotated logs are; a cut
+    gzip file is read as far as it goes); unreadable or non-log files raise
+    LogFormatError."""
     path = Path(path)
     try:
         data = path.read_bytes()
-        if data.startswith(_GZIP_MAGIC):
-            data = gzip.decompress(data)
-    except (OSError, EOFError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise LogFormatError(f"cannot read {path}: {why}") from None
+    except OSError as exc:
+        raise LogFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    cut = None
+    if data.startswith(_GZIP_MAGIC):
+        data, cut = gunzip(data)
+        if cut is not None and not data:
+            raise LogFormatError(f"cannot read {path}: its gzip stream is {cut.why} at byte "
+                                 f"{cut.at} of {cut.size}, before any text")
     # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
-    return parse_log(data.decode("utf-8", errors="surrogateescape"), str(path))
+    reading = parse_log(data.decode("utf-8", errors="surrogateescape"), str(path))
+    reading.gzip_cut = cut
+    return reading

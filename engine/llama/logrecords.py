@@ -40,6 +40,7 @@ class RecordKind(StrEnum):
     ACC_PER_POS = "acc_per_pos"            # "acc per pos = (r1, r2, ...)"
     RELEASED = "released"                  # "stop processing: n_tokens = N, truncated = b"
     DRAFTER_RESET = "drafter_reset"        # spec: ngram_mod cleared (streak / occupancy)
+    DRAFTER_CALLED = "drafter_called"      # spec: "called impl T, hist size = n, ..."
 
 
 class StopReason(StrEnum):
@@ -224,3 +225,14 @@ class DrafterReset(Record):
 
     reason: str
     value: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DrafterCalled(Record):
+    """The drafter of llama.cpp's chain that produced a draft (`spec_type`, llama.cpp's
+    name): `gen` tokens after a history of `hist` tokens. The line names no slot; the
+    verify batch it drafted for has the same history length and draft size."""
+
+    spec_type: str
+    hist: int
+    gen: int

@@ -47,6 +47,15 @@ SPEC_TYPES = {
 }
 
 
+_OURS = {spec: ours for ours, spec in SPEC_TYPES.items()}
+
+
+def our_drafter(spec_type: str) -> str:
+    """Our name for one of llama.cpp's speculative types (its own name if we have none)."""
+    ours = _OURS.get(spec_type)
+    return ours.value if ours is not None else spec_type
+
+
 def parse_drafters(spec: str) -> tuple[Drafter, ...]:
     """Our `--drafter` value (`none`, a name, or a comma-separated chain) as Drafters."""
     names = [n.strip() for n in spec.split(",")]

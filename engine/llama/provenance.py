@@ -18,13 +18,13 @@ from typing import Any
 from engine.config import ReplayPolicy, Strategy
 from engine.llama.logread import LogReading
 from engine.llama.logrecords import RecordKind
-from engine.llama.options import SPEC_TYPES
+from engine.llama.options import SPEC_TYPES, Drafter, our_drafter
 from engine.llama.responses import Responses
 from engine.llama.tasks import TaskFold
 
 ENGINE = "llama.cpp"
 BACKEND = "llama"
-_OUR_NAME = {spec: ours.value for ours, spec in SPEC_TYPES.items()}
+TRACE_VERBOSITY = 4  # common/log.h: LOG_LEVEL_TRACE; the server's default is 3
 
 
 def file_sha256(path: str | Path) -> str:
@@ -72,16 +72,19 @@ def provides(reading: LogReading, prompt_ids: bool) -> dict[str, Any]:
 
 
 def drafter_name(reading: LogReading) -> str | None:
-    """Our drafter chain for the speculative types the log names; without -v only a draft
-    model or an MTP context is named, so a log that shows drafting but no type gives
-    None (unknown), one that shows neither 'none'."""
+    """Our drafter chain for the speculative types the log names, in llama-server's order
+    of precedence (the order it tries them in each round, whatever order it was given),
+    or None (unknown). The types are named at trace level (-v, or -lv 4 and up) while the
+    server loads, and only an MTP context or a draft model without it, so 'none' is known
+    only from a log that shows that level and goes past the load: a log cut before, or
+    one without trace lines, names no drafter it did not see."""
     server = reading.server
     if server.spec_types:
-        return ",".join(_OUR_NAME.get(t, t) for t in server.spec_types)
+        return ",".join(our_drafter(t) for t in server.spec_types)
     if server.draft_model is not None:
-        return _OUR_NAME["draft-simple"]
-    drafted = any(r.kind is RecordKind.DRAFT_TOTALS for r in reading.records)
-    return None if drafted else "none"
+        return our_drafter(SPEC_TYPES[Drafter.DRAFT_MODEL])
+    traced = server.verbosity is not None and server.verbosity >= TRACE_VERBOSITY
+    return "none" if traced and server.loaded else None
 
 
 def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
@@ -95,7 +98,9 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         "kind": "llama-server log", "path": prov.log_path, "sha256": reading.sha256,
         "lines": reading.lines, "parsed": reading.parsed, "skipped": reading.skipped,
         "unknown": reading.unknown, "unknown_examples": reading.unknown_examples,
-        "partial_line": reading.partial_line, "tasks": len(fold.tasks),
+        "partial_line": reading.partial_line,
+        "gzip_cut": reading.gzip_cut.to_dict() if reading.gzip_cut is not None else None,
+        "tasks": len(fold.tasks),
         "truncated_tasks": [t.to_dict() for t in fold.truncated], "orphan_records": fold.orphans,
         "drafter_resets": fold.resets,
     }

@@ -2,7 +2,9 @@
 rounds: pure bookkeeping over the records, in line order, per slot.
 
 A round opens at `generate_draft` (a verify batch) or `slot decode token` (a plain step);
-the draft candidates and the speculative checkpoint logged before it belong to it. After
+the draft candidates and the speculative checkpoint logged before it belong to it, and so
+does the line naming the drafter of the chain that drafted (it names no slot: it is the
+one whose history length and draft size are the batch's). After
 a partial acceptance that restored the speculative checkpoint, the next `generate_draft`
 of the slot is that round's replay (the accepted tokens verified again), not a new
 round. A round is whole once every token it kept was emitted (`add accepted tokens`
@@ -18,6 +20,7 @@ from engine.llama.logrecords import (
     Count,
     Decode,
     Draft,
+    DrafterCalled,
     DraftTotals,
     LcpCheck,
     Record,
@@ -32,6 +35,7 @@ from engine.llama.logrecords import (
 from engine.llama.tasks import PROMPT_PHASE, LlamaRound, LlamaTask, TaskFold, Truncation
 
 K = RecordKind
+_PENDING = 64  # drafter lines kept while their batches are awaited
 
 
 class _Folder:
@@ -46,11 +50,15 @@ class _Folder:
         self.candidates: dict[int, list[Candidate]] = {}
         self.spec: dict[int, Checkpoint] = {}
         self.open: dict[int, LlamaRound] = {}
+        self.called: list[DrafterCalled] = []
 
     def apply(self, r: Record) -> None:
         """Fold one record."""
         if r.kind is K.DRAFTER_RESET:
             self.out.resets += 1
+        elif isinstance(r, DrafterCalled):
+            # One per slot drafting now; older ones drafted batches that never ran.
+            self.called = [*self.called[-_PENDING:], r]
         elif r.kind is K.CANDIDATE:
             assert isinstance(r, Candidate) and r.slot is not None
             self.candidates.setdefault(r.slot, []).append(r)
@@ -134,8 +142,19 @@ class _Folder:
             rnd.draft_ids = [c.token for c in cands[:drafted]]
         if drafted:
             rnd.spec_ckpt = self.spec.pop(task.slot, None)
+            rnd.spec_type = self._drafter(r.n_tokens, drafted)
         self.open[task.slot] = rnd
         task.rounds.append(rnd)
+
+    def _drafter(self, hist: int, gen: int) -> str | None:
+        """The drafter named for a batch of `gen` drafts after `hist` tokens (None: not
+        logged); the drafts of every slot are made before their batches are verified, so
+        the match is taken out of the pending ones."""
+        for i, c in enumerate(self.called):
+            if (c.hist, c.gen) == (hist, gen):
+                del self.called[i]
+                return c.spec_type
+        return None
 
     def _token(self, task: LlamaTask, rnd: LlamaRound | None, r: Token) -> None:
         if rnd is None:

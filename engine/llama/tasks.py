@@ -31,15 +31,18 @@ PROMPT_PHASE = (K.CACHED, K.CTX_CREATED, K.CTX_RESTORED, K.CTX_ERASED, K.FULL_RE
 @dataclass
 class LlamaRound:
     """One round of one task. `n_tokens` is the slot length when it began; `drafted`
-    the first verification's draft size (0: a plain step); `draft_ids` the drafted ids
-    where the log names them (model drafters' candidate 0), else empty; `replays` the
-    batch size of each verification after a speculative-checkpoint restore."""
+    the first verification's draft size (0: a plain step); `spec_type` the drafter of the
+    chain that drafted (llama.cpp's name; None where the log does not say); `draft_ids` the
+    drafted ids where the log names them (model drafters' candidate 0), else empty;
+    `replays` the batch size of each verification after a speculative-checkpoint
+    restore."""
 
     first_line: int
     t: float | None
     last: int
     n_tokens: int
     drafted: int = 0
+    spec_type: str | None = None
     draft_ids: list[int] = field(default_factory=list)
     spec_ckpt: Checkpoint | None = None
     restores: list[Checkpoint] = field(default_factory=list)

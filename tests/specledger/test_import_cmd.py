@@ -74,6 +74,21 @@ def test_truncated_log_is_imported_and_reported(tmp_path: Path,
     assert "run_failed" in [f["kind"] for f in post["findings"]]
 
 
+def test_a_cut_gzip_is_imported_and_reported(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    data = (FIXTURES / "ngram-mod.log.gz").read_bytes()
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(data[:len(data) * 9 // 10])
+    db = str(tmp_path / "g.db")
+    doc = run_json(["import", "llama-server", str(cut), "--db", db], capsys)
+    assert doc["gzip_cut"]["at"] == len(data) * 9 // 10 and doc["partial_line"] is not None
+    assert len(doc["turns"]) == 1 and len(doc["truncated_tasks"]) == 1
+    assert main(["import", "llama-server", str(cut), "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"the gzip stream ends early at byte {len(data) * 9 // 10} of" in out
+    assert f"line {doc['partial_line']} was cut mid-write" in out
+
+
 @pytest.mark.parametrize("content", [b"", b"\x00binary", b"not a log\n"])
 def test_bad_input_is_one_line_exit_1(tmp_path: Path, content: bytes,
                                       capsys: pytest.CaptureFixture[str]) -> None:

@@ -131,3 +131,35 @@ def test_an_answer_finished_otherwise_than_the_log_says_is_a_violation() -> None
     answers[0]["choices"][0]["finish_reason"] = "stop"
     journal, _ = imported("mtp", responses=json.dumps(answers))
     assert [v["details"]["check"] for v in violations(journal)] == ["finish_reason"]  # type: ignore[index]
+
+
+def _first_line_with(text: str, pattern: str) -> re.Match[str]:
+    m = re.search(pattern, text)
+    assert m is not None, pattern
+    return m
+
+
+def test_a_round_verdict_that_contradicts_its_kept_ids_is_a_violation() -> None:
+    text = fixture_text("mtp")
+    # Deliberately contradictory: the round's end line says one accepted draft fewer than
+    # its `add accepted tokens` line kept (the slot length on that line left as logged).
+    m = _first_line_with(text, r"accepted (\d+)/(\d+) draft tokens, new n_tokens")
+    said = int(m.group(1))
+    assert said > 0
+    changed = text[:m.start(1)] + str(said - 1) + text[m.end(1):]
+    journal, _ = imported("mtp", changed)
+    found = violations(journal)
+    assert [v["details"]["check"] for v in found] == ["round verdict"]  # type: ignore[index]
+    assert found[0]["details"]["engine"] == [said - 1, int(m.group(2))]  # type: ignore[index]
+    assert found[0]["details"]["ledger"] == [said, int(m.group(2))]  # type: ignore[index]
+
+
+def test_a_traced_verdict_that_contradicts_its_replay_is_a_violation() -> None:
+    text = fixture_text("draft-simple")
+    m = _first_line_with(text, r"accepted\s+(\d+)/\s*\d+ draft tokens \(restore checkpoint\)")
+    said = int(m.group(1))
+    changed = text[:m.start(1)] + str(said + 1) + text[m.end(1):]
+    journal, _ = imported("draft-simple", changed)
+    found = violations(journal)
+    assert [v["details"]["check"] for v in found] == ["round verdict"]  # type: ignore[index]
+    assert "the replay after it" in found[0]["message"]  # type: ignore[operator]

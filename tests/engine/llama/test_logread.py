@@ -100,6 +100,46 @@ def test_a_cut_last_line_is_dropped_and_reported() -> None:
     assert K.RELEASED not in {r.kind for r in reading.records[-3:]}
 
 
+def test_an_empty_file_has_no_line(tmp_path: Path) -> None:
+    for name, data in (("empty.log", b""), ("empty.log.gz", gzip.compress(b""))):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(LogFormatError, match=r"is empty \(0 lines\)") as info:
+            read_log(tmp_path / name)
+        assert "1 line" not in str(info.value)
+    assert parse_log(fixture_text("mtp") + "\n").lines == fixture_text("mtp").count("\n") + 1
+
+
+@pytest.mark.parametrize("keep", [0.75, 0.95])
+def test_a_cut_gzip_is_read_as_far_as_it_goes(tmp_path: Path, keep: float) -> None:
+    data = (FIXTURES / "ngram-mod.log.gz").read_bytes()
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(data[:int(len(data) * keep)])
+    reading = read_log(cut)
+    whole = read_log(FIXTURES / "ngram-mod.log.gz")
+    assert reading.gzip_cut is not None and reading.gzip_cut.why == "ends early"
+    assert reading.gzip_cut.at == reading.gzip_cut.size == int(len(data) * keep)
+    text = fixture_text("ngram-mod").encode(errors="surrogateescape")
+    assert 0 < reading.gzip_cut.text_bytes < len(text)
+    # Every whole line before the cut is read as the whole file's are; the cut one dropped.
+    assert reading.partial_line == reading.lines > 1
+    assert reading.records == whole.records[:len(reading.records)]
+    assert len(reading.records) > 10
+    assert whole.gzip_cut is None
+
+
+def test_a_gzip_corrupt_midway_keeps_what_came_before(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(fixture_text("mtp").encode(errors="surrogateescape")))
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(64)  # zeroed in the middle of the deflate stream
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(bytes(data))
+    reading = read_log(bad)
+    # Deflate notices damage late (at the latest by the checksum): reported, not refused.
+    assert reading.gzip_cut is not None and reading.gzip_cut.why == "corrupt"
+    assert middle <= reading.gzip_cut.at <= reading.gzip_cut.size == len(data)
+    assert reading.server.build is not None  # the text before the damage
+
+
 @pytest.mark.parametrize("content", ["", '{"choices": []}\n', "# a README\n\nsome prose\n"])
 def test_non_log_text_is_refused_in_one_line(content: str) -> None:
     with pytest.raises(LogFormatError, match="is not a llama-server log") as info:
