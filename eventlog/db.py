@@ -1,5 +1,6 @@
 """Opening a specledger database from a path or a SQLAlchemy URL, with errors a user can act on."""
 
+import os
 import re
 import sqlite3
 import time
@@ -10,7 +11,11 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
-from eventlog.errors import DatabaseUnavailableError, NotASpecledgerDatabaseError
+from eventlog.errors import (
+    DatabaseUnavailableError,
+    DatabaseUrlError,
+    NotASpecledgerDatabaseError,
+)
 from eventlog.jsoncodec import encode_json
 from eventlog.liveness import LOCK_SPACE
 from eventlog.schema import SCHEMA_VERSION, meta, metadata
@@ -75,7 +80,10 @@ def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
     if sqlite_file is not None:
         if not sqlite_file.exists():
             raise DatabaseUnavailableError(f"no database at {shown}; pass another --db")
-        _look_before_writing(url, shown)
+        _require_writable(sqlite_file, shown)
+        # Refused before a writer opens it: its WAL pragma would give an empty file a header.
+        if _look_before_writing(url, shown) is None:
+            raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
     engine = _engine(url, shown, writer=True)
     try:
         version = _stored_version(engine, shown)
@@ -88,27 +96,65 @@ def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
     return engine, shown, int(version) if version.isdigit() else None
 
 
-def _look_before_writing(url: URL, shown: str) -> None:
+def _look_before_writing(url: URL, shown: str) -> str | None:
     """Refuse an existing SQLite file that is not a specledger database, through a
-    read-only engine: a writer's WAL pragma must never touch a file that is not ours."""
+    read-only engine: a writer's WAL pragma must never touch a file that is not ours. The
+    stored schema version; None for a file with no tables."""
     reader = _engine(url, shown, writer=False)
     try:
-        _stored_version(reader, shown)
+        return _stored_version(reader, shown)
     finally:
         reader.dispose()
 
 
+def _read_only(path: Path | None) -> str | None:
+    """Why the SQLite ledger at `path` cannot be written here, or None. SQLite writes the
+    file and creates its -wal and -shm files beside it (a WAL ledger needs the -shm even
+    to be read), and answers either lack with a bare "unable to open database file"."""
+    if path is None or not path.exists():
+        return None
+    if not os.access(path, os.W_OK):
+        return "the file cannot be written"
+    side = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
+    if not all(p.exists() for p in side) and not os.access(path.parent, os.W_OK):
+        return (f"its folder {path.parent} cannot be written, where SQLite creates its "
+                "-wal and -shm files")
+    return None
+
+
+def _require_writable(path: Path, shown: str) -> None:
+    """Refuse a ledger that cannot be written here, in words a user can act on."""
+    why = _read_only(path)
+    if why:
+        raise DatabaseUnavailableError(f"{shown} is read-only here ({why}): run this with "
+                                       "write access to it, or on a writable copy")
+
+
 def _parse(db: str) -> URL:
+    """The URL `db` names, checked whole before anything is opened or created: its port
+    and the options its driver reads from the query."""
     if "://" not in db:
         return URL.create("sqlite+pysqlite", database=str(Path(db).expanduser()))
+    masked = re.sub(r"://[^/@]*@", "://***@", db)
     try:
-        return make_url(db)
-    except ArgumentError as exc:
-        masked = re.sub(r"://[^/@]*@", "://***@", db)
-        raise DatabaseUnavailableError(
-            f"cannot parse database URL '{masked}': expected a path or a URL like "
-            "sqlite:///run.db or postgresql://user@host/db"
+        url = make_url(db)
+    # SQLAlchemy raises ValueError, not ArgumentError, for a port that is not a number
+    # (an unclosed IPv6 bracket reads as one).
+    except (ArgumentError, ValueError) as exc:
+        why = "" if isinstance(exc, ArgumentError) else f" ({exc})"
+        raise DatabaseUrlError(
+            f"cannot parse database URL '{masked}'{why}: expected a path or a URL like "
+            "sqlite:///run.db or postgresql://user@host:5432/db"
         ) from exc
+    try:
+        dialect = url.get_dialect()
+    except (NoSuchModuleError, ImportError):
+        return url  # `_engine` names the unknown dialect or the missing driver
+    try:
+        dialect().create_connect_args(url)
+    except (ValueError, TypeError) as exc:  # e.g. sqlite:///f.db?timeout=abc
+        raise DatabaseUrlError(f"bad option in database URL '{masked}': {exc}") from exc
+    return url
 
 
 def _sqlite_file(url: URL) -> Path | None:
@@ -151,7 +197,7 @@ def _engine(url: URL, shown: str, writer: bool) -> Engine:
             f"not installed; {hint}, or name an installed driver (e.g. postgresql+psycopg://)"
         ) from exc
     except ArgumentError as exc:
-        raise DatabaseUnavailableError(f"bad database URL {shown}: {exc}") from exc
+        raise DatabaseUrlError(f"bad database URL {shown}: {exc}") from exc
     if engine.dialect.name == "sqlite":
         pragmas = _WRITER_PRAGMAS if writer else _READER_PRAGMAS
 
@@ -212,7 +258,10 @@ def _stored_version(engine: Engine, shown: str) -> str | None:
         with engine.connect() as conn:
             return _schema_version(conn, shown)
     except OperationalError as exc:
-        raise DatabaseUnavailableError(f"cannot use {shown}: {_first_line(exc)}") from exc
+        why = _read_only(_sqlite_file(engine.url))
+        hint = f" ({shown} is read-only here: {why}; copy it somewhere writable)" if why else ""
+        raise DatabaseUnavailableError(f"cannot use {shown}: {_first_line(exc)}{hint}"
+                                       ) from exc
     except DBAPIError as exc:
         raise NotASpecledgerDatabaseError(
             f"{shown} is not a specledger database: {_first_line(exc)}"

@@ -8,6 +8,10 @@ class DatabaseUnavailableError(SpecledgerError):
     unknown URL, a missing driver, or a server that refuses the connection."""
 
 
+class DatabaseUrlError(DatabaseUnavailableError):
+    """`--db` is a URL that does not parse, or whose port or options are not valid."""
+
+
 class NotASpecledgerDatabaseError(SpecledgerError):
     """The database exists but is not a specledger database, or has another schema version."""
 
