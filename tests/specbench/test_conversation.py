@@ -11,7 +11,9 @@ import torch
 
 from engine.metrics import TurnMetrics
 from engine.shipped import ROOT as SHIPPED_ROOT
-from eventlog import list_sessions, open_db
+from eventlog import list_sessions, open_db, scan_events
+from fsm.event import Event
+from fsm.states import Trigger
 from specbench import BenchOptions, SuiteResult, run_suite
 from specledger.api import turn_table
 
@@ -70,14 +72,57 @@ def test_legacy_sim_reprefills_the_previous_answer(
     assert totals["reprefill_tokens"] == sum(r["reprefill_tokens"] for r in legacy)
 
 
+GENERATION = frozenset({Trigger.BEGIN, Trigger.DRAFT, Trigger.VERIFY, Trigger.RETRY,
+                        Trigger.DECODE, Trigger.ACCEPT, Trigger.REJECT, Trigger.COMMIT})
+"""A round's steps that produce tokens; its rollback steps are RESTORE and REPLAY."""
+REPAIR = frozenset({Trigger.RESTORE, Trigger.REPLAY, Trigger.CTX_RESTORE})
+PARTS = ("generation_s", "state_repair_s", "repeated_prefill_s")
+
+
+def _cost_from_events(evs: list[Event]) -> dict[str, float]:
+    """One turn's conversation cost rebuilt from its recorded steps' durations: generation
+    (the rounds' steps but the rollbacks), state repair (rollbacks and the turn-boundary
+    restore) and repeated prefill (each prefill chunk's share of the tokens the restore
+    asked to process again), and the time the turn spans."""
+    again = sum(e.payload["reprefill"] for e in evs if e.trigger is Trigger.CTX_RESTORE)
+    chunks = [e for e in evs if e.trigger is Trigger.PREFILL]
+    start = chunks[0].payload["position"] - chunks[0].payload["tokens"]
+    repeated = 0.0
+    for e in chunks:
+        end = e.payload["position"]
+        first = end - e.payload["tokens"]
+        overlap = max(0, min(end, start + again) - first)
+        repeated += e.duration * overlap / (end - first)
+    return {"generation_s": sum(e.duration for e in evs if e.trigger in GENERATION),
+            "state_repair_s": sum(e.duration for e in evs if e.trigger in REPAIR),
+            "repeated_prefill_s": repeated, "span_s": evs[-1].t - evs[0].t}
+
+
 def test_cost_is_the_sum_of_its_parts(suite: tuple[BenchOptions, SuiteResult]) -> None:
+    """Each part of a turn's cost is what its recorded steps took: exactly on the sim's
+    clock; on torch's wall clock at least that (the engine's spans also hold the Python
+    between the steps) and the whole at most the turn's span."""
     opts, _ = suite
+    engine = open_db(opts.db, create=False)
+    repaired = 0
     for run in _runs(opts).values():
         assert run["wall_s"] > 0 and run["session"] > 0
+        evs = list(scan_events(engine, run["session"]))
         for row in run["turns"]:
-            parts = row["generation_s"] + row["state_repair_s"] + row["repeated_prefill_s"]
-            assert math.isclose(row["conversation_s"], parts, rel_tol=1e-9)
-            assert row["generation_s"] > 0 and row["state_repair_s"] >= row["rollback_s"]
+            got = _cost_from_events([e for e in evs if e.turn == row["turn"]])
+            where = (run["backend"], run["eog_policy"], row["turn"])
+            if run["backend"] == "sim":
+                for part in PARTS:
+                    assert math.isclose(row[part], got[part], rel_tol=1e-9,
+                                        abs_tol=1e-12), (*where, part)
+                assert math.isclose(row["conversation_s"], sum(got[p] for p in PARTS),
+                                    rel_tol=1e-9), where
+            else:
+                for part in PARTS:
+                    assert row[part] >= got[part] - 1e-9, (*where, part)
+            assert row["generation_s"] > 0 and row["conversation_s"] <= got["span_s"], where
+            repaired += got["repeated_prefill_s"] > 0
+    assert repaired >= 1  # a turn-boundary restore and its re-prefill were rebuilt
 
 
 def test_files_and_goals(suite: tuple[BenchOptions, SuiteResult]) -> None:
