@@ -1,7 +1,7 @@
 """The small public facade: run a configured session into a log, read turn tables back."""
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -80,6 +80,24 @@ def run_session(
 
 def turn_table(engine: Engine, session_id: int) -> list[TurnMetrics]:
     """The per-turn metrics a session recorded at each turn end, in the order turns ended."""
+    return session_turns(engine, session_id)[0]
+
+
+def session_turns(engine: Engine, session_id: int
+                  ) -> tuple[list[TurnMetrics], list[TurnMetrics]]:
+    """The turns that ended (their metrics as recorded, in the order they ended) and the
+    turns the log ends inside (a failed or cut session's last ones: their figures counted
+    from the events recorded up to there)."""
     closed: list[TurnRecord] = []
-    fold_session(engine, session_id, LogFold(closed.append))
-    return [TurnMetrics.from_dict(r.metrics) for r in closed if r.metrics is not None]
+    fold = fold_session(engine, session_id, LogFold(closed.append))
+    ended = [TurnMetrics.from_dict(r.metrics) for r in closed if r.metrics is not None]
+    return ended, [_partial(r) for r in fold.records.values()]
+
+
+def _partial(rec: TurnRecord) -> TurnMetrics:
+    """An unfinished turn's figures as its events give them."""
+    counts = asdict(rec.stats)
+    n = len(rec.committed)
+    counts["generated_tokens"] = n if rec.answer_end is None else rec.answer_end
+    counts["stray_tokens"] = n - counts["generated_tokens"]
+    return TurnMetrics(**counts)

@@ -11,7 +11,7 @@ from eventlog.fold import fold_profiles
 from eventlog.projection import project_session
 from eventlog.reader import scan_events
 from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, migrate_cmd, output
-from specledger.api import RunResult, run_session, turn_table
+from specledger.api import RunResult, run_session, session_turns
 from specledger.errors import UsageError
 from specledger.graphs import GraphKind, default_name, graph_dot
 from specledger.run_flags import config_from_args
@@ -90,11 +90,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     """`specledger show SESSION`."""
     engine = open_db(args.db, create=False)
     info = get_session(engine, args.session)
-    turns = turn_table(engine, args.session)
+    turns, partial = session_turns(engine, args.session)
     profiles = fold_profiles(scan_events(engine, args.session))
     if args.json:
         output.emit_json({"session": output.session_json(info),
-                          "turns": output.turn_rows(turns, profiles)})
+                          "turns": output.turn_rows(turns, profiles),
+                          "partial_turns": output.turn_rows(partial, profiles)})
         return 0
     cfg = info.config
     slots = cfg.get("slots") or 1
@@ -106,7 +107,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"replay {cfg.get('replay_policy')}, drafter {cfg.get('drafter')} "
         f"(k={cfg.get('draft_max')}){shared}, seed {cfg.get('seed')}, "
         f"code {info.code_version}")
-    output.console.print(output.turn_table(turns, "turns", profiles))
+    output.console.print(output.turn_table(turns, "turns", profiles, partial))
     return 0
 
 

@@ -1,7 +1,8 @@
 """Store a llama-server log (with the client's answers, when there are some) as a session:
 the ledger runs first into memory, so the session is created with its whole provenance
 (which needs the fold's counts), then the events go to the recorder unit by unit, so
-each database transaction still holds whole rounds."""
+each database transaction still holds whole rounds. A log that ends inside a request
+records that request's fail event and leaves the session `failed`, never `finished`."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from engine.llama.ledger import LedgerResult, record_log
 from engine.llama.logread import LogReading
 from engine.llama.provenance import BACKEND, Provenance, session_config
 from engine.llama.responses import Responses
-from eventlog import Recorder, create_session, open_db
+from eventlog import Recorder, SessionStatus, create_session, open_db
 from fsm.event import Event
 from specledger.api import code_version
 
@@ -64,4 +65,5 @@ def store_llama_session(db: str, reading: LogReading, prov: Provenance, *,
                 rec.append(ev)
             rec.end_unit()
             start = end
+        rec.close(SessionStatus.FAILED if result.truncated else SessionStatus.FINISHED)
     return LlamaSession(sid, result, config)

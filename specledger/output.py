@@ -24,6 +24,9 @@ TURN_FIELDS = (
     "f_keep", "reprefill_tokens", "restores",
 )
 
+PARTIAL_CAPTION = ("* the log ends inside this turn: its figures count the events recorded "
+                   "up to there")
+
 # A pipe gets a wide table rather than rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 132)
 
@@ -47,23 +50,26 @@ def turn_rows(turns: Sequence[TurnMetrics],
 
 
 def turn_table(turns: Sequence[TurnMetrics], title: str,
-               profiles: Profiles | None = None) -> Table:
+               profiles: Profiles | None = None,
+               partial: Sequence[TurnMetrics] = ()) -> Table:
     """Per-turn table: the numbers that show re-prefill amplification at a glance; with
     `profiles`, the mean accepted length per round and the acceptance at each draft
-    position."""
-    multi = len({m.slot for m in turns}) > 1
-    t = Table(title=title, title_justify="left")
+    position; `partial` turns (the log ends inside them) last, marked `*`."""
+    multi = len({m.slot for m in [*turns, *partial]}) > 1
+    t = Table(title=title, title_justify="left",
+              caption=PARTIAL_CAPTION if partial else None, caption_justify="left")
     cols = (["slot"] if multi else []) + [
         "turn", "prompt", "gen", "drafted", "accepted", "kept", "f_keep", "reprefill",
         "restores", "stray", "tok/s", *(["mean len", "acc % at 1..k"] if profiles else []),
     ]
     for c in cols:
         t.add_column(c, justify="right")
-    for m in turns:
+    for i, m in enumerate([*turns, *partial]):
         restores = None if m.restores is None or m.ctx_restores is None else (
             m.restores + m.ctx_restores)
+        turn = str(m.turn) if i < len(turns) else f"[yellow]{m.turn}*[/]"
         row = ([str(m.slot)] if multi else []) + [
-            str(m.turn), _known(m.prompt_tokens), str(m.generated_tokens), str(m.drafted),
+            turn, _known(m.prompt_tokens), str(m.generated_tokens), str(m.drafted),
             str(m.accepted), _known(m.kept_tokens), _known(m.f_keep, "{:.4f}"),
             _flag(m.reprefill_tokens), _known(restores), _flag(m.stray_tokens),
             f"{m.decode_tps:.1f}",

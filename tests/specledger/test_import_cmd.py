@@ -69,9 +69,20 @@ def test_truncated_log_is_imported_and_reported(tmp_path: Path,
     assert [t["dropped_round"] for t in doc["truncated_tasks"]] == [True]
     events = list(scan_events(open_db(db, create=False), doc["session"]))
     assert events[-1].trigger is Trigger.FAIL
+    assert get_session(open_db(db, create=False), doc["session"]).status.value == "failed"
     assert main(["postmortem", str(doc["session"]), "--db", db, "--json"]) == 1
     post = json.loads(capsys.readouterr().out)
     assert "run_failed" in [f["kind"] for f in post["findings"]]
+    # show lists the turn the log ends inside, with what its whole rounds committed.
+    shown = run_json(["show", str(doc["session"]), "--db", db], capsys)
+    assert [t["turn"] for t in shown["turns"]] == [1]
+    [cut_turn] = shown["partial_turns"]
+    committed = [e for e in events if e.turn == 2 and e.trigger is Trigger.COMMIT]
+    assert cut_turn["turn"] == 2 and cut_turn["rounds"] == len(committed)
+    assert cut_turn["generated_tokens"] == 1 + sum(len(e.payload["append"]) for e in committed)
+    assert main(["show", str(doc["session"]), "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "2*" in out and "the log ends inside this turn" in out
 
 
 def test_a_cut_gzip_is_imported_and_reported(tmp_path: Path,
