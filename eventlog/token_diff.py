@@ -7,7 +7,10 @@ each slot's tokens as the projection folds them. A turn's prompt is the slot's s
 after START_TURN's trim and append; its answer is what the turn's PREFILL and COMMITs
 appended, through the EOG (`TurnRecord.answer`). A token id a log does not name (None:
 llama-server logs no prompt ids unless the run tokenized them) matches any id and is
-counted, never guessed.
+counted, never guessed. A log that names no id of a part at all (llama-server without -v:
+no prompt, no round) gives that part as unnamed ids: the answer as long as the turn's
+END_TURN says it was (`generated_tokens`), the prompt as long as START_TURN says, or,
+where it says nothing, as long as the other session's.
 """
 
 from collections.abc import Sequence
@@ -19,6 +22,9 @@ from fsm.event import APPEND, TRIM, Event
 from fsm.states import Trigger
 
 Token = int | None
+
+ROUNDS_UNKNOWN = "rounds"
+"""The END_TURN metric an imported turn names `unknown` when its log shows no round."""
 
 TOKEN_TRIGGERS = frozenset({Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT,
                             Trigger.END_TURN})
@@ -87,13 +93,16 @@ class TokenDiff:
 @dataclass(frozen=True)
 class TurnTokens:
     """One session's turn as the comparison needs it: START_TURN's cut (None: no cut) and
-    appended prompt, the answer through the EOG, and every token committed after the
-    prompt (stray tokens behind the EOG included: they stay in the slot)."""
+    appended prompt (None: START_TURN names no prompt; then `prompt_tokens`, the whole
+    sequence's length after the start, where it gives one), the answer through the EOG,
+    and every token committed after the prompt (stray tokens behind the EOG included:
+    they stay in the slot)."""
 
     trim: int | None
-    prompt: Sequence[Token]
+    prompt: Sequence[Token] | None
     answer: Sequence[Token]
     committed: Sequence[Token]
+    prompt_tokens: int | None = None
 
 
 _NO_TURN = TurnTokens(None, (), (), ())
@@ -104,20 +113,27 @@ class PromptTap:
     only the turns not yet compared are held (fed through `eventlog.turns.folded`)."""
 
     def __init__(self) -> None:
-        self._prompts: dict[TurnKey, tuple[int | None, list[Token]]] = {}
+        self._prompts: dict[TurnKey, tuple[int | None, list[Token] | None, int | None]] = {}
 
     def apply(self, ev: Event) -> None:
         """Note a START_TURN's cut and prompt."""
         if ev.trigger is Trigger.START_TURN:
-            self._prompts[(ev.slot, ev.turn)] = (ev.payload.get(TRIM),
-                                                 ev.payload.get(APPEND) or [])
+            p = ev.payload
+            named = APPEND in p or TRIM in p
+            self._prompts[(ev.slot, ev.turn)] = (p.get(TRIM), (p.get(APPEND) or [])
+                                                 if named else None, p.get("prompt_tokens"))
 
     def turn(self, key: TurnKey, rec: TurnRecord | None) -> TurnTokens:
         """The turn `key` for comparison (no tokens when this session lacks it)."""
-        trim, prompt = self._prompts.pop(key, (None, []))
+        trim, prompt, n_prompt = self._prompts.pop(key, (None, [], None))
         if rec is None:
             return _NO_TURN
-        return TurnTokens(trim, prompt, rec.answer, rec.committed)
+        metrics = rec.metrics or {}
+        if ROUNDS_UNKNOWN in metrics.get("unknown", ()):
+            # Its log shows the answer's length at most, no id of it.
+            answer: list[Token] = [None] * (metrics.get("generated_tokens") or 0)
+            return TurnTokens(trim, prompt, answer, answer, n_prompt)
+        return TurnTokens(trim, prompt, rec.answer, rec.committed, n_prompt)
 
 
 @dataclass(slots=True)
@@ -145,16 +161,20 @@ class TokenComparer:
         """Fold turn `key` of both sessions and compare it."""
         slot = self._slots.setdefault(key[0], _Slot())
         self._turns += 1
-        for side, t in enumerate((a, b)):
-            self._unknown[side] += _count_none(t.prompt) + _count_none(t.committed)
         cut_a, cut_b = _cut(slot.a, a), _cut(slot.b, b)
+        # A side whose START_TURN names no prompt takes the other's length, if it must.
+        cut_a, cut_b = _unnamed(slot.a, a, len(slot.b), cut_a), _unnamed(slot.b, b,
+                                                                         len(slot.a), cut_b)
+        for side, t in enumerate((a, b)):
+            prompt = t.prompt if t.prompt is not None else (slot.a, slot.b)[side]
+            self._unknown[side] += _count_none(prompt) + _count_none(t.committed)
         if slot.agreed >= min(cut_a, cut_b):  # else the difference at `agreed` stays
             slot.agreed = _common(slot.a, slot.b, min(cut_a, cut_b))
         la, lb = len(slot.a), len(slot.b)
         prompt_diff = None if slot.agreed == la == lb else slot.agreed
         if prompt_diff is not None:
             self._note(key, Part.PROMPT, prompt_diff, slot, (slot.a, slot.b))
-        unnamed = None in a.prompt or None in b.prompt
+        unnamed = any(t.prompt is None or None in t.prompt for t in (a, b))
         same_prompt = False if prompt_diff is not None else (None if unnamed else True)
         answer_diff = _first_difference(a.answer, b.answer)
         self._answer_tokens += min(len(a.answer), len(b.answer))
@@ -187,12 +207,25 @@ class TokenComparer:
 
 
 def _cut(seq: list[Token], t: TurnTokens) -> int:
-    """Apply a turn's START_TURN to `seq` (trim, then append) and return the length kept."""
+    """Apply a turn's START_TURN to `seq` (trim, then append) and return the length kept
+    (a START_TURN that names no prompt is applied by `_unnamed`)."""
+    if t.prompt is None:
+        return len(seq)
     if t.trim is not None:
         del seq[t.trim:]
     kept = len(seq)
     seq.extend(t.prompt)
     return kept
+
+
+def _unnamed(seq: list[Token], t: TurnTokens, other: int, kept: int) -> int:
+    """A START_TURN that names no prompt: the whole sequence is unnamed ids, as long as
+    its `prompt_tokens` or else the other side's sequence (`other`); nothing of it is
+    known to be kept. Any other START_TURN: `kept` unchanged."""
+    if t.prompt is not None:
+        return kept
+    seq[:] = [None] * (t.prompt_tokens if t.prompt_tokens is not None else other)
+    return 0
 
 
 def _common(x: Sequence[Token], y: Sequence[Token], start: int) -> int:

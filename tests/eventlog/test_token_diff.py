@@ -174,3 +174,34 @@ def test_sessions_of_different_backends_compare_tokens() -> None:
     assert diff_mode(_info("llama"), _info("torch")) is TOKENS
     assert diff_mode(_info("torch"), _info("torch")) is DiffMode.EVENTS
     assert diff_mode(_info("torch"), _info("torch"), tokens=True) is TOKENS
+
+
+def _imported(name: str) -> list[Event]:
+    """A captured llama-server log (tests/engine/llama/fixtures) imported into memory."""
+    from engine.llama.ledger import record_log
+    from engine.llama.logread import read_log
+    from engine.session import MemoryJournal
+    from tests.engine.llama.test_logread import FIXTURES
+
+    journal = MemoryJournal()
+    record_log(read_log(FIXTURES / f"{name}.log.gz"), journal)
+    return journal.events
+
+
+def test_a_log_without_v_agrees_with_the_same_run_logged_with_it() -> None:
+    # Both fixtures ran the same greedy conversation (fixtures/README.md): one logged with
+    # -v (every id of the answers), one without (lengths only, no id, no prompt).
+    verbose, quiet = _imported("mtp"), _imported("quiet")
+    for a, b in ((verbose, quiet), (quiet, verbose)):
+        result = diff_streams(a, b, mode=TOKENS)
+        assert result.identical and result.tokens is not None
+        assert result.tokens.first is None and result.tokens.answer_tokens == 48
+        assert [(t.same_prompt, t.same_output) for t in result.turns] == [(None, True)] * 2
+    # An answer of another length still differs, where the shorter one ends.
+    i = next(i for i, e in enumerate(quiet) if e.trigger is Trigger.END_TURN)
+    metrics = quiet[i].payload["metrics"]
+    shorter = list(quiet)
+    shorter[i] = _with_payload(quiet[i], metrics={**metrics, "generated_tokens": 20})
+    d = diff_streams(verbose, shorter, mode=TOKENS).tokens.first  # type: ignore[union-attr]
+    assert d is not None and (d.turn, d.part, d.index, d.lengths) == (1, Part.ANSWER, 20,
+                                                                      (24, 20))
