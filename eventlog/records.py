@@ -5,7 +5,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsm.draft_profile import DraftProfile
+from fsm.draft_profile import DraftProfile, Reported
 from fsm.states import RoundState
 from fsm.turn_counts import TurnCounts
 
@@ -76,5 +76,11 @@ class TurnRecord:
 
     @property
     def profile(self) -> DraftProfile:
-        """The turn's speculative rounds (those that verified drafts) as a profile."""
-        return DraftProfile([r for r in self.drafts if r[0] > 0])
+        """The turn's speculative rounds (those that verified drafts) as a profile; a turn
+        whose rounds are not in its log, with the engine's own figures its END_TURN
+        carries."""
+        rounds = [r for r in self.drafts if r[0] > 0]
+        m = self.metrics
+        if rounds or not m or ("mean_accept_len" not in m and "acc_per_pos" not in m):
+            return DraftProfile(rounds)
+        return DraftProfile(rounds, Reported(m.get("mean_accept_len"), m.get("acc_per_pos")))

@@ -10,6 +10,9 @@ one of ours compare directly: mean length = 1 + accepted drafts / speculative ro
 (tokens a round commits at most), and the rate at position i = the share of speculative
 rounds that accepted at least i drafts (over all of them, whatever their draft size).
 Positions run 1..k, k the turn's longest draft; a turn with no speculative round has none.
+A turn whose rounds its log does not show (llama-server without -v) carries the engine's
+own figures instead, where the log prints them (`reported`); a figure it does not print is
+None (unknown), not a turn without speculation.
 """
 
 from dataclasses import dataclass, field
@@ -22,6 +25,7 @@ class DraftProfile:
     round's first verification and the drafts it accepted."""
 
     rounds: list[tuple[int, int]] = field(default_factory=list)
+    reported: "Reported | None" = None
 
     @property
     def drafted(self) -> int:
@@ -35,9 +39,10 @@ class DraftProfile:
 
     @property
     def mean_accept_len(self) -> float | None:
-        """1 + accepted drafts per speculative round (None without one)."""
+        """1 + accepted drafts per speculative round (None without one), or the engine's
+        own where the rounds are not known."""
         if not self.rounds:
-            return None
+            return self.reported.mean_accept_len if self.reported is not None else None
         return 1.0 + self.accepted / len(self.rounds)
 
     def rate_at(self, position: int) -> float:
@@ -48,11 +53,22 @@ class DraftProfile:
         return sum(a >= position for _, a in self.rounds) / len(self.rounds)
 
     @property
-    def acc_per_pos(self) -> list[float]:
-        """`rate_at` each draft position i = 1..k."""
+    def acc_per_pos(self) -> list[float] | None:
+        """`rate_at` each draft position i = 1..k, or the engine's own where the rounds
+        are not known (None where it did not print them)."""
+        if not self.rounds and self.reported is not None:
+            return self.reported.acc_per_pos
         k = max((d for d, _ in self.rounds), default=0)
         return [self.rate_at(i) for i in range(1, k + 1)]
 
     def to_dict(self) -> dict[str, Any]:
         """The two figures as the JSON contract carries them."""
         return {"mean_accept_len": self.mean_accept_len, "acc_per_pos": self.acc_per_pos}
+
+
+@dataclass(frozen=True)
+class Reported:
+    """An engine's own figures for a turn whose rounds are not known (None: not printed)."""
+
+    mean_accept_len: float | None
+    acc_per_pos: list[float] | None

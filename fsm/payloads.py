@@ -282,6 +282,12 @@ class TurnMetricsRow(TypedDict):
                                                  "give")]]
     task: NotRequired[Annotated[int, _f("imported: llama-server's task id")]]
     stop: NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]]
+    mean_accept_len: NotRequired[Annotated[float, _f(
+        "imported, the rounds not in the log: llama-server's own mean accepted length "
+        "(print_timing)", "tokens")]]
+    acc_per_pos: NotRequired[Annotated[list[float], _f(
+        "imported, the rounds not in the log: llama-server's own acceptance at each draft "
+        "position (print_timing's `acc per pos`, logged at -lv 4 and up)", "ratio")]]
 
 
 class EndTurn(TypedDict):

@@ -76,8 +76,9 @@ def turn_table(turns: Sequence[TurnMetrics], title: str,
         ]
         if profiles:
             p = profiles.get((m.slot, m.turn), DraftProfile())
+            rates = p.acc_per_pos
             row += [_known(p.mean_accept_len, "{:.2f}"),
-                    "/".join(f"{100 * r:.0f}" for r in p.acc_per_pos) or "-"]
+                    "?" if rates is None else "/".join(f"{100 * r:.0f}" for r in rates) or "-"]
         t.add_row(*row)
     return t
 

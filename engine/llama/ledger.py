@@ -17,7 +17,7 @@ import heapq
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.llama.crosscheck import response_violations, totals_violations, verdict_violations
 from engine.llama.ledger_prompt import SlotState, TurnState, start_steps
@@ -166,6 +166,7 @@ class _Ledger:
         m, stats = s.machine, turn.stats
         evals = task.timings.get(TimingPhase.EVAL)
         found: list[Violation] = []
+        reported: dict[str, Any] = {}
         if self.rounds_visible:
             emitted: list[int | None] = [task.first_token.token] if task.first_token else []
             for rnd in task.rounds:
@@ -187,6 +188,10 @@ class _Ledger:
             # Without -v the log shows no round and no context checkpoint.
             turn.unknown |= {"stray_tokens", "rounds", "restores", "ctx_restores",
                              "reprefill_tokens", "reprefill_s"}
+            if task.totals is not None:  # the engine's own figures, as it prints them
+                reported["mean_accept_len"] = task.totals.mean_len
+            if task.acc_per_pos is not None:
+                reported["acc_per_pos"] = list(task.acc_per_pos.rates)
         if resp is not None:
             found += response_violations(
                 resp, n_past=task.n_past, prompt=task.prompt_tokens,
@@ -201,7 +206,7 @@ class _Ledger:
                 1.0, stats.reprefill_tokens / stats.prefill_tokens)
         metrics: TurnMetricsRow = stats.to_dict() | {k: None for k in turn.unknown} | {
             "unknown": sorted(turn.unknown), "task": task.task,
-            "stop": task.stop.value if task.stop is not None else None}
+            "stop": task.stop.value if task.stop is not None else None, **reported}
         m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics})
         s.length = task.released.n_tokens
         self.turns.append(TurnMetrics.from_dict(metrics))

@@ -4,6 +4,7 @@ input is one line, exit 1."""
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,23 @@ def test_a_cut_gzip_is_imported_and_reported(tmp_path: Path,
     out = " ".join(capsys.readouterr().out.split())
     assert f"the gzip stream ends early at byte {len(data) * 9 // 10} of" in out
     assert f"line {doc['partial_line']} was cut mid-write" in out
+
+
+def test_show_reads_the_engines_figures_from_a_log_without_rounds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = fixture_text("quiet")
+    logged = [float(x) for x in re.findall(r"mean len =\s*([\d.]+)", text)]
+    assert len(logged) == 2 and "acc per pos" not in text  # trace level: not at the default
+    db = str(tmp_path / "q.db")
+    sid = run_json(["import", "llama-server", str(FIXTURES / "quiet.log.gz"), "--db", db],
+                   capsys)["session"]
+    turns = run_json(["show", str(sid), "--db", db], capsys)["turns"]
+    assert [t["mean_accept_len"] for t in turns] == logged
+    assert [t["acc_per_pos"] for t in turns] == [None, None]  # unknown, not "no drafts"
+    assert main(["show", str(sid), "--db", db]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("│")]
+    assert [ln.split("│")[-3].strip() for ln in rows] == [f"{x:.2f}" for x in logged]
+    assert [ln.split("│")[-2].strip() for ln in rows] == ["?", "?"]
 
 
 @pytest.mark.parametrize("content", [b"", b"\x00binary", b"not a log\n"])
