@@ -8,6 +8,9 @@ from hypothesis import strategies as st
 
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session
+from engine.sim.vocab import SIM_TEMPLATE
+from eventlog.diff import diff_tokens
+from fsm.event import Event
 from fsm.states import Trigger
 
 HEADER = 3  # <|im_start|> assistant \n: the ctx checkpoint lies before it
@@ -51,7 +54,24 @@ def test_truncate_keeps_every_token_of_history(seed: int, strategy: str) -> None
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
 
 
+def _answers(events: list[Event]) -> list[list[int]]:
+    """Each turn's visible answer, read off the events: what its prefill and commits
+    appended, through the first EOG."""
+    committed: dict[int, list[int]] = {}
+    for e in events:
+        if e.trigger in (Trigger.PREFILL, Trigger.COMMIT) and e.payload.get("append"):
+            committed.setdefault(e.turn, []).extend(e.payload["append"])
+    eog = SIM_TEMPLATE.eog_ids
+    return [toks[:next(i for i, t in enumerate(toks) if t in eog) + 1]
+            for _, toks in sorted(committed.items())]
+
+
 def test_same_seed_gives_the_same_answers_under_both_policies() -> None:
-    legacy, _ = _run("legacy", 11)
-    truncate, _ = _run("truncate", 11)
-    assert [t.generated_tokens for t in legacy] == [t.generated_tokens for t in truncate]
+    (legacy, lj), (truncate, tj) = _run("legacy", 11), _run("truncate", 11)
+    assert sum(t.stray_tokens for t in legacy) > 0  # legacy did commit past EOG
+    answers = _answers(lj.events)
+    assert len(answers) == 4 and answers == _answers(tj.events)
+    assert [len(a) for a in answers] == [t.generated_tokens for t in truncate]
+    diff = diff_tokens(lj.events, tj.events)  # the token diff, prompts included, agrees
+    assert diff.identical and diff.tokens is not None
+    assert diff.tokens.answer_tokens == sum(len(a) for a in answers)
