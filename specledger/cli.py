@@ -1,6 +1,7 @@
 """`specledger ...`: argument parsing, dispatch, and one-line errors."""
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -109,7 +110,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point; returns the exit status. A reader that closes the pipe early (`| head`)
+    ends the command quietly with status 0, as `git log | head` does."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # now, not at exit, so a closed pipe is caught here
+    except BrokenPipeError:
+        _discard_stdout()
+        return 0
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for the closed pipe goes nowhere,
+    so the interpreter's flush at exit cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (captured, replaced)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    """Parse and run one command; a closed stdout raises BrokenPipeError."""
     args = build_parser().parse_args(argv)
     try:
         return commands.dispatch(args)
@@ -121,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SQLAlchemyError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         sys.stderr.write(f"specledger: database error: {first}\n")
+    except BrokenPipeError:
+        raise  # the reader went away: not an error (main)
     except OSError as exc:
         sys.stderr.write(f"specledger: error: {exc}\n")
     except ModuleNotFoundError as exc:

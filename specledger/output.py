@@ -27,8 +27,18 @@ TURN_FIELDS = (
 PARTIAL_CAPTION = ("* the log ends inside this turn: its figures count the events recorded "
                    "up to there")
 
+class _Console(Console):
+    """rich's console, but a closed pipe is the CLI's to handle (specledger.cli.main ends
+    quietly with status 0; rich's own handler exits with status 1)."""
+
+    def on_broken_pipe(self) -> None:
+        """Stop writing and let the BrokenPipeError reach the entry point."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 # A pipe gets a wide table rather than rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 132)
+console = _Console(width=None if sys.stdout.isatty() else 132)
 
 
 def emit_json(doc: Any) -> None:
