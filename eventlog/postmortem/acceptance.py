@@ -8,6 +8,7 @@ n-gram drafter on a low-acceptance streak (PR 22168) for this reason.
 from dataclasses import dataclass
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import (
     DURATION,
     ROUND,
@@ -110,9 +111,7 @@ class AcceptanceCollapse:
             f"{longest.slot}); {wasted} drafted tokens were verified for nothing, "
             f"{sum(x.verify_s for x in s):.3f} s of verification. Session acceptance "
             f"{rate:.1%} (drafter {self.drafter}).",
-            "Stop or shorten drafting after a low-acceptance streak (llama.cpp PR 22168 "
-            "resets the n-gram drafter; ngram-mod clears its pool), lower --draft-max, or "
-            "choose a drafter that matches this text.",
+            ADVICE[Kind.ACCEPTANCE_COLLAPSE],
             {"streaks": len(s), "longest": longest.rounds,
              "rounds": sum(x.rounds for x in s), "drafted_wasted": wasted,
              "verify_s": round(sum(x.verify_s for x in s), 6), "acceptance": round(rate, 4),

@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from eventlog.fold import LogFold
 from eventlog.postmortem.acceptance import AcceptanceCollapse
+from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from eventlog.postmortem.contamination import Contamination
 from eventlog.postmortem.detector import (
     PAYLOAD,
@@ -206,7 +207,8 @@ def postmortem_session(engine: Engine, session_id: int,
             Kind.INCOMPLETE_LOG, Severity.WARNING, n, n,
             f"The writer of this session died without closing it; the log holds {n} events "
             "of whole rounds, and the findings cover only those.",
-            "Re-run the session (`specledger replay S --rerun`) to see how it ends.",
+            CAUSE_ADVICE[Cause.IMPORTED] if "source" in info.config
+            else ADVICE[Kind.INCOMPLETE_LOG],
             {"events": n}))
     return Postmortem(session_id, info.status.value, n, info.config, ref,
                       sort_findings(findings))

@@ -9,6 +9,7 @@ is not the digest of the committed tokens). The finding names the round where it
 
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import SEQ, SLOT, SOURCE, Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.invariants import Invariant
@@ -78,9 +79,7 @@ class Contamination:
             text += " The run did not audit the state, so this is inferred from the rounds."
         return [Finding(
             Kind.STATE_CONTAMINATION, Severity.ERROR, began.seq, self.last_seq, text,
-            "Roll the recurrent state back to the accepted boundary on partial accept: "
-            "--strategy checkpoint, per_token or input_replay (seed 004; llama.cpp PR 19493, "
-            "SGLang intermediate states, ReplaySSM).",
+            ADVICE[Kind.STATE_CONTAMINATION],
             {"began": {"seq": began.seq, "slot": began.slot, "turn": began.turn,
                        "round": began.round},
              "no_rollback_rounds": len(self.unrolled), "rejected_tokens_absorbed": self.absorbed,

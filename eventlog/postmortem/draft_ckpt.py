@@ -8,6 +8,7 @@ at the next draft: long recomputes in large agentic sessions. The drafter's cumu
 
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import DURATION, SLOT, TURN, Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Draft
@@ -66,9 +67,7 @@ class DraftCheckpoints:
             f"model ({per_turn}), {sum(r['draft_s'] for r in starts):.3f} s in those drafts. "
             f"Its checkpoints did not survive the request boundary (draft_checkpoints "
             f"{self.policy}).",
-            "Keep the draft model's checkpoints across the requests of a slot and restore the "
-            "newest one at or before the common prefix (--draft-checkpoints keep; llama.cpp "
-            "PR 22521).",
+            ADVICE[Kind.DRAFT_CHECKPOINT_DISCARD],
             {"requests_affected": len(starts), "requests": self.requests,
              "recomputed_tokens": total,
              "recomputed_mid_request": sum(r["recomputed"] for r in self.rows) - total,

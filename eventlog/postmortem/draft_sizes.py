@@ -12,6 +12,7 @@ shortfall of half the draft share or less is not told from rounding.
 
 from typing import Any, NamedTuple
 
+from eventlog.postmortem.advice import CAUSE_ADVICE, Cause
 from eventlog.postmortem.detector import Handler, Row, config_value, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Begin, CtxRestore, CtxSave
@@ -76,8 +77,7 @@ class DraftStateSizes:
             f"{draft} are the draft model's state): they do not hold the draft model's "
             f"state, so each of the {self.restores} context restore(s) in this session "
             f"left the draft model (drafter {self.drafter}) to rebuild it over the history.",
-            "Save and restore the draft model's state with every context checkpoint (llama.cpp "
-            "PR 22521; --draft-checkpoints keep on our engine).",
+            CAUSE_ADVICE[Cause.DRAFT_STATE_NOT_SAVED],
             {"short_checkpoints": len(short), "checkpoints": len(self.saves),
              "checkpoint_bytes": first.bytes, "speculative_bytes": full,
              "draft_bytes": draft, "context_restores": self.restores,

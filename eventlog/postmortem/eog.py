@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import (
     ROUND,
     SEQ,
@@ -183,8 +184,7 @@ class EogTail:
         return Finding(
             Kind.EOG_STRAY_TOKENS, Severity.ERROR, first.first_seq,
             max(t.last_seq for t in s), text,
-            "Cut the accepted block at the first EOG before any rollback accounting "
-            "(--eog-policy truncate; llama.cpp #28049, PR #28232).",
+            ADVICE[Kind.EOG_STRAY_TOKENS],
             {"turns": len(s), "stray_tokens": total, "max_stray": max(t.stray for t in s),
              "reprefill_tokens": reprefill, "turns_reprefilled": len(charged),
              "answer_tokens": sum(t.answer for t in charged),
@@ -203,7 +203,6 @@ class EogTail:
             f"history tokens were prefilled again (turn {ex['turn']}: kept {ex['kept']} of "
             f"{ex['slot_len']}, back to the checkpoint at {ex['checkpoint']}, "
             f"{ex['reprefill']} tokens).",
-            "Keep the slot equal to the transcript at every turn end; save context "
-            "checkpoints closer to the prompt end (--ctx-checkpoint-every).",
+            ADVICE[Kind.HISTORY_REPREFILL],
             {"restores": len(o), "reprefill_tokens": total, "per_turn": examples(o)},
             ex["slot"], ex["turn"], ex["round"])

@@ -29,6 +29,8 @@ class Kind(StrEnum):
     DRAFT_CHECKPOINT_DISCARD = "draft_checkpoint_discard"  # llama.cpp PR 22521
     ACCEPTANCE_COLLAPSE = "acceptance_collapse"            # cf. llama.cpp PR 22168
     INVARIANT_VIOLATION = "invariant_violation"
+    ENGINE_COUNTER_MISMATCH = "engine_counter_mismatch"    # an imported engine's own counts
+    SAMPLER_MISMATCH = "sampler_mismatch"                  # the sampler asked vs the one used
     RUN_FAILED = "run_failed"
     INCOMPLETE_LOG = "incomplete_log"
     CHECK_SKIPPED = "check_skipped"                        # an imported log lacks the input

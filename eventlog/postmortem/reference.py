@@ -10,6 +10,7 @@ distribution, which one log cannot do.
 from dataclasses import dataclass
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from eventlog.turns import TurnRecord
 from fsm.invariants import Invariant
@@ -98,14 +99,10 @@ class OutputCheck:
             text += (" The run samples (temperature > 0), so token-level differences are "
                      "expected; only the distribution must match.")
             return Finding(Kind.OUTPUT_MISMATCH, Severity.INFO, first.seq, first.seq, text,
-                           "Compare greedy runs (--temperature 0) for a token-level check.",
-                           numbers, slot, turn)
+                           CAUSE_ADVICE[Cause.SAMPLED], numbers, slot, turn)
         numbers["invariant"] = Invariant.LOSSLESS.value
         return Finding(
             Kind.OUTPUT_MISMATCH, Severity.ERROR, first.seq, first.last_seq,
             f"Invariant {Invariant.LOSSLESS} failed: {text}",
-            "Greedy speculative decoding must reproduce plain decoding: look for the cause "
-            "at that round (state contamination, a stray token, batch-shape-dependent "
-            f"numerics) and compare the logs with `specledger diff {reference_id} "
-            "<session>`.",
+            ADVICE[Kind.OUTPUT_MISMATCH].format(reference=reference_id),
             numbers, slot, turn)

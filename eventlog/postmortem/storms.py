@@ -10,6 +10,7 @@ and logs a LIVELOCK; a round that never commits (a killed run) is one too.
 from dataclasses import dataclass, field
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import (
     DURATION,
     ROUND,
@@ -189,8 +190,5 @@ class RestoreStorms:
             text += (" The replay verified again (replay_policy reverify) and, with "
                      "batch-shape-dependent numerics, disagreed with the verification.")
         return Finding(
-            kind, severity, first.first_seq, rounds[-1].last_seq, text,
-            "Make replay a reconstruction of the accepted prefix, never a new verification "
-            "(--replay-policy reconstruct; llama.cpp #28060), and keep the forward-progress "
-            "guard on (--livelock-guard).",
+            kind, severity, first.first_seq, rounds[-1].last_seq, text, ADVICE[kind],
             numbers, first.slot, first.turn, first.round)

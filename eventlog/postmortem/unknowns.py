@@ -9,6 +9,7 @@ every field, and this detector says nothing about them.
 
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import Handler, Row, config_value
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Begin
@@ -69,6 +70,5 @@ class UnknownInputs:
             Kind.CHECK_SKIPPED, Severity.INFO, 0, 0,
             f"Not checked, for lack of input from {self.engine}'s log: "
             + "; ".join(f"{name}: {why}" for name, why in skipped.items()) + ".",
-            "Record the session with the fields the checks need (llama-server -v; our own "
-            "engines record everything).",
+            ADVICE[Kind.CHECK_SKIPPED],
             {"skipped": sorted(skipped), "provides": self.provides})]

@@ -1,9 +1,14 @@
 """Everything else the engine itself flagged: the invariant violations no other detector
 explains (bookkeeping, forward progress, draft state), failed runs and logs that end
-mid-session. Lossless (invariant 4) needs a plain reference: reference.py decides it."""
+mid-session. Lossless (invariant 4) needs a plain reference: reference.py decides it.
+
+An imported engine's own counters that disagree with the rounds its log shows (the
+violations that name the counter's `source`: print_timing, an answer, a log line) are not
+a slot out of step, and get their own finding and advice."""
 
 from typing import Any
 
+from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, INVARIANT_ADVICE, Cause
 from eventlog.postmortem.detector import SEQ, Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.invariants import Invariant
@@ -15,14 +20,8 @@ _EXAMPLES = 5  # violations quoted per invariant
 # Explained with their cause by the EOG and contamination detectors.
 _EXPLAINED = {Invariant.SLOT_PREFIX.value, Invariant.STATE_TRUTH.value}
 
-_FIX = {
-    Invariant.BOOKKEEPING.value: "Keep KV length, state position and slot length in step at "
-                                 "commit; drop context checkpoints beyond a trimmed slot.",
-    Invariant.FORWARD_PROGRESS.value: "Every round must commit at least one token (the "
-                                      "target's own).",
-    Invariant.DRAFT_STATE.value: "Checkpoint and restore the draft model's own state with the "
-                                 "target's (a recurrent draft has the same problem).",
-}
+# The group of an engine's counter mismatches (its violations name their `source`).
+_COUNTERS = "engine counters"
 
 
 class Violations:
@@ -43,6 +42,8 @@ class Violations:
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
         name = v["invariant"]
+        if "source" in v["details"]:
+            name = _COUNTERS
         if name not in _EXPLAINED:
             firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
             if len(firsts) < _EXAMPLES:
@@ -55,15 +56,22 @@ class Violations:
         for name, (evs, count, last_seq) in self.by_invariant.items():
             first = evs[0]
             v: InvariantViolation = first.detail
+            quoted = examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
+                                **e.detail["details"]} for e in evs], _EXAMPLES)
+            if name == _COUNTERS:
+                out.append(Finding(
+                    Kind.ENGINE_COUNTER_MISMATCH, Severity.ERROR, first.seq, last_seq,
+                    f"The engine's own counters disagree with the rounds its log shows "
+                    f"{count} time(s); first: {v['message']}",
+                    ADVICE[Kind.ENGINE_COUNTER_MISMATCH],
+                    {"count": count, "first": quoted}, first.slot, first.turn, first.round))
+                continue
+            advice = (INVARIANT_ADVICE[Invariant(name)] if name in set(Invariant)
+                      else ADVICE[Kind.INVARIANT_VIOLATION])
             out.append(Finding(
                 Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, last_seq,
-                f"Invariant {name} failed {count} time(s); first: "
-                f"{v['message']}",
-                _FIX.get(name, "See the invariant's definition in docs/design.md#invariants."),
-                {"invariant": name, "count": count,
-                 "first": examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
-                                     **e.detail["details"]} for e in evs],
-                                   _EXAMPLES)},
+                f"Invariant {name} failed {count} time(s); first: {v['message']}", advice,
+                {"invariant": name, "count": count, "first": quoted},
                 first.slot, first.turn, first.round))
         for ev in self.failures:
             fail: Fail = ev.detail
@@ -71,6 +79,6 @@ class Violations:
                 Kind.RUN_FAILED, Severity.ERROR, ev.seq, ev.seq,
                 f"The run failed in turn {ev.turn} round {ev.round} (slot {ev.slot}): "
                 f"{fail['error']}",
-                "Fix the error above; the log holds every whole round before it.",
+                CAUSE_ADVICE[Cause.CUT_LOG] if fail.get("truncated") else ADVICE[Kind.RUN_FAILED],
                 {"error": fail["error"]}, ev.slot, ev.turn, ev.round))
         return out

@@ -11,6 +11,7 @@ from engine.llama.provenance import drafter_name, provides
 from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
+from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from tests.engine.llama.test_logread import fixture_text
 
 
@@ -116,5 +117,25 @@ def test_a_token_kept_behind_eog_is_a_stray_token() -> None:
     assert stray.numbers["per_turn"][0]["stray_tokens"] == [None]  # ngram drafts: no ids
     # The slot's length agrees with the changed log; only the engine's unchanged draft
     # totals (one accepted draft fewer) disagree, as they should.
-    checked = found[Kind.INVARIANT_VIOLATION].numbers["first"]
+    checked = found[Kind.ENGINE_COUNTER_MISMATCH].numbers["first"]
     assert {v.get("source") for v in checked} == {"print_timing"}
+    assert Kind.INVARIANT_VIOLATION not in found
+
+
+def test_each_finding_of_a_log_carries_the_advice_that_fits_it() -> None:
+    text = fixture_text("ngram-mod")
+    m = re.search(r"draft acceptance = [\d.]+ \(\s*(\d+) accepted", text)
+    assert m is not None
+    counters = findings(text[:m.start(1)] + str(int(m.group(1)) + 1) + text[m.end(1):])
+    mismatch = counters[Kind.ENGINE_COUNTER_MISMATCH]
+    assert mismatch.fix == ADVICE[Kind.ENGINE_COUNTER_MISMATCH]
+    assert "KV length" not in mismatch.fix and "print_timing" in mismatch.fix
+    assert Kind.INVARIANT_VIOLATION not in counters
+    stormy, cut = _repeat_first_restore(text, 3)
+    storm, lock = findings(stormy)[Kind.RESTORE_STORM], findings(stormy[:cut])
+    assert storm.fix == ADVICE[Kind.RESTORE_STORM]
+    assert lock[Kind.REPLAY_LIVELOCK].fix == ADVICE[Kind.REPLAY_LIVELOCK] != storm.fix
+    # A log cut mid-request: the advice is about the log, not an error to fix.
+    assert lock[Kind.RUN_FAILED].fix == CAUSE_ADVICE[Cause.CUT_LOG]
+    edited = findings(fixture_text("edited-history"))[Kind.HISTORY_REPREFILL]
+    assert "exactly as the server produced it" in edited.fix
