@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from eventlog import list_sessions, open_db
+from eventlog import list_sessions, open_db, scan_events
+from eventlog.diff import diff_tokens
 from specbench.batching import sim_grid, torch_grid
 from specbench.batching_points import PLAIN, Point, cpu, stops_paying
 from specbench.record import DEFAULT_OUT
@@ -34,6 +35,7 @@ def _at(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, int], dict[str,
 def test_every_point_ran_and_batched_ones_shared_forwards(
         suite: tuple[Path, dict[str, Any]]) -> None:
     out, data = suite
+    log = open_db(str(out / "bench.db"), create=False)
     for backend, grid in (("sim", sim_grid(True)), ("torch", torch_grid(True))):
         at = _at(data[backend])
         expected = {(s, "none", PLAIN, n) for s in ("batched", "sequential")
@@ -47,12 +49,20 @@ def test_every_point_ran_and_batched_ones_shared_forwards(
                 assert r["forwards"] == 0  # no batch fields: nothing shared
             else:
                 assert r["forwards"] > 0 and r["mean_slots"] == pytest.approx(n)
-        # greedy speculation is lossless: every variant commits plain decoding's answers
+        # greedy speculation is lossless: every variant commits plain decoding's answers,
+        # token for token, in every slot and turn (the token diff of the two sessions)
         for n in grid.slots:
-            assert len({r["tokens"] for (s, _, _, m), r in at.items() if m == n}) == 1
+            plain = at[("sequential", "none", PLAIN, n)]
+            for key, r in at.items():
+                if key[3] == n and r is not plain:
+                    same = diff_tokens(scan_events(log, plain["session"]),
+                                       scan_events(log, r["session"]))
+                    assert same.identical, (backend, key, same.tokens)
+                    assert same.tokens is not None and same.tokens.turns > 0
+                    assert same.tokens.answer_tokens == r["tokens"] == plain["tokens"]
         assert set(data["stops_paying"][backend]) == set(grid.drafters)
         assert all(set(p) == set(CORRECT) for p in data["stops_paying"][backend].values())
-    recorded = {s.id for s in list_sessions(open_db(str(out / "bench.db"), create=False))}
+    recorded = {s.id for s in list_sessions(log)}
     assert recorded == set(data["sessions"])
     assert len(recorded) == len(data["sim"]) + len(data["torch"])
     for name in ("results.md", "throughput.png", "throughput.svg"):
