@@ -1,4 +1,5 @@
-"""Cost profiles stored as JSON: found by name after the built-ins, round trip exactly
+"""Cost profiles stored as JSON: found by name after the built-ins (a file named like one
+does not shadow it), each shipped one charging a sim session its costs, round trip exactly
 (with the CPU terms, or without them as older files were written), a malformed file is a
 clear ConfigError; the CPU terms and the checkpoint placement left at their defaults
 change no time (every existing profile's sim sessions hash as recorded before)."""
@@ -11,7 +12,8 @@ import pytest
 
 from engine.config import BackendKind, RunConfig, Strategy
 from engine.errors import ConfigError
-from engine.sim.backend import SimBackend
+from engine.session import MemoryJournal, Session
+from engine.sim.backend import UBATCH, SimBackend
 from engine.sim.costs import (
     PROFILE_DIR,
     PROFILES,
@@ -21,6 +23,7 @@ from engine.sim.costs import (
     profile_names,
     save_profile,
 )
+from fsm.states import Trigger
 from tests.engine.golden.hashes import event_hash
 
 MEASURED = replace(PROFILES["tiny-cpu"], name="my-cpu-measured", launch_s=4.2e-3,
@@ -29,8 +32,15 @@ MEASURED = replace(PROFILES["tiny-cpu"], name="my-cpu-measured", launch_s=4.2e-3
 CPU_TERMS = ("token_s", "multi_token_s", "state_step_s", "recurrence_launch_s")
 
 
-def test_builtin_profiles_come_first() -> None:
-    assert get_profile("qwen3.5-27b-h200") is PROFILES["qwen3.5-27b-h200"]
+def test_builtin_profiles_come_first(tmp_path: Path) -> None:
+    """A JSON profile named like a built-in one does not shadow it: the name finds the
+    built-in, the file is still read by its path, and the name is listed once."""
+    name = "qwen3.5-27b-h200"
+    path = save_profile(replace(MEASURED, name=name), tmp_path)
+    assert path == tmp_path / f"{name}.json" and load_profile_file(path) != PROFILES[name]
+    assert get_profile(name, tmp_path) is PROFILES[name]
+    assert get_profile(str(path), tmp_path) == replace(MEASURED, name=name)
+    assert profile_names(tmp_path).count(name) == 1
 
 
 def test_round_trip_through_get_profile(tmp_path: Path) -> None:
@@ -126,12 +136,39 @@ def test_missing_constant_and_broken_json_are_config_errors(tmp_path: Path) -> N
         get_profile("list", tmp_path)
 
 
+def _prefill_s(profile: CostProfile, position: int, tokens: int) -> float:
+    """The sim's charge for prefilling `tokens` from `position`: one forward per ubatch."""
+    return sum(profile.forward_s(min(UBATCH, tokens - i), position + i)
+               for i in range(0, tokens, UBATCH))
+
+
 @pytest.mark.parametrize("path", sorted(PROFILE_DIR.glob("*.json")), ids=lambda p: p.stem)
 def test_shipped_profiles_load_and_drive_the_sim(path: Path) -> None:
+    """A session run under the profile's name is charged the profile's costs: every
+    prefill chunk and context checkpoint takes what the profile says, and the same
+    session under another profile takes other times for the same tokens."""
     profile = load_profile_file(path)
-    backend = SimBackend(RunConfig(profile=path.stem))
-    assert backend.costs == profile
-    assert profile.forward_s(1, 0) > 0
+    assert SimBackend(RunConfig(profile=path.stem)).costs == profile
+    config = RunConfig(backend=BackendKind.SIM, turns=2, prompt_tokens=600, question_tokens=8,
+                       answer_tokens=24, seed=2, ctx_checkpoint_every=256, profile=path.stem)
+    runs = {}
+    for name in (path.stem, "tiny-cpu"):
+        journal = MemoryJournal()
+        Session(config.replace(profile=name), journal).run()
+        runs[name] = journal.events
+    evs = runs[path.stem]
+    prefills = [e for e in evs if e.trigger is Trigger.PREFILL]
+    saves = [e for e in evs if e.trigger is Trigger.CTX_SAVE]
+    assert len(prefills) >= 3 and saves
+    for e in prefills:
+        tokens, end = e.payload["tokens"], e.payload["position"]
+        assert e.duration == pytest.approx(_prefill_s(profile, end - tokens, tokens),
+                                           rel=1e-12)
+    assert all(e.duration == pytest.approx(profile.checkpoint_s(), rel=1e-12) for e in saves)
+    other = runs["tiny-cpu"]
+    assert [(e.trigger, e.payload.get("append")) for e in evs] == [
+        (e.trigger, e.payload.get("append")) for e in other]
+    assert [e.duration for e in evs] != [e.duration for e in other]
 
 
 # --- where checkpoints live (llama.cpp's host copies), the round's host sync ----------
