@@ -15,7 +15,7 @@ from engine.llama.ledger import record_log
 from engine.llama.logread import parse_log, read_log
 from engine.llama.responses import read_responses
 from engine.session import Session
-from eventlog import Recorder, count_events, create_session, open_db
+from eventlog import Recorder, count_events, create_session, open_db, scan_events
 from fsm.errors import PayloadError
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
@@ -48,14 +48,33 @@ def test_sim_payloads_are_their_types(sqlite_engine: Engine, strategy: Strategy,
     assert rec.written > 0
 
 
+def test_livelock_payloads_are_their_types(sqlite_engine: Engine) -> None:
+    """Re-verification after a restore, with near-ties flipping, livelocks: only the
+    checkpoint strategy restores and verifies again, so only it can."""
+    config = sim_config(strategy=Strategy.CHECKPOINT, replay_policy=ReplayPolicy.REVERIFY,
+                        tie_flip_rate=0.3, drafter="synthetic", livelock_guard=3)
+    with _recorder(sqlite_engine) as rec:
+        Session(config, rec).run()
+    evs = list(scan_events(sqlite_engine, rec.session_id))
+    livelocks = [e for e in evs if e.trigger is Trigger.LIVELOCK]
+    assert livelocks and any(e.trigger is Trigger.RETRY for e in evs)
+    assert all(e.payload["restores"] >= 3 and e.payload["resolution"] == "reconstruct"
+               for e in livelocks)
+
+
 @pytest.mark.parametrize("strategy", list(Strategy))
-def test_livelock_and_early_eog_payloads_are_their_types(sqlite_engine: Engine,
-                                                         strategy: Strategy) -> None:
-    for config in (sim_config(strategy=strategy, replay_policy=ReplayPolicy.REVERIFY,
-                              tie_flip_rate=0.3, drafter="synthetic", livelock_guard=3),
-                   sim_config(strategy=strategy, eog_prob=0.05, slots=2)):
-        with _recorder(sqlite_engine) as rec:
-            Session(config, rec).run()
+def test_early_eog_payloads_are_their_types(sqlite_engine: Engine,
+                                            strategy: Strategy) -> None:
+    """The target ends answers on its own, before the cap, in two slots at once."""
+    config = sim_config(strategy=strategy, eog_prob=0.05, slots=2)
+    with _recorder(sqlite_engine) as rec:
+        Session(config, rec).run()
+    evs = list(scan_events(sqlite_engine, rec.session_id))
+    ends = [e.payload["metrics"] for e in evs if e.trigger is Trigger.END_TURN]
+    assert len(ends) == 2 * config.turns and {m["slot"] for m in ends} == {0, 1}
+    assert any(m["generated_tokens"] <= config.answer_tokens for m in ends)  # cap + EOG: 61
+    assert any(e.payload.get("eog") is not None for e in evs
+               if e.trigger in (Trigger.ACCEPT, Trigger.REJECT))
 
 
 @pytest.mark.parametrize("name", LOGS)
