@@ -1,5 +1,6 @@
 """The run configuration: one typed dataclass, validated once at the edge."""
 
+import math
 from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -207,6 +208,10 @@ def out_of_bounds(f: Field[Any], value: Any) -> str:
         return f"{value!r} must be an integer"
     if kind is float and (isinstance(value, bool) or not isinstance(value, int | float)):
         return f"{value!r} must be a number"
+    # NaN passes every comparison below, and a stored NaN or infinity is not JSON a
+    # re-execution can read back: refuse both here, where every path to a config meets.
+    if kind is float and not math.isfinite(value):
+        return f"{value!r} must be a finite number"
     if kind is bool and not isinstance(value, bool):
         return f"{value!r} must be true or false"
     lo, hi, above = meta.get("lo"), meta.get("hi"), meta.get("above")
