@@ -3,6 +3,7 @@
 import argparse
 from pathlib import Path
 
+from engine.files import check_target, write_file
 from eventlog import get_session, open_db
 from eventlog.compare import Tolerance
 from eventlog.diff import DiffMode, diff_mode, diff_streams
@@ -146,10 +147,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """`specledger report S [S ...] --out FILE`: one self-contained HTML file."""
-    html = build_report(open_db(args.db, create=False), args.sessions)
     out = Path(args.out or f"report-{'-'.join(map(str, args.sessions))}.html")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
+    check_target(out)
+    html = build_report(open_db(args.db, create=False), args.sessions)
+    write_file(out, html)
     if args.json:
         output.emit_json({"sessions": args.sessions, "path": str(out), "bytes": len(html)})
     else:

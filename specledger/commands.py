@@ -6,6 +6,7 @@ from pathlib import Path
 
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
+from engine.files import check_target, write_file
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.fold import fold_profiles
 from eventlog.projection import project_session
@@ -15,7 +16,7 @@ from specledger.api import RunResult, run_session, session_turns
 from specledger.errors import UsageError
 from specledger.graphs import GraphKind, default_name, graph_dot
 from specledger.run_flags import config_from_args
-from viz import GraphFormat, write
+from viz import GraphFormat, image
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -148,8 +149,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     """`specledger graph S [S ...] --kind fsm|timeline|divergence|machine`."""
     kind, fmt = GraphKind(args.kind), GraphFormat(args.format)
+    out = Path(args.out or f"{default_name(kind, args.sessions)}.{fmt.value}")
+    check_target(out)
     dot = graph_dot(open_db(args.db, create=False), kind, args.sessions)
-    out = write(dot, Path(args.out or f"{default_name(kind, args.sessions)}.{fmt.value}"), fmt)
+    write_file(out, image(dot, fmt))
     if args.json:
         output.emit_json({"session": args.sessions[0] if args.sessions else None,
                           "sessions": args.sessions, "kind": kind.value, "path": str(out)})

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import EogPolicy, RunConfig
+from engine.files import OutputPathError, write_file
 from eventlog import open_db, scan_events
 from specledger import output
 from specledger.api import run_session
-from viz import GraphFormat, fsm_graph, render
+from viz import GraphFormat, fsm_graph, image, to_dot
 
 REAL_CONFIG = RunConfig(
     backend="torch", drafter="mtp", draft_max=4, turns=3, max_answer_tokens=384,
@@ -41,9 +42,10 @@ def _part(label: str, base: RunConfig, db: str, out_dir: Path, seed: int,
         config = base.replace(eog_policy=policy.value, seed=seed)
         result = run_session(config, db)
         engine = open_db(db, create=False)
-        graph = render(fsm_graph(scan_events(engine, result.session_id)),
-                       out_dir / f"session-{result.session_id}-{policy.value}-fsm.svg",
-                       GraphFormat.SVG, f"session {result.session_id}: eog={policy.value}")
+        dot = to_dot(fsm_graph(scan_events(engine, result.session_id)),
+                     f"session {result.session_id}: eog={policy.value}")
+        graph = write_file(out_dir / f"session-{result.session_id}-{policy.value}-fsm.svg",
+                           image(dot, GraphFormat.SVG))
         total = sum(m.reprefill_tokens for m in result.turns)
         runs.append({"session": result.session_id, "eog_policy": policy.value,
                      "reprefill_tokens": total, "graph": str(graph),
@@ -58,6 +60,8 @@ def _part(label: str, base: RunConfig, db: str, out_dir: Path, seed: int,
 def run_demo(db: str, out_dir: Path, seed: int, as_json: bool) -> int:
     """Run both parts (the real one when the shipped model is present), print their turn
     tables and graph paths; returns the exit status."""
+    if out_dir.exists() and not out_dir.is_dir():  # refused before anything is recorded
+        raise OutputPathError(f"--out-dir {out_dir} is a file, not a folder for the graphs")
     parts = []
     for label, base in PARTS:
         if base.backend.value == "torch" and importlib.util.find_spec("torch") is None:

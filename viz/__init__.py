@@ -3,7 +3,7 @@
 from viz.divergence import divergence_dot, divergence_tree
 from viz.fsm_graph import fsm_graph
 from viz.machine import machine_dot
-from viz.render import GraphFormat, RenderError, inline_svg, render, to_dot, write
+from viz.render import GraphFormat, RenderError, image, inline_svg, to_dot
 from viz.timeline import timeline_dot, timeline_graph
 
 __all__ = [
@@ -12,11 +12,10 @@ __all__ = [
     "divergence_dot",
     "divergence_tree",
     "fsm_graph",
+    "image",
     "inline_svg",
     "machine_dot",
-    "render",
     "timeline_dot",
     "timeline_graph",
     "to_dot",
-    "write",
 ]

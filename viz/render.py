@@ -1,7 +1,6 @@
 """Render networkx graphs with graphviz to svg, png or dot source."""
 
 from enum import StrEnum
-from pathlib import Path
 
 import graphviz
 import networkx as nx
@@ -63,19 +62,10 @@ def to_dot(g: nx.MultiDiGraph, title: str) -> graphviz.Digraph:
     return d
 
 
-def render(g: nx.MultiDiGraph, out: Path, fmt: GraphFormat, title: str) -> Path:
-    """Write `g` to `out` in `fmt`; returns the path written."""
-    return write(to_dot(g, title), out, fmt)
-
-
-def write(dot: graphviz.Digraph, out: Path, fmt: GraphFormat) -> Path:
-    """Write any graphviz description to `out` as dot source, svg or png."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if fmt is GraphFormat.DOT:
-        out.write_text(dot.source)
-    else:
-        out.write_bytes(pipe(dot, fmt))
-    return out
+def image(dot: graphviz.Digraph, fmt: GraphFormat) -> bytes:
+    """Any graphviz description as a file's content: dot source, svg or png (the caller
+    writes it; engine/files.py says how)."""
+    return dot.source.encode() if fmt is GraphFormat.DOT else pipe(dot, fmt)
 
 
 def pipe(dot: graphviz.Digraph, fmt: GraphFormat) -> bytes:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from engine.files import check_target, replacing
 from eventlog import get_session
 from eventlog.jsoncodec import encode_json
 from eventlog.postmortem import postmortem_session
@@ -41,31 +42,34 @@ class Exported:
 
 
 def export_session(engine: Engine, session_id: int, fmt: SessionFormat, path: Path) -> Exported:
-    """Write session `session_id` to `path` as `fmt`. Traces read the log twice (the
+    """Write session `session_id` to `path` as `fmt`, whole or not at all
+    (engine/files.py). Traces read the log twice (the
     postmortem for the findings' instants, then the timeline), Parquet twice as well (its
     column types, then the rows): memory stays flat however long the session is."""
     module = _NEEDS.get(fmt)
     if module is not None and importlib.util.find_spec(module) is None:
         raise ExportDependencyError(f"--format {fmt.value} needs {module}, which is not "
                                     "installed: pip install 'specledger[export]'")
+    check_target(path)
     info = get_session(engine, session_id)
-    if fmt is SessionFormat.PARQUET:
-        from specledger.export.parquet_table import write_parquet
+    with replacing(path) as tmp:
+        if fmt is SessionFormat.PARQUET:
+            from specledger.export.parquet_table import write_parquet
 
-        about = {"specledger.session": str(session_id), "specledger.backend": info.backend,
-                 "specledger.config": encode_json(info.config)}
-        n = write_parquet(lambda: scan_events(engine, session_id), path, about)
-    else:
-        from specledger.export.timeline import timeline
-
-        findings = postmortem_session(engine, session_id).findings
-        records = timeline(scan_events(engine, session_id), findings)
-        if fmt is SessionFormat.PERFETTO:
-            from specledger.export.perfetto_trace import write_perfetto
-
-            n = write_perfetto(records, session_id, path)
+            about = {"specledger.session": str(session_id), "specledger.backend": info.backend,
+                     "specledger.config": encode_json(info.config)}
+            n = write_parquet(lambda: scan_events(engine, session_id), tmp, about)
         else:
-            from specledger.export.chrome_trace import write_chrome_trace
+            from specledger.export.timeline import timeline
 
-            n = write_chrome_trace(records, session_id, path)
+            findings = postmortem_session(engine, session_id).findings
+            records = timeline(scan_events(engine, session_id), findings)
+            if fmt is SessionFormat.PERFETTO:
+                from specledger.export.perfetto_trace import write_perfetto
+
+                n = write_perfetto(records, session_id, tmp)
+            else:
+                from specledger.export.chrome_trace import write_chrome_trace
+
+                n = write_chrome_trace(records, session_id, tmp)
     return Exported(path, path.stat().st_size, n)
