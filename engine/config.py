@@ -105,10 +105,11 @@ class RunConfig:
                                        "batch shape (sim)", lo=0.0, hi=1.0)
     seed: int = option(0, "seed of every random choice")
     profile: str = option("qwen3.5-27b-h200", "sim cost profile (engine/sim/profiles)")
-    model: str = option(SHIPPED_TARGET, "torch: target checkpoint directory (default: the "
-                                        "shipped target)")
-    draft_model: str = option(SHIPPED_DRAFT, "torch: draft checkpoint directory, drafter "
-                                             "draft-model (default: the shipped draft)")
+    model: str = option(SHIPPED_TARGET, "target checkpoint directory, or on llama its GGUF "
+                                        "file (default: the shipped target)")
+    draft_model: str = option(SHIPPED_DRAFT, "draft checkpoint directory, or on llama its "
+                                             "GGUF file, drafter draft-model (default: the "
+                                             "shipped draft)")
     draft_checkpoints: str = option("keep", "draft-model checkpoints across requests "
                                             "(discard: PR 22521's bug)",
                                     choices=("keep", "discard"))

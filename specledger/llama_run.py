@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
+from engine.files import write_file
 from engine.llama.conversation import Exchange, Messages, Sampling, converse
 from engine.llama.logread import read_log
 from engine.llama.options import Drafter, ServerOptions, parse_drafters, server_args
@@ -63,15 +64,17 @@ def server_version() -> str:
 
 def server_options(config: RunConfig) -> ServerOptions:
     """The server for `config`: the target's GGUF (and the draft model's, when its
-    drafter runs), sizes from the configuration, -v so the log shows every round."""
-    from engine.llama.gguf_export import cached_gguf
+    drafter runs: a GGUF file as given, a checkpoint exported once), sizes from the
+    configuration, -v so the log shows every round."""
+    from engine.llama.gguf_export import model_gguf
 
     if config.slots != 1:
         raise ConfigError(f"slots: the llama backend runs one conversation (llama-server "
                           f"is started with -np 1), not {config.slots}")
     drafters = parse_drafters(config.drafter)
-    draft = cached_gguf(config.draft_model) if Drafter.DRAFT_MODEL in drafters else None
-    return ServerOptions.from_run_config(config, cached_gguf(config.model), draft,
+    draft = (model_gguf(config.draft_model, "draft_model")
+             if Drafter.DRAFT_MODEL in drafters else None)
+    return ServerOptions.from_run_config(config, model_gguf(config.model), draft,
                                          threads=config.threads, verbose=True)
 
 
@@ -108,7 +111,7 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
     log_path = server.log_path
     responses_path = log_path.with_suffix(".responses.json")
     answers: list[dict[str, Any]] = [e.response for e in exchanges]
-    responses_path.write_text(json.dumps(answers, indent=1))
+    write_file(responses_path, json.dumps(answers, indent=1))
     prov = Provenance(log_path=str(log_path), responses_path=str(responses_path), flags=flags,
                       version=server_version(), model_sha256=file_sha256(opts.model),
                       draft_model_sha256=file_sha256(opts.draft_model)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.llama.ledger import LedgerResult, record_log
-from engine.llama.logread import LogReading
+from engine.llama.logread import LogFormatError, LogReading
 from engine.llama.provenance import BACKEND, Provenance, session_config
 from engine.llama.responses import Responses
 from eventlog import Recorder, SessionStatus, create_session, open_db
@@ -47,10 +47,15 @@ def store_llama_session(db: str, reading: LogReading, prov: Provenance, *,
                         responses: Responses | None = None,
                         prompts: Sequence[list[int] | None] = (),
                         parent_id: int | None = None) -> LlamaSession:
-    """Record `reading` (and `responses`) as a new session in the log at `db`."""
+    """Record `reading` (and `responses`) as a new session in the log at `db`; a log
+    that holds no request is refused, and nothing is recorded."""
     journal = UnitJournal()
     result = record_log(reading, journal, prompts=prompts,
                         responses=responses.facts if responses is not None else ())
+    if not result.fold.tasks:
+        raise LogFormatError(f"{prov.log_path} holds no request: llama-server started "
+                             f"({reading.lines} line(s)) but logged no task; nothing "
+                             "recorded (pass the log of a server that answered requests)")
     config = session_config(reading, result.fold, prov, responses, result.responses_matched)
     engine = open_db(db, create=True)
     run = prov.run or {}

@@ -9,12 +9,12 @@ what it can before starting it and turns a failure into one line.
 import hashlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from enum import StrEnum
 from pathlib import Path
 
+from engine.files import check_target, replacing
 from engine.llama.errors import GgufExportError
 from engine.llama.paths import LLAMA_PY_VERSION, cache_root, require_converter
 from engine.shipped import model_dir as resolve_model
@@ -22,6 +22,7 @@ from engine.shipped import model_dir as resolve_model
 # What the vendored converter imports besides the standard library.
 CONVERTER_MODULES = ("torch", "transformers", "numpy", "yaml", "tqdm")
 TIMEOUT_S = 600.0
+GGUF_MAGIC = b"GGUF"
 
 
 class OutType(StrEnum):
@@ -43,10 +44,14 @@ def check_checkpoint(model_dir: Path) -> None:
     if not any(model_dir.glob("*.safetensors")):
         raise GgufExportError(f"{model_dir} has no *.safetensors weights")
     try:
-        archs = json.loads(config_path.read_text()).get("architectures", [])
-    except json.JSONDecodeError as err:
-        raise GgufExportError(f"{config_path} is not valid JSON: {err}") from None
-    if "Qwen3_5ForCausalLM" not in archs:
+        config = json.loads(config_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise GgufExportError(f"{config_path} is not readable JSON: {err}") from None
+    if not isinstance(config, dict):
+        raise GgufExportError(f"{config_path} holds a JSON {type(config).__name__}, not the "
+                              "object of an HF-format checkpoint's config")
+    archs = config.get("architectures", [])
+    if not isinstance(archs, list) or "Qwen3_5ForCausalLM" not in archs:
         raise GgufExportError(f"{config_path}: architectures {archs} is not "
                               f"['Qwen3_5ForCausalLM'], the only one the export writes")
     tok_path = model_dir / "tokenizer.json"
@@ -64,14 +69,16 @@ def check_checkpoint(model_dir: Path) -> None:
 
 def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32") -> Path:
     """Convert the checkpoint at `model_dir` (a directory, or `shipped:NAME`) to the GGUF
-    file `out` (its folder is created) with weights in `outtype` (f32 or f16); return
-    `out`."""
+    file `out` with weights in `outtype` (f32 or f16); return `out`. The file is written
+    whole or not at all, under engine/files.py's rules (a missing folder is created; a
+    directory or a device is refused before the conversion starts)."""
     model_dir, out = resolve_model(model_dir), Path(out)
     try:
         kind = OutType(outtype)
     except ValueError:
         raise GgufExportError(f"outtype '{outtype}' is not one of "
                               f"{', '.join(t.value for t in OutType)}") from None
+    check_target(out)
     if not model_dir.is_dir():
         raise GgufExportError(f"checkpoint directory {model_dir} does not exist")
     check_checkpoint(model_dir)
@@ -80,26 +87,61 @@ def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32") ->
     if missing:
         raise GgufExportError(f"the GGUF converter needs the Python package(s) "
                               f"{', '.join(missing)}: pip install {' '.join(missing)}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Never a truncated file at `out`; one partial file per process, since processes that
-    # export the same model at once (parallel test workers) each rename theirs whole.
-    partial = out.with_name(f"{out.name}.{os.getpid()}.partial")
-    cmd = [sys.executable, "-m", "engine.llama.convert", str(model_dir), str(partial),
-           "--outtype", kind.value, "--converter", str(converter)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        partial.unlink(missing_ok=True)
-        raise GgufExportError(f"GGUF conversion of {model_dir} took over {TIMEOUT_S:.0f} s"
-                              ) from None
-    if done.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-        last = lines[-1] if lines else f"exit status {done.returncode}"
-        raise GgufExportError(f"GGUF conversion of {model_dir} failed: {last}")
-    partial.replace(out)
+    # Processes that export the same model at once (parallel test workers) each write a
+    # partial file of their own and rename it whole.
+    with replacing(out) as partial:
+        cmd = [sys.executable, "-m", "engine.llama.convert", str(model_dir), str(partial),
+               "--outtype", kind.value, "--converter", str(converter)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            raise GgufExportError(f"GGUF conversion of {model_dir} took over "
+                                  f"{TIMEOUT_S:.0f} s") from None
+        if done.returncode != 0 or not is_gguf(partial):
+            lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+            last = lines[-1] if lines else f"exit status {done.returncode}"
+            raise GgufExportError(f"GGUF conversion of {model_dir} failed: {last}")
     return out
+
+
+def is_gguf(path: Path) -> bool:
+    """Whether `path` is a file that begins with the GGUF magic."""
+    if not path.is_file():  # a fifo would block the read
+        return False
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def require_gguf(path: str | Path, what: str) -> Path:
+    """`path`, refused in one line unless it is a GGUF file (`what` names the option)."""
+    path = Path(path)
+    if not path.exists():
+        raise GgufExportError(f"{what}: {path} does not exist")
+    if not path.is_file():
+        raise GgufExportError(f"{what}: {path} is not a file")
+    if not is_gguf(path):
+        raise GgufExportError(f"{what}: {path} is not a GGUF file (it does not begin with "
+                              f"the GGUF magic); pass the .gguf file llama-server ran")
+    return path
+
+
+def model_gguf(model: str | Path, what: str = "model") -> Path:
+    """The GGUF llama-server runs for a model option (`what` names it): a GGUF file as it
+    is, a checkpoint directory (or `shipped:NAME`) exported once (`cached_gguf`)."""
+    path = resolve_model(model)
+    if path.is_dir():
+        return cached_gguf(path)
+    if is_gguf(path):
+        return path
+    if path.exists():
+        raise GgufExportError(f"{what}: {path} is neither a checkpoint directory nor a GGUF "
+                              "file (it does not begin with the GGUF magic)")
+    raise GgufExportError(f"{what}: {path} does not exist: pass a checkpoint directory, "
+                          f"shipped:target, shipped:draft or a GGUF file")
 
 
 def cached_gguf(model: str | Path, outtype: str = "f32") -> Path:

@@ -49,16 +49,30 @@ class Responses:
     without_timings: int
 
 
-def response_facts(index: int, doc: dict[str, Any]) -> ResponseFacts | None:
-    """The facts of one answer object, or None when it carries no `timings`."""
+def response_facts(index: int, doc: dict[str, Any], name: str = "responses"
+                   ) -> ResponseFacts | None:
+    """The facts of one answer object, or None when it carries no `timings`; a count that
+    is not a whole number is refused (`name` is the file, for the message)."""
     t = doc.get("timings")
     if not isinstance(t, dict):
         return None
-    choices = doc.get("choices") or [{}]
-    return ResponseFacts(index, int(t.get("cache_n", 0)), int(t.get("prompt_n", 0)),
-                         int(t.get("predicted_n", 0)), int(t.get("draft_n", 0)),
-                         int(t.get("draft_n_accepted", 0)), choices[0].get("finish_reason"),
-                         doc.get("system_fingerprint"))
+    counts = [_count(t, key, index, name) for key in _COUNTS]
+    choices = doc.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else {}
+    reason = first.get("finish_reason") if isinstance(first, dict) else None
+    return ResponseFacts(index, *counts, reason, doc.get("system_fingerprint"))
+
+
+_COUNTS = ("cache_n", "prompt_n", "predicted_n", "draft_n", "draft_n_accepted")
+
+
+def _count(timings: dict[str, Any], key: str, index: int, name: str) -> int:
+    value = timings.get(key, 0)
+    if isinstance(value, bool) or not (isinstance(value, int) or (
+            isinstance(value, float) and value.is_integer())) or value < 0:
+        raise ResponsesError(f"{name}: answer {index + 1}'s timings.{key} is {value!r}, not a "
+                             "count: pass the answers llama-server sent, unedited")
+    return int(value)
 
 
 def parse_responses(text: str, name: str = "responses") -> Responses:
@@ -73,7 +87,8 @@ def parse_responses(text: str, name: str = "responses") -> Responses:
             raise ResponsesError(f"{name} is neither JSON nor JSON Lines ({exc.msg} at line "
                                  f"{exc.lineno}): pass the answers the client received") from None
     objects = [x for x in items if isinstance(x, dict)]
-    facts = [f for i, x in enumerate(objects) if (f := response_facts(i, x)) is not None]
+    facts = [f for i, x in enumerate(objects)
+             if (f := response_facts(i, x, name)) is not None]
     if not facts:
         raise ResponsesError(f"{name} holds no llama-server answer with `timings` "
                              f"({len(items)} item(s))")
