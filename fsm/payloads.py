@@ -210,6 +210,10 @@ class StartTurn(TypedDict):
                                                  "cache reused", _TOKENS)]]
     selected_by: NotRequired[Annotated[str, _f("how llama-server chose the slot")]]
     engine_f_keep: NotRequired[Annotated[float, _f("llama-server's own f_keep", "ratio")]]
+    sampler: NotRequired[Annotated[dict[str, Any], _f(
+        "imported with -v: the sampler llama-server used for the request, in our terms "
+        "(temperature, top_k, top_p, min_p, the acting samplers we have no parameter for "
+        "`others`, their `order`, the log's `chain`)")]]
 
 
 class Prefill(TypedDict):

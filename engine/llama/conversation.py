@@ -2,6 +2,9 @@
 the official `openai` client: each turn sends the whole history plus the new question,
 as a chat client does, streamed (server-sent events) or in one response.
 
+Each request sends every sampling parameter the session records and every other one at the
+value that leaves its sampler idle, with the chain in our order (engine/llama/sampler.py):
+llama-server fills what a request leaves out with its own defaults (min_p 0.05, ...).
 Every answer is kept as the completion object the client got (for a stream, its last
 chunk, which carries `usage` and llama-server's `timings`), so the session can be
 cross-checked against the server's log; `prompt_ids` asks the server itself how it
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.llama.errors import LlamaError
+from engine.llama.sampler import request_fields
 
 Messages = list[dict[str, str]]
 
@@ -44,12 +48,12 @@ class Exchange:
 
 
 def _request(sampling: Sampling, messages: Messages, stream: bool) -> dict[str, Any]:
+    openai, llama = request_fields(sampling.temperature, sampling.top_k, sampling.top_p,
+                                   sampling.seed)
     body: dict[str, Any] = {
-        "model": "specledger", "messages": messages, "temperature": sampling.temperature,
-        "top_p": sampling.top_p, "max_tokens": sampling.max_tokens, "seed": sampling.seed,
-        "stream": stream,
-        # llama.cpp's own sampler options; top_k 0 keeps every token, as ours does.
-        "extra_body": {"top_k": sampling.top_k},
+        "model": "specledger", "messages": messages, "max_tokens": sampling.max_tokens,
+        "stream": stream, **openai,
+        "extra_body": llama,  # llama.cpp's own sampler options
     }
     if stream:
         body["stream_options"] = {"include_usage": True}

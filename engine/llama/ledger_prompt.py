@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from engine.llama.ledger_rounds import MIB, Step
 from engine.llama.logrecords import Checkpoint, Count, Record, RecordKind, TimingPhase
 from engine.llama.responses import ResponseFacts
+from engine.llama.sampler import used
 from engine.llama.tasks import LlamaTask
 from engine.metrics import TurnMetrics
 from fsm.draft_profile import DraftProfile
@@ -71,6 +72,9 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
                                            ("prompt_tokens", n_prompt)) if v is None}
     payload: StartTurn = {"prompt_tokens": n_prompt, "kept": kept, "f_keep": f_keep,
                           "task": task.task, "n_past": n_past}
+    sampler = used(task.sampler_chain, task.sampler_params)
+    if sampler is not None:
+        payload["sampler"] = sampler
     if task.selection is not None:
         payload["selected_by"] = task.selection.method
         if task.selection.f_keep is not None:

@@ -27,6 +27,8 @@ from engine.llama.logrecords import (
     Record,
     RecordKind,
     Released,
+    SamplerChain,
+    SamplerParams,
     SlotSelected,
     Stopped,
     StopReason,
@@ -144,6 +146,10 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (r"^\s*acc per pos = \(([^)]*)\)",
          lambda m, c: AccPerPos(kind=K.ACC_PER_POS, rates=tuple(
              float(x) for x in m.group(1).split(",") if x.strip()), **c)),
+        (r"^sampler chain: logits ((?:-> \S+ ?)*)$",
+         lambda m, c: _chain(m.group(1), c)),
+        (r"^sampler params:\s*$",
+         lambda m, c: SamplerParams(kind=K.SAMPLER_PARAMS, params=(), **c)),
         (rf"^stop processing: n_tokens = {_INT}, truncated = {_INT}",
          lambda m, c: Released(kind=K.RELEASED, n_tokens=_i(m, 1), truncated=m.group(2) != "0",
                                **c)),
@@ -152,7 +158,7 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
 
 # Known slot messages that carry nothing the ledger uses.
 SLOT_NOISE = (
-    "launching slot", "sampler chain", "sampler params", "init sampler", "main/do_checkpoint",
+    "launching slot", "init sampler", "main/do_checkpoint",
     "checking checkpoint with", "max possible draft", "new slot", " - skipping",
     "prompt processing, n_tokens", "n_gen = ", "total time", "graphs reused",
     "need to evaluate at least 1 token", "waiting for parent", " - copying state",
@@ -168,6 +174,20 @@ _STREAK = re.compile(rf"^low acceptance streak \({_INT}\) - resetting ngram_mod"
 _OCCUPANCY = re.compile(rf"^ngram_mod occupancy {_NUM} exceeds threshold")
 _CALLED = re.compile(rf"^called impl ([\w-]+), hist size = {_INT}, call_count = {_INT}, "
                      rf"gen = {_INT}")
+
+
+def _chain(text: str, c: dict[str, Any]) -> SamplerChain:
+    names = [n for n in text.replace("->", " ").split() if n]
+    return SamplerChain(kind=K.SAMPLER_CHAIN, active=tuple(n for n in names if n[0] != "?"),
+                        idle=tuple(n[1:] for n in names if n[0] == "?"), **c)
+
+
+_PARAM = re.compile(rf"(\w+) = {_NUM}")
+
+
+def sampler_params(lines: list[str]) -> tuple[tuple[str, float], ...]:
+    """The (name, value) pairs of the tab-indented lines after `sampler params:`."""
+    return tuple((m.group(1), float(m.group(2))) for ln in lines for m in _PARAM.finditer(ln))
 
 
 def slot_record(message: str, ctx: dict[str, Any]) -> Record | None:

@@ -2,7 +2,8 @@
 
 Lines may carry the logger's prefix (`M.ss.mmm.uuu L `, the timestamp and the level
 letter; either may be off) or not; a token whose text holds a newline continues its line
-on the next physical line(s), which are folded back. Every line is counted once as
+on the next physical line(s), which are folded back, and a task's sampler parameters
+follow their line as tab-indented lines, read into it. Every line is counted once as
 parsed (it became a record or a server fact), skipped (a known line the ledger does not
 use) or unknown (a slot line no pattern matches: a format this reader does not know).
 A file whose last line has no newline was cut while being written: that partial line is
@@ -15,12 +16,18 @@ read (after gzip decompression).
 import hashlib
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.llama.errors import LlamaError
-from engine.llama.logpatterns import is_slot_noise, opens_piece, slot_record, spec_record
-from engine.llama.logrecords import Record
+from engine.llama.logpatterns import (
+    is_slot_noise,
+    opens_piece,
+    sampler_params,
+    slot_record,
+    spec_record,
+)
+from engine.llama.logrecords import Record, SamplerParams
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
@@ -162,11 +169,20 @@ def parse_log(text: str, name: str = "input") -> LogReading:
         out.skipped += 1
     llama_lines = 0
     continuation = 0
+    params: SamplerParams | None = None  # a `sampler params:` line, its values to come
+    params_lines: list[str] = []
     for number, raw in enumerate(physical, 1):
         line = _ANSI.sub("", raw).rstrip("\r")
         prefix = _PREFIX.match(line)
         body = line[prefix.end():]
         has_prefix = prefix.end() > 0
+        if params is not None:
+            if not has_prefix and body.startswith("\t"):
+                params_lines.append(body)
+                out.parsed += 1
+                continue
+            out.records.append(replace(params, params=sampler_params(params_lines)))
+            params = None
         if continuation and not has_prefix:
             continuation = 0 if body.endswith("'") else continuation - 1
             out.skipped += 1
@@ -180,7 +196,10 @@ def parse_log(text: str, name: str = "input") -> LogReading:
             ctx = {"line": number, "t": t, "slot": int(slot_m.group(1)),
                    "task": int(slot_m.group(2))}
             record = slot_record(message, ctx)
-            if record is not None:
+            if isinstance(record, SamplerParams):
+                params, params_lines = record, []
+                out.parsed += 1
+            elif record is not None:
                 out.records.append(record)
                 out.parsed += 1
                 continuation = _MAX_CONTINUATION if opens_piece(message) else 0
@@ -204,6 +223,8 @@ def parse_log(text: str, name: str = "input") -> LogReading:
         else:
             out.skipped += 1
         llama_lines += bool(has_prefix or _SERVER.match(body))
+    if params is not None:
+        out.records.append(replace(params, params=sampler_params(params_lines)))
     if not llama_lines:
         raise LogFormatError(f"{name} is not a llama-server log: none of its {out.lines} "
                              "line(s) has the shape of a server, slot or model-loader line")

@@ -41,6 +41,8 @@ class RecordKind(StrEnum):
     RELEASED = "released"                  # "stop processing: n_tokens = N, truncated = b"
     DRAFTER_RESET = "drafter_reset"        # spec: ngram_mod cleared (streak / occupancy)
     DRAFTER_CALLED = "drafter_called"      # spec: "called impl T, hist size = n, ..."
+    SAMPLER_CHAIN = "sampler_chain"        # "sampler chain: logits -> ... -> dist"
+    SAMPLER_PARAMS = "sampler_params"      # "sampler params:" and its tab-indented lines
 
 
 class StopReason(StrEnum):
@@ -236,3 +238,25 @@ class DrafterCalled(Record):
     spec_type: str
     hist: int
     gen: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplerChain(Record):
+    """The sampler chain the slot's next task samples with, in order: the samplers that
+    act (`active`, llama.cpp's names; `dist` draws) and those in the chain that its
+    parameters leave idle (`idle`, printed with a `?`)."""
+
+    active: tuple[str, ...]
+    idle: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplerParams(Record):
+    """The sampling parameters of the slot's next task, as printed (3 decimals):
+    (name, value) pairs in the order of the log's lines."""
+
+    params: tuple[tuple[str, float], ...]
+
+    def get(self, name: str) -> float | None:
+        """One parameter's value (None: not printed)."""
+        return next((v for k, v in self.params if k == name), None)

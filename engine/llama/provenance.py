@@ -20,6 +20,7 @@ from engine.llama.logread import LogReading
 from engine.llama.logrecords import RecordKind
 from engine.llama.options import SPEC_TYPES, Drafter, our_drafter
 from engine.llama.responses import Responses
+from engine.llama.sampler import claimed
 from engine.llama.tasks import TaskFold
 
 ENGINE = "llama.cpp"
@@ -66,6 +67,7 @@ def provides(reading: LogReading, prompt_ids: bool) -> dict[str, Any]:
         "context_checkpoints": verbose,
         "select_restores": "inferred from n_rs_seq" if rs else False,
         "timestamps": any(r.t is not None for r in reading.records),
+        "sampler": RecordKind.SAMPLER_CHAIN in kinds,
         "digests": False,
         "rollback_time": False,
     }
@@ -126,6 +128,8 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         "model": server.model, "model_sha256": prov.model_sha256,
         "draft_model": server.draft_model, "draft_model_sha256": prov.draft_model_sha256,
         "temperature": run.get("temperature"), "seed": run.get("seed"),
+        "sampler": claimed(run["temperature"], run["top_k"], run["top_p"])
+        if run else None,
         "turns": run.get("turns"), "source": source,
         "log_verbose": server.verbose, "provides": provides(reading, prov.prompt_ids),
         "run": prov.run,

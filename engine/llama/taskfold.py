@@ -26,6 +26,8 @@ from engine.llama.logrecords import (
     Record,
     RecordKind,
     Released,
+    SamplerChain,
+    SamplerParams,
     SlotSelected,
     Stopped,
     Timing,
@@ -51,6 +53,7 @@ class _Folder:
         self.spec: dict[int, Checkpoint] = {}
         self.open: dict[int, LlamaRound] = {}
         self.called: list[DrafterCalled] = []
+        self.sampler: dict[int, dict[RecordKind, Record]] = {}
 
     def apply(self, r: Record) -> None:
         """Fold one record."""
@@ -69,6 +72,10 @@ class _Folder:
         elif r.kind is K.LCP_CHECK:
             assert isinstance(r, LcpCheck) and r.slot is not None
             self.lcp[r.slot] = r
+        elif r.kind in (K.SAMPLER_CHAIN, K.SAMPLER_PARAMS):
+            # Logged while the slot is launched, before its task starts.
+            assert r.slot is not None
+            self.sampler.setdefault(r.slot, {})[r.kind] = r
         elif r.kind is K.TASK_STARTED:
             self._start(r)
         else:
@@ -81,8 +88,12 @@ class _Folder:
 
     def _start(self, r: Record) -> None:
         assert r.slot is not None and r.task is not None
+        sampler = self.sampler.pop(r.slot, {})
+        chain, params = sampler.get(K.SAMPLER_CHAIN), sampler.get(K.SAMPLER_PARAMS)
         task = LlamaTask(r.slot, r.task, r.line, r.t, selection=self.selection.pop(r.slot, None),
-                         lcp=self.lcp.pop(r.slot, None), last_line=r.line)
+                         lcp=self.lcp.pop(r.slot, None), last_line=r.line,
+                         sampler_chain=chain if isinstance(chain, SamplerChain) else None,
+                         sampler_params=params if isinstance(params, SamplerParams) else None)
         self.by_id[r.task] = self.current[r.slot] = task
         self.candidates.pop(r.slot, None)
         self.out.tasks.append(task)

@@ -14,6 +14,8 @@ from engine.llama.logrecords import (
     Record,
     RecordKind,
     Released,
+    SamplerChain,
+    SamplerParams,
     SlotSelected,
     StopReason,
     Timing,
@@ -73,8 +75,9 @@ class LlamaRound:
 
 @dataclass
 class LlamaTask:
-    """One request on one slot: how the slot was chosen and reused, the prompt phase in
-    order, the first token, the rounds, and the engine's own totals."""
+    """One request on one slot: how the slot was chosen and reused, the sampler it was
+    given (-v), the prompt phase in order, the first token, the rounds, and the engine's
+    own totals."""
 
     slot: int
     task: int
@@ -82,6 +85,8 @@ class LlamaTask:
     t: float | None
     selection: SlotSelected | None = None
     lcp: LcpCheck | None = None
+    sampler_chain: SamplerChain | None = None
+    sampler_params: SamplerParams | None = None
     prompt_tokens: int | None = None
     prompt_phase: list[Record] = field(default_factory=list)
     first_token: Token | None = None

@@ -28,6 +28,7 @@ from eventlog.postmortem.draft_sizes import DraftStateSizes
 from eventlog.postmortem.eog import EogTail
 from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
 from eventlog.postmortem.reference import OutputCheck, reference_problem
+from eventlog.postmortem.sampler import SamplerCheck
 from eventlog.postmortem.storms import RestoreStorms
 from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
@@ -94,7 +95,7 @@ def detectors(config: dict[str, Any], path_of: PathOf) -> list[Detector]:
     reads back."""
     return [EogTail(config), RestoreStorms(config, path_of), Contamination(config),
             DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config),
-            DraftStateSizes(config), UnknownInputs(config)]
+            DraftStateSizes(config), SamplerCheck(config), UnknownInputs(config)]
 
 
 class _Pass:

@@ -18,10 +18,13 @@ from fsm.states import Trigger
 T = Trigger
 
 
-def skipped_checks(provides: dict[str, Any], drafter: str, draft_state_sized: bool
-                   ) -> dict[str, str]:
+def skipped_checks(provides: dict[str, Any], drafter: str, draft_state_sized: bool,
+                   sampler_claimed: bool = False) -> dict[str, str]:
     """Each check the source cannot feed, with the reason (pure)."""
     out: dict[str, str] = {}
+    if sampler_claimed and not provides.get("sampler", False):
+        out["sampler"] = ("the sampler the session records is checked against the one the "
+                          "server logs for each request, which it does only with -v")
     if not provides.get("digests"):
         out["state_truth"] = ("the state-truth audit (invariant 2) compares state digests, "
                               "which this source does not record; contamination is judged "
@@ -47,6 +50,7 @@ class UnknownInputs:
     def __init__(self, config: dict[str, Any]) -> None:
         self.provides: dict[str, Any] | None = config_value(config, "provides")
         self.drafter = str(config_value(config, "drafter") or "")
+        self.sampler_claimed = config_value(config, "sampler") is not None
         self.engine = config_value(config, "engine", "the source")
         self.draft_state_sized = False
 
@@ -63,7 +67,8 @@ class UnknownInputs:
         """One note naming every check left undone, if any."""
         if self.provides is None:
             return []
-        skipped = skipped_checks(self.provides, self.drafter, self.draft_state_sized)
+        skipped = skipped_checks(self.provides, self.drafter, self.draft_state_sized,
+                                 self.sampler_claimed)
         if not skipped:
             return []
         return [Finding(
