@@ -3,6 +3,7 @@ same postmortem, and an interrupted migration leaves it as it was."""
 
 import pytest
 from sqlalchemy import Engine, inspect, text, update
+from sqlalchemy.exc import DBAPIError
 
 from engine.config import RunConfig
 from eventlog import NotASpecledgerDatabaseError, open_db
@@ -92,19 +93,29 @@ def test_the_migrate_command_says_what_it_did(
 
 
 def test_a_pre_standard_nan_payload_is_migrated_to_the_standard_form(db_url: str) -> None:
+    """A version-1 NaN: on SQLite Python's bare `NaN` token; PostgreSQL's json refused that
+    token, so there a NaN was stored by its name. Both migrate to the name in a string,
+    and every other event is untouched."""
     sid = run_session(RunConfig(turns=1, seed=1), db_url).session_id
     engine = open_db(db_url, create=False)
     evs = list(scan_events(engine, sid))
     engine.dispose()
     writer = open_db(db_url, create=True)
     _as_version_1(writer, evs, sid)
-    sqlite = writer.dialect.name == "sqlite"
-    if sqlite:  # PostgreSQL's json never held the NaN token
-        with writer.begin() as conn:
-            conn.execute(text("UPDATE events SET payload = :p WHERE seq = :s"),
+    update_first = "UPDATE events SET payload = {} WHERE seq = :s"
+    with writer.begin() as conn:
+        if writer.dialect.name == "sqlite":
+            conn.execute(text(update_first.format(":p")),
                          {"p": '{"f_keep": NaN}', "s": evs[0].seq})
+        else:
+            with pytest.raises(DBAPIError, match="NaN"), conn.begin_nested():
+                conn.execute(text(update_first.format("CAST(:p AS json)")),
+                             {"p": '{"f_keep": NaN}', "s": evs[0].seq})
+            conn.execute(text(update_first.format("CAST(:p AS json)")),
+                         {"p": '{"f_keep": "NaN"}', "s": evs[0].seq})
     writer.dispose()
-    migrate(db_url)
-    first = next(scan_events(open_db(db_url, create=False), sid))
-    if sqlite:
-        assert encode_json(first.payload) == '{"f_keep":"NaN"}'
+    assert migrate(db_url).events == len(evs)
+    first, *rest = scan_events(open_db(db_url, create=False), sid)
+    assert first.payload == {"f_keep": "NaN"}
+    assert encode_json(first.payload) == '{"f_keep":"NaN"}'
+    assert rest == evs[1:]
