@@ -21,7 +21,13 @@ from engine.errors import ConfigError
 from engine.files import write_file
 from engine.llama.conversation import Exchange, Messages, Sampling, converse
 from engine.llama.logread import read_log
-from engine.llama.options import Drafter, ServerOptions, parse_drafters, server_args
+from engine.llama.options import (
+    ChainOrderError,
+    Drafter,
+    ServerOptions,
+    parse_drafters,
+    server_args,
+)
 from engine.llama.paths import require_server
 from engine.llama.provenance import Provenance, file_sha256
 from engine.llama.responses import parse_responses
@@ -30,6 +36,7 @@ from engine.progress import Progress
 from eventlog import open_db
 from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
+from specledger.errors import UsageError
 from specledger.llama_session import LlamaSession, store_llama_session
 
 
@@ -71,7 +78,10 @@ def server_options(config: RunConfig) -> ServerOptions:
     if config.slots != 1:
         raise ConfigError(f"slots: the llama backend runs one conversation (llama-server "
                           f"is started with -np 1), not {config.slots}")
-    drafters = parse_drafters(config.drafter)
+    try:
+        drafters = parse_drafters(config.drafter)
+    except ChainOrderError as exc:  # what the command line asked cannot run: a usage error
+        raise UsageError(str(exc)) from None
     draft = (model_gguf(config.draft_model, "draft_model")
              if Drafter.DRAFT_MODEL in drafters else None)
     return ServerOptions.from_run_config(config, model_gguf(config.model), draft,

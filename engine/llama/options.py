@@ -8,6 +8,11 @@ type's own flags (common/arg.cpp): the draft length of the model drafters is
 `--spec-draft-n-max/-n-min`, ngram-simple's and ngram-map-k's is their m-gram
 (`--spec-ngram-*-size-m`, key length `-size-n`), ngram-mod's `--spec-ngram-mod-n-max/-n-min`
 (key length `-n-match`).
+
+A chain of drafters runs in llama.cpp's own order of precedence, whatever order
+`--spec-type` names them in (common_speculative_init: the n-gram drafters first, then the
+model drafters): each round it asks them in that order and the first with a draft drafts.
+A chain in another order would not run as named, so it is refused.
 """
 
 from dataclasses import dataclass
@@ -36,6 +41,15 @@ class Drafter(StrEnum):
     NGRAM_SIMPLE = "ngram-simple"
     NGRAM_MAP_K = "ngram-map-k"
     NGRAM_MOD = "ngram-mod"
+
+
+# common/speculative.cpp, common_speculative_init: "this list here defines the priority".
+PRECEDENCE = (Drafter.NGRAM_SIMPLE, Drafter.NGRAM_MAP_K, Drafter.NGRAM_MOD,
+              Drafter.DRAFT_MODEL, Drafter.MTP)
+
+
+class ChainOrderError(ConfigError):
+    """A drafter chain llama-server would not run in the order it names."""
 
 
 SPEC_TYPES = {
@@ -67,7 +81,26 @@ def parse_drafters(spec: str) -> tuple[Drafter, ...]:
                           f"drafters llama-server has)") from None
     if Drafter.NONE in chain and len(chain) > 1:
         raise ConfigError(f"drafter: '{spec}' chains 'none' with a drafter")
-    return () if chain == (Drafter.NONE,) else chain
+    if chain == (Drafter.NONE,):
+        return ()
+    check_chain_order(chain)
+    return chain
+
+
+def check_chain_order(chain: tuple[Drafter, ...]) -> None:
+    """Refuse a chain llama-server would not run as named: a drafter named twice, or an
+    order other than its precedence (which it would silently use instead)."""
+    named = ",".join(d.value for d in chain)
+    twice = sorted({d.value for d in chain if chain.count(d) > 1})
+    if twice:
+        raise ChainOrderError(f"drafter: '{named}' names {', '.join(twice)} twice")
+    honoured = tuple(sorted(chain, key=PRECEDENCE.index))
+    if honoured != chain:
+        order = ",".join(d.value for d in honoured)
+        raise ChainOrderError(
+            f"drafter: llama-server tries its drafters in a fixed order "
+            f"({', '.join(d.value for d in PRECEDENCE)}), so '{named}' would run as "
+            f"'{order}': pass --drafter {order}")
 
 
 @dataclass(frozen=True)
@@ -101,6 +134,7 @@ class ServerOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
         object.__setattr__(self, "drafters", tuple(Drafter(d) for d in self.drafters))
+        check_chain_order(self.drafters)
         object.__setattr__(self, "cache_type", CacheType(self.cache_type))
         if self.draft_model is not None:
             object.__setattr__(self, "draft_model", Path(self.draft_model))

@@ -35,6 +35,16 @@ def test_questions_are_the_torch_sessions() -> None:
     assert [q.encode() for q in asked] == [bytes(q) for q in expected]
 
 
+def test_a_chain_llama_server_would_reorder_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "c.db"
+    assert main(["run", "--backend", "llama", "--drafter", "mtp,ngram-mod", "--turns", "1",
+                 "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith("pass --drafter ngram-mod,mtp")
+    assert not db.exists()  # refused before anything ran or was recorded
+
+
 def test_one_slot_only() -> None:
     from specledger.llama_run import server_options
 

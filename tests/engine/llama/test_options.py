@@ -9,7 +9,14 @@ from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.llama import paths
 from engine.llama.errors import LlamaNotBuiltError
-from engine.llama.options import HOST, Drafter, ServerOptions, parse_drafters, server_args
+from engine.llama.options import (
+    HOST,
+    ChainOrderError,
+    Drafter,
+    ServerOptions,
+    parse_drafters,
+    server_args,
+)
 
 
 @pytest.fixture
@@ -71,16 +78,32 @@ def test_draft_model_needs_its_gguf(gguf: Path, tmp_path: Path) -> None:
 
 def test_chain_and_none() -> None:
     assert parse_drafters("none") == ()
-    assert parse_drafters("mtp, ngram-mod") == (Drafter.MTP, Drafter.NGRAM_MOD)
+    assert parse_drafters("ngram-mod, mtp") == (Drafter.NGRAM_MOD, Drafter.MTP)
     with pytest.raises(ConfigError, match="chains 'none'"):
         parse_drafters("none,mtp")
     with pytest.raises(ConfigError, match="drafters llama-server has"):
         parse_drafters("synthetic")
 
 
+@pytest.mark.parametrize(("spec", "honoured"), [
+    ("mtp,ngram-mod", "ngram-mod,mtp"), ("draft-model,ngram-simple", "ngram-simple,draft-model"),
+    ("mtp,draft-model", "draft-model,mtp"), ("ngram-mod,ngram-map-k", "ngram-map-k,ngram-mod"),
+])
+def test_a_chain_llama_server_would_reorder_is_refused(gguf: Path, spec: str,
+                                                       honoured: str) -> None:
+    with pytest.raises(ChainOrderError, match=f"would run as '{honoured}': pass --drafter "
+                                              f"{honoured}$"):
+        parse_drafters(spec)
+    with pytest.raises(ChainOrderError):
+        ServerOptions(model=gguf, drafters=tuple(spec.split(",")))  # type: ignore[arg-type]
+    assert ",".join(d.value for d in parse_drafters(honoured)) == honoured
+    with pytest.raises(ChainOrderError, match="names mtp twice"):
+        parse_drafters("mtp,mtp")
+
+
 def test_chain_flags(gguf: Path) -> None:
-    args = server_args(ServerOptions(model=gguf, drafters=("mtp", "ngram-mod")), 0)
-    assert flag(args, "--spec-type") == "draft-mtp,ngram-mod"
+    args = server_args(ServerOptions(model=gguf, drafters=("ngram-mod", "mtp")), 0)
+    assert flag(args, "--spec-type") == "ngram-mod,draft-mtp"
     assert flag(args, "--spec-draft-n-max") == "8" and flag(args, "--spec-ngram-mod-n-max") == "8"
 
 
