@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
+from engine.files import replacing, write_file
 from specbench.record import DEFAULT_OUT, results_folder
 
 
@@ -103,11 +104,11 @@ class SuiteResult:
         folder = opts.suite_dir(self.name)
         doc = {"suite": self.name, "quick": opts.quick, "sessions": self.sessions,
                "goals": [g.to_dict() for g in self.goals], **self.data}
-        (folder / "results.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_file(folder / "results.json", json.dumps(doc, indent=2, default=str) + "\n")
         md = [f"# {self.name}", "", self.table.rstrip(), ""]
         if self.goals:
             md += ["", goals_table(self.goals), ""]
-        (folder / "results.md").write_text("\n".join(md))
+        write_file(folder / "results.md", "\n".join(md))
         self.files = [folder / "results.json", folder / "results.md", *self.files]
         return self.files
 
@@ -135,7 +136,8 @@ def save_figure(fig: Any, stem: Path) -> list[Path]:
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     fig.tight_layout()
     for p in paths:
-        fig.savefig(p, dpi=120)
+        with replacing(p) as tmp:
+            fig.savefig(tmp, dpi=120, format=p.suffix[1:])
     plt.close(fig)
     return paths
 

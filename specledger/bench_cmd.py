@@ -14,6 +14,7 @@ from rich.markdown import Markdown
 
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
+from engine.files import write_file
 from specledger import output
 from specledger.cli_common import add_common
 
@@ -42,7 +43,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         opts.log(f"suite {name}{' (quick)' if opts.quick else ''}")
         results.append(run_suite(name, opts))
     goals = collect_goals(out)
-    (out / "goals.md").write_text("# Goals\n\n" + goals_table(goals) + "\n")
+    write_file(out / "goals.md", "# Goals\n\n" + goals_table(goals) + "\n")
     if args.json:
         output.emit_json({
             "db": opts.db,

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.files import write_file
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 """Where JSON profiles live: `<name>.json`, found by `get_profile` after the built-ins."""
@@ -313,9 +314,8 @@ def load_profile_file(path: Path) -> CostProfile:
 def save_profile(profile: CostProfile, folder: Path,
                  calibration: dict[str, Any] | None = None) -> Path:
     """Write `profile` as `<folder>/<name>.json` (the folder is created); return the path."""
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{profile.name}.json"
-    path.write_text(json.dumps(profile_to_dict(profile, calibration), indent=2) + "\n")
+    write_file(path, json.dumps(profile_to_dict(profile, calibration), indent=2) + "\n")
     return path
 
 
