@@ -68,8 +68,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     lines = doc["lines"]
     output.console.print(
         f"session {stored.session_id}: {args.logfile} ({doc['build'] or 'build not logged'}, "
-        f"drafter {doc['drafter']}): {doc['turns']} turn(s), {doc['events']} events; lines "
-        f"{lines['lines']}: {lines['parsed']} parsed, {lines['skipped']} skipped, "
+        f"drafter {doc['drafter'] or 'not logged'}): {doc['turns']} turn(s), "
+        f"{doc['events']} events; lines {lines['lines']}: {lines['parsed']} parsed, "
+        f"{lines['skipped']} skipped, "
         f"{lines['unknown']} unknown; {doc['violations']} violation(s)")
     for cut in doc["truncated_tasks"]:
         output.console.print(f"  [yellow]truncated[/]: the log ends inside task {cut['task']} "

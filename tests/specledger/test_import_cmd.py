@@ -118,6 +118,20 @@ def test_show_reads_the_engines_figures_from_a_log_without_rounds(
     assert [ln.split("│")[-2].strip() for ln in rows] == ["?", "?"]
 
 
+def test_a_log_whose_head_was_cut_names_no_drafter(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # A rotated log: its file begins after the server's start, speculative setup and all.
+    text = fixture_text("ngram-mod")
+    cut = tmp_path / "tail.log"
+    cut.write_text(text[text.rindex("\n", 0, text.index("selected slot by")) + 1:],
+                   errors="surrogateescape")
+    db = str(tmp_path / "h.db")
+    doc = run_json(["import", "llama-server", str(cut), "--db", db], capsys)
+    assert doc["drafter"] is None and len(doc["turns"]) == 2
+    assert main(["import", "llama-server", str(cut), "--db", db]) == 0
+    assert "drafter not logged" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize("content", [b"", b"\x00binary", b"not a log\n"])
 def test_bad_input_is_one_line_exit_1(tmp_path: Path, content: bytes,
                                       capsys: pytest.CaptureFixture[str]) -> None:
