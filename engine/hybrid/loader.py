@@ -38,6 +38,11 @@ def load_checkpoint(
 ) -> LoadedCheckpoint:
     """Load the checkpoint directory at `path` in `dtype` on `device` (eval mode, no grad)."""
     root = model_dir(path)
+    if root.exists() and not root.is_dir():
+        raise CheckpointNotFoundError(
+            f"{root} is a file, not a checkpoint directory: this engine reads a directory "
+            f"holding config.json and *.safetensors (a GGUF file runs on --backend llama)"
+        )
     if not root.is_dir():
         raise CheckpointNotFoundError(
             f"checkpoint directory {root} does not exist: pass a local directory holding "

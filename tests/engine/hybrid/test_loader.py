@@ -36,6 +36,10 @@ def test_missing_directory_and_files_are_specific_errors(tmp_path: Path,
                                                          pair: Callable[[str], Pair]) -> None:
     with pytest.raises(CheckpointNotFoundError, match="never downloaded"):
         load_checkpoint(tmp_path / "absent")
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    with pytest.raises(CheckpointNotFoundError, match="is a file, not a checkpoint directory"):
+        load_checkpoint(tmp_path / "model.gguf")
+    (tmp_path / "model.gguf").unlink()
     with pytest.raises(CheckpointNotFoundError, match=r"config\.json"):
         load_checkpoint(tmp_path)
     (tmp_path / "config.json").write_text((pair("gqa_tied_k4").path / "config.json").read_text())
