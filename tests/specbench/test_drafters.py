@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from engine.shipped import ROOT as SHIPPED_ROOT
-from eventlog import list_sessions, open_db
+from eventlog import list_sessions, open_db, scan_events
+from eventlog.diff import diff_tokens
 from specbench import BenchOptions, SuiteResult, run_suite
 from specbench.drafters import QUICK_DRAFTERS
 from specbench.drafters_runs import PLAIN
@@ -34,9 +35,20 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchOptio
 
 def test_every_drafter_answers_as_plain_decode(
         suite: tuple[BenchOptions, SuiteResult, dict[str, Any]]) -> None:
-    _, _, data = suite
+    opts, _, data = suite
     runs = data["torch"]["runs"]
     assert {r["drafter"] for r in runs} == {PLAIN, *QUICK_DRAFTERS}
+    # every recorded run commits plain decode's tokens, turn by turn (the token diff)
+    log = open_db(opts.db, create=False)
+    for backend in ("torch", "sim"):
+        recorded = data[backend]["runs"]
+        plain_session = next(r["session"] for r in recorded if r["drafter"] == PLAIN)
+        for r in recorded:
+            if r["session"] != plain_session:
+                same = diff_tokens(scan_events(log, plain_session),
+                                   scan_events(log, r["session"]))
+                assert same.identical, (backend, r["drafter"], same.tokens)
+                assert same.tokens is not None and same.tokens.answer_tokens > 0
     rows = {r["drafter"]: r for r in data["torch"]["summary"]}
     assert all(r["lossless"] for r in rows.values()) and data["lossless"]["torch"] is True
     plain = rows[PLAIN]
