@@ -111,7 +111,7 @@ def _read_only(path: Path | None) -> str | None:
     """Why the SQLite ledger at `path` cannot be written here, or None. SQLite writes the
     file and creates its -wal and -shm files beside it (a WAL ledger needs the -shm even
     to be read), and answers either lack with a bare "unable to open database file"."""
-    if path is None or not path.exists():
+    if path is None or not path.is_file():
         return None
     if not os.access(path, os.W_OK):
         return "the file cannot be written"
@@ -133,6 +133,9 @@ def _require_writable(path: Path, shown: str) -> None:
 def _parse(db: str) -> URL:
     """The URL `db` names, checked whole before anything is opened or created: its port
     and the options its driver reads from the query."""
+    if not db.strip():
+        raise DatabaseUrlError("--db is empty: pass the path of a ledger file or a database "
+                               "URL")
     if "://" not in db:
         return URL.create("sqlite+pysqlite", database=str(Path(db).expanduser()))
     masked = re.sub(r"://[^/@]*@", "://***@", db)
@@ -258,8 +261,11 @@ def _stored_version(engine: Engine, shown: str) -> str | None:
         with engine.connect() as conn:
             return _schema_version(conn, shown)
     except OperationalError as exc:
-        why = _read_only(_sqlite_file(engine.url))
+        path = _sqlite_file(engine.url)
+        why = _read_only(path)
         hint = f" ({shown} is read-only here: {why}; copy it somewhere writable)" if why else ""
+        if path is not None and path.is_dir():
+            hint = " (it is a directory: pass the path of a ledger file)"
         raise DatabaseUnavailableError(f"cannot use {shown}: {_first_line(exc)}{hint}"
                                        ) from exc
     except DBAPIError as exc:

@@ -62,7 +62,11 @@ def check_checkpoint(model_dir: Path) -> None:
     from engine.hybrid.tokenizer import build_tokenizer
 
     expected = build_tokenizer().get_vocab(with_added_tokens=True)
-    if Tokenizer.from_file(str(tok_path)).get_vocab(with_added_tokens=True) != expected:
+    try:
+        found = Tokenizer.from_file(str(tok_path)).get_vocab(with_added_tokens=True)
+    except Exception as err:  # the tokenizers library raises a bare Exception
+        raise GgufExportError(f"{tok_path} is not a tokenizer file: {err}") from None
+    if found != expected:
         raise GgufExportError(f"{tok_path} is not the shipped byte-level tokenizer (259 ids, "
                               f"ChatML specials), the only vocabulary the export writes")
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from engine import files
-from engine.config import RunConfig
+from engine.config import SHIPPED_DRAFT, RunConfig
+from engine.shipped import model_dir
 from eventlog import list_sessions, open_db
 from eventlog.reader import scan_events
 from specledger.api import run_session
@@ -85,6 +86,11 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Place:
     ckpt.mkdir()
     (ckpt / "config.json").write_text("[1, 2]")
     (ckpt / "model.safetensors").write_bytes(b"")
+    ckpt = d / "ckpt-bad-tokenizer"
+    ckpt.mkdir()
+    shutil.copy(model_dir(SHIPPED_DRAFT) / "config.json", ckpt)
+    (ckpt / "model.safetensors").write_bytes(b"")
+    (ckpt / "tokenizer.json").write_text("garbage")
     (d / "ro").mkdir()
     _version_1_ledger(d / "ro" / "v1.db")
     gc.collect()  # the last connection to a ledger closes: its -wal and -shm files go now
@@ -135,6 +141,8 @@ CASES = [
          "timings.prompt_n is 'abc', not a count"),
     Case("gguf-config-json-is-a-list", "export gguf {ckpt-list} --out {x.gguf}", 1,
          "holds a JSON list"),
+    Case("gguf-tokenizer-not-json", "export gguf {ckpt-bad-tokenizer} --out {x.gguf}", 1,
+         "is not a tokenizer file"),
     Case("db-port-not-a-number", "sessions --db postgresql://u@h:notaport/db", 1,
          "cannot parse database URL 'postgresql://***@h:notaport/db'"),
     Case("db-unclosed-ipv6-bracket", "sessions --db postgresql://u@[::1/db", 1,
@@ -203,6 +211,9 @@ CASES = [
     Case("gguf-missing-checkpoint", "export gguf {absent} --out {x.gguf}", 1,
          "does not exist"),
     Case("db-unknown-dialect", "sessions --db foo://x/y", 1, "unknown database dialect"),
+    Case("db-a-directory", "run --backend sim --turns 1 --db {adir}", 1,
+         "it is a directory: pass the path of a ledger file"),
+    Case("db-empty", "sessions --db=", 1, "--db is empty"),
     Case("migrate-missing-file", "migrate --db {absent.db}", 1, "no database at"),
     Case("migrate-not-sqlite", "migrate --db {plain}", 1, "not a specledger database"),
     Case("llama-two-slots", "run --backend llama --slots 2 --db {db}", 1,
