@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from eventlog import list_sessions, open_db
+from eventlog import list_sessions, open_db, scan_events
+from eventlog.diff import diff_tokens
 from specbench import BenchOptions, SuiteResult, run_suite
 from specbench.strategies import SIM_PROFILES
 from specbench.strategies_points import CORRECT
@@ -61,10 +62,17 @@ def test_torch_is_lossless_across_strategies(suite: tuple[SuiteResult, dict[str,
     _, data, opts = suite
     points = _by_point(data["torch"])
     assert points
+    log = open_db(opts.db, create=False)
     for by in points.values():
         assert set(by) == {"checkpoint", "per_token", "input_replay", "none"}
-        assert len({by[s]["generated"] for s in CORRECT}) == 1
         assert by["checkpoint"]["generated"] > 0
+        # every correct strategy commits the same tokens, turn by turn (the token diff)
+        for strategy in CORRECT:
+            same = diff_tokens(scan_events(log, by["checkpoint"]["session"]),
+                               scan_events(log, by[strategy]["session"]))
+            assert same.identical, (strategy, same.tokens)
+            assert same.tokens is not None
+            assert same.tokens.answer_tokens == by[strategy]["generated"]
         for r in by.values():
             assert r["ms_per_token"] > 0
     assert data["lossless"][opts.model] is True
