@@ -45,9 +45,16 @@ def test_sim_session_profile_matches_its_turn_counts() -> None:
                     and (e.slot, e.turn) == (m.slot, m.turn)]
         assert len(p.rounds) == len(verifies) > 0
         assert p.mean_accept_len == pytest.approx(1 + m.accepted / len(verifies))
+        # each verified round's accepted drafts, as its commit recorded them
+        verified = {e.round for e in verifies}
+        accepted = [e.payload["accepted"] for e in journal.events
+                    if e.trigger is Trigger.COMMIT and (e.slot, e.turn) == (m.slot, m.turn)
+                    and e.round in verified]
+        assert len(accepted) == len(verified) and sum(accepted) == m.accepted
         rates = p.acc_per_pos
         assert len(rates) == config.draft_max and rates == sorted(rates, reverse=True)
-        assert rates[0] == pytest.approx(sum(a > 0 for _, a in p.rounds) / len(p.rounds))
+        assert rates == pytest.approx([sum(a >= i for a in accepted) / len(accepted)
+                                       for i in range(1, config.draft_max + 1)])
 
 
 def test_a_turn_without_drafts_has_no_profile() -> None:
