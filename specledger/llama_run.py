@@ -92,12 +92,12 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
               parent_id: int | None = None) -> LlamaRun:
     """Run `config`'s conversation on llama-server and record it into the log at `db`
     (as a re-run of session `parent_id` when one is given)."""
+    opts = server_options(config)  # a bad model path is told before the client's slow import
     try:
         from openai import OpenAI
     except ImportError:
         raise LlamaClientMissingError("the llama backend needs the openai client: pip "
                                       "install 'specledger[llama]'") from None
-    opts = server_options(config)
     asked = questions(config)
     sampling = Sampling(config.temperature, config.top_k, config.top_p, config.seed,
                         config.answer_cap)

@@ -59,14 +59,13 @@ def check_checkpoint(model_dir: Path) -> None:
         raise GgufExportError(f"{model_dir} has no tokenizer.json")
     from tokenizers import Tokenizer
 
-    from engine.hybrid.tokenizer import build_tokenizer
-
-    expected = build_tokenizer().get_vocab(with_added_tokens=True)
     try:
         found = Tokenizer.from_file(str(tok_path)).get_vocab(with_added_tokens=True)
     except Exception as err:  # the tokenizers library raises a bare Exception
         raise GgufExportError(f"{tok_path} is not a tokenizer file: {err}") from None
-    if found != expected:
+    from engine.hybrid.tokenizer import build_tokenizer  # imports torch: after the cheap checks
+
+    if found != build_tokenizer().get_vocab(with_added_tokens=True):
         raise GgufExportError(f"{tok_path} is not the shipped byte-level tokenizer (259 ids, "
                               f"ChatML specials), the only vocabulary the export writes")
 
