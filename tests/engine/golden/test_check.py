@@ -3,6 +3,7 @@ events, one token id or one trigger changed in memory, are reported at that even
 the field, the recorded value and the new one (and, for a target's token, its top-two
 gap); a changed digest is a float-part difference and no exact-part one."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -14,7 +15,7 @@ from fsm.states import Trigger
 from tests.engine.golden.check import check_exact, check_floats, check_sim, recorded_events
 from tests.engine.golden.grid import grid, torch_grid
 from tests.engine.golden.hashes import load, run
-from tests.engine.golden.near_tie import explain
+from tests.engine.golden.near_tie import ROUNDING, explain, verdict
 
 RECORDED = load()
 SIM_CELL = "checkpoint/legacy/synthetic"
@@ -125,7 +126,12 @@ def test_a_changed_target_token_comes_with_its_top_two_gap(
     note = explain(torch_grid()[TORCH_CELL], changed, i, diff.field)
     top = torch_events[i].payload["targets"][2]
     assert note.startswith("the target's top two after ") and f": {top} at " in note
-    gap = float(note.split(", gap ")[1].split()[0])
-    assert gap > 0
+    gap = float(re.search(r", gap ([-+.e\d]+), ", note)[1])
+    assert gap > 50 * ROUNDING and note.endswith("behaviour changed")
     assert explain(torch_grid()[TORCH_CELL], changed, i - 1, "payload.drafts[0]").startswith(
         "not a target token")
+
+
+def test_a_gap_within_rounding_is_called_a_near_tie() -> None:
+    assert verdict(ROUNDING).startswith("within reach of rounding: a near-tie")
+    assert verdict(100 * ROUNDING).endswith("behaviour changed")
