@@ -12,6 +12,7 @@ message and details, which quote two digests and the audit's float error. Timing
 
 import hashlib
 import json
+import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -98,14 +99,20 @@ def session_hash(events: list[Event]) -> str:
     return h.hexdigest()
 
 
+_KERNEL_ENV = ("MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
 def machine_key() -> dict[str, str]:
     """What decides a torch forward's float bits here: the CPU and its vector ISA, the
-    kernels ATen dispatches to (ATEN_CPU_CAPABILITY can lower them), torch's build. MKL
-    picks its own code path by CPU, so the capability alone does not name the bits."""
+    kernels ATen dispatches to (ATEN_CPU_CAPABILITY can lower them), the settings that
+    lower MKL's and oneDNN's, and torch's build. The libraries pick their own code paths
+    by CPU, so the capability alone does not name the bits."""
     import torch
 
     return {"cpu": _cpu_name(), "isa": _hardware_isa(), "arch": platform.machine(),
             "aten_capability": torch.backends.cpu.get_cpu_capability(),
+            "kernel_env": " ".join(f"{k}={os.environ[k]}" for k in _KERNEL_ENV
+                                   if k in os.environ),
             "torch": f"{torch.__version__} ({torch.version.git_version[:12]})"}
 
 
