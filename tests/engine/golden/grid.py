@@ -18,7 +18,9 @@ from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strat
 
 _SIM = dict(backend=BackendKind.SIM, turns=3, prompt_tokens=96, question_tokens=12,
             answer_tokens=48, seed=3)
-_TORCH = dict(backend=BackendKind.TORCH, turns=2, max_answer_tokens=24, seed=1)
+# On the CPU wherever it runs: a GPU's kernels round differently again, and the machine
+# key (parts.py) names a CPU's.
+_TORCH = dict(backend=BackendKind.TORCH, device="cpu", turns=2, max_answer_tokens=24, seed=1)
 PLAIN = f"{Strategy.CHECKPOINT.value}/{EogPolicy.TRUNCATE.value}/none"
 
 
