@@ -130,7 +130,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="re-record the golden file")
-    ap.add_argument("--show", metavar="CELL", help="print a cell's events")
+    ap.add_argument("--show", metavar="CELL", choices=sorted({**grid(), **torch_grid()}),
+                    help="print a cell's events")
     ap.add_argument("--seq", type=int, help="with --show: only around this event")
     args = ap.parse_args()
     if args.show:
