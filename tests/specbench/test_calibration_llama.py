@@ -1,17 +1,20 @@
 """The llama calibration: its model charges what the sim charges, round by round; the
-fit recovers known constants; the quick suite runs against llama-server in under a
-minute and writes a profile the sim loads; `--backend` reaches the suite."""
+fit recovers known constants; the quick suite runs against llama-server and writes a
+profile the sim loads by its path; `--backend` reaches the suite. (How long the suite
+takes is a benchmark's business, not a test's.)"""
 
 import json
-import time
-from dataclasses import replace
+import math
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.llama.paths import require_converter, require_server
+from engine.sim.backend import SimBackend
 from engine.sim.costs import PROFILES, get_profile, load_profile_file
 from specbench import BenchOptions, run_suite
 from specbench.calibration_llama_fit import Row, decode_s, fit, nnls, predict
@@ -90,14 +93,20 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     require_llama(require_server)
     require_llama(require_converter)
     opts = BenchOptions(out=tmp_path, db=str(tmp_path / "b.db"), quick=True, backend="llama")
-    start = time.perf_counter()
     result = run_suite("calibration", opts)
-    assert time.perf_counter() - start < 90  # ~40 s on two shared cores
     folder = tmp_path / "calibration_llama"
     data = json.loads((folder / "results.json").read_text())
     assert data["quick"] is True and result.name == "calibration_llama"
-    profile = load_profile_file(folder / "llama-tiny-cpu-measured.json")
+    path = folder / "llama-tiny-cpu-measured.json"
+    profile = load_profile_file(path)
     assert profile.checkpoint_place == "host" and profile.forward_s(1, 0) > 0
+    assert data["constants"] == asdict(profile)  # the results say what the file holds
+    # the sim runs on it by its path, as `specledger run --profile PATH` does
+    assert get_profile(str(path)) == profile
+    assert SimBackend(RunConfig(profile=str(path))).costs == profile
+    for errors in (data["calibration"]["fit_error"], data["calibration"]["held_out_error"]):
+        numbers = _numbers(errors)
+        assert numbers and all(math.isfinite(e) for e in numbers)
     validation = {v["drafter"]: v for v in data["calibration"]["validation"]}
     assert set(validation) == {"none", "mtp", "ngram-mod"}
     for v in validation.values():  # the sim replays llama-server's rounds token for token
@@ -106,6 +115,15 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     assert data["calibration"]["reprefill"]["exact"] is True
     assert all(load >= 0 for load in data["calibration"]["load_average"])
     assert (folder / "llama_fit.png").stat().st_size > 0
+
+
+def _numbers(value: object) -> list[float]:
+    """Every number in a JSON value."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _numbers(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _numbers(v)]
+    return [float(value)] if isinstance(value, int | float) else []
 
 
 def test_public_profiles_predict_the_checkpoint_cost() -> None:
