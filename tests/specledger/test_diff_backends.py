@@ -24,10 +24,12 @@ from tests.engine.llama.conftest import require_llama
 
 SIM = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
        "--answer-tokens", "40"]
-# Seed 4's first answer ends with <|im_end|> after 45 tokens, so both engines send the same
+# Seed 6's first answer ends with <|im_end|> after 45 tokens, so both engines send the same
 # history back (after an answer cut at the limit they do not: llama-server's template closes
-# it with <|im_end|>, ours does not).
-REAL = {"turns": 2, "max_answer_tokens": 48, "draft_max": 4, "seed": 4}
+# it with <|im_end|>, ours does not). Two engines agree token for token only away from
+# near-ties: our target's smallest top-1/top-2 logit gap in this conversation is 2.7e-3,
+# above the differential's GAP_BOUND (seed 4's was 6.7e-4, a tie another CPU could tip).
+REAL = {"turns": 2, "max_answer_tokens": 48, "draft_max": 4, "seed": 6}
 
 
 def _diff(capsys: pytest.CaptureFixture[str], db: str, *argv: str) -> tuple[int, Any]:
