@@ -48,8 +48,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("n_slots", r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)"),
         ("ctx_checkpoints", r"context checkpoints enabled, max = (\d+)"),
         ("ctx_checkpoints", r"context checkpoints (disabled)"),
-        ("spec_type", r"adding speculative implementation '([\w-]+)'"),
-        ("spec_type", r"creating (MTP) draft context"),
+        ("implementation", r"adding speculative implementation '([\w-]+)'"),
+        ("model_drafter", r"creating (MTP) draft context"),
         ("draft_n_max", r"^spec\s+\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
@@ -66,9 +66,11 @@ class ServerInfo:
     """What the log says about the server itself: its build line, its log verbosity
     (`verbose`: -v, every round shown), whether it finished loading (its speculative
     setup is logged before that), the model files it loaded, slots, context checkpoints
-    (None: not logged; 0: disabled), the speculative types in llama-server's order of precedence and
-    the first one's draft length, whether verification restores checkpoints (FULL memory)
-    and the target context's recurrent states per sequence (`n_rs_seq`, RS memory)."""
+    (None: not logged; 0: disabled), the speculative implementations as the setup adds them
+    (trace level: all of the chain, in llama-server's order of precedence) and the first
+    one's draft length, the model drafters named at any level (an MTP context; a draft
+    model is `draft_model`), whether verification restores checkpoints (FULL memory) and
+    the target context's recurrent states per sequence (`n_rs_seq`, RS memory)."""
 
     build: str | None = None
     verbosity: int | None = None
@@ -79,7 +81,8 @@ class ServerInfo:
     n_slots: int | None = None
     n_ctx_slot: int | None = None
     ctx_checkpoints: int | None = None
-    spec_types: list[str] = field(default_factory=list)
+    implementations: list[str] = field(default_factory=list)
+    model_drafters: list[str] = field(default_factory=list)
     draft_n_max: int | None = None
     spec_checkpoints: bool = False
     n_rs_seq: int | None = None
@@ -87,11 +90,11 @@ class ServerInfo:
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""
         value = m.group(1)
-        if name == "spec_type":
-            # Without -v only the MTP context's creation names a type.
+        if name in ("implementation", "model_drafter"):
+            names = self.implementations if name == "implementation" else self.model_drafters
             value = "draft-mtp" if value == "MTP" else value
-            if value not in self.spec_types:
-                self.spec_types.append(value)
+            if value not in names:
+                names.append(value)
         elif name == "spec_checkpoints":
             self.spec_checkpoints = True
         elif name == "loaded":
@@ -107,6 +110,18 @@ class ServerInfo:
                 self.ctx_checkpoints = 0 if value == "disabled" else int(value)
         elif getattr(self, name) is None:
             setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max") else value)
+
+    @property
+    def spec_types(self) -> list[str]:
+        """The speculative types the log names: the implementations the setup added (the
+        whole chain, in order), else the model drafters it shows at any level (a part of
+        the chain at most)."""
+        if self.implementations:
+            return list(self.implementations)
+        drafters = list(self.model_drafters)
+        if self.draft_model is not None and "draft-simple" not in drafters:
+            drafters.append("draft-simple")
+        return drafters
 
 
 @dataclass

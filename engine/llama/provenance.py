@@ -18,7 +18,7 @@ from typing import Any
 from engine.config import ReplayPolicy, Strategy
 from engine.llama.logread import LogReading
 from engine.llama.logrecords import RecordKind
-from engine.llama.options import SPEC_TYPES, Drafter, our_drafter
+from engine.llama.options import our_drafter
 from engine.llama.responses import Responses
 from engine.llama.sampler import claimed
 from engine.llama.tasks import TaskFold
@@ -74,19 +74,20 @@ def provides(reading: LogReading, prompt_ids: bool) -> dict[str, Any]:
 
 
 def drafter_name(reading: LogReading) -> str | None:
-    """Our drafter chain for the speculative types the log names, in llama-server's order
-    of precedence (the order it tries them in each round, whatever order it was given),
-    or None (unknown). The types are named at trace level (-v, or -lv 4 and up) while the
-    server loads, and only an MTP context or a draft model without it, so 'none' is known
-    only from a log that shows that level and goes past the load: a log cut before, or
-    one without trace lines, names no drafter it did not see."""
+    """Our drafter chain as the log's speculative setup names it, in llama-server's order
+    of precedence (the order it tries them in each round, whatever order it was given), or
+    None (unknown). The setup names the chain at trace level (-v, or -lv 4 and up) while
+    the server loads; below it only a model drafter shows (an MTP context, a draft model),
+    never an n-gram drafter chained with it, so such a log names no chain. 'none' is known
+    only from a log that shows the trace level and goes past the load without a drafter:
+    one cut before, or without trace lines, names no drafter it did not see."""
     server = reading.server
-    if server.spec_types:
-        return ",".join(our_drafter(t) for t in server.spec_types)
-    if server.draft_model is not None:
-        return our_drafter(SPEC_TYPES[Drafter.DRAFT_MODEL])
+    if server.implementations:
+        return ",".join(our_drafter(t) for t in server.implementations)
     traced = server.verbosity is not None and server.verbosity >= TRACE_VERBOSITY
-    return "none" if traced and server.loaded else None
+    if traced and server.loaded and not server.spec_types:
+        return "none"
+    return None
 
 
 def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,

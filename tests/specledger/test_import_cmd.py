@@ -132,6 +132,21 @@ def test_a_log_whose_head_was_cut_names_no_drafter(tmp_path: Path,
     assert "drafter not logged" in " ".join(capsys.readouterr().out.split())
 
 
+def test_show_reads_acceptance_per_position_from_a_trace_level_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # quiet-lv4 ran the mtp fixture's conversation at -lv 4: print_timing's `acc per pos`
+    # without a round; the -v log's rounds give the same figures.
+    db = str(tmp_path / "t.db")
+    ids = [run_json(["import", "llama-server", str(FIXTURES / f"{name}.log.gz"), "--db", db],
+                    capsys)["session"] for name in ("quiet-lv4", "mtp")]
+    lv4, verbose = (run_json(["show", str(i), "--db", db], capsys)["turns"] for i in ids)
+    assert [t["rounds"] for t in lv4] == [None, None]
+    assert [t["acc_per_pos"] for t in lv4] == [[1.0, 0.625, 0.25, 0.0]] * 2
+    for a, b in zip(lv4, verbose, strict=True):
+        assert a["mean_accept_len"] == pytest.approx(b["mean_accept_len"], abs=0.005)
+        assert a["acc_per_pos"] == pytest.approx(b["acc_per_pos"], abs=0.0005)
+
+
 @pytest.mark.parametrize("content", [b"", b"\x00binary", b"not a log\n"])
 def test_bad_input_is_one_line_exit_1(tmp_path: Path, content: bytes,
                                       capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ imported rounds on real logs, and a changed number in either becomes a violation
 import itertools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from fsm.invariants import Invariant
 from fsm.states import RoundState, Trigger
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
 
-VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots")
+VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots", "chain-sampled", "plain")
 T = Trigger
 
 
@@ -163,3 +164,16 @@ def test_a_traced_verdict_that_contradicts_its_replay_is_a_violation() -> None:
     found = violations(journal)
     assert [v["details"]["check"] for v in found] == ["round verdict"]  # type: ignore[index]
     assert "the replay after it" in found[0]["message"]  # type: ignore[operator]
+
+
+def test_each_round_names_the_drafter_the_log_names_for_it() -> None:
+    journal, _ = imported("chain-sampled")
+    text = fixture_text("chain-sampled")
+    labels = Counter(e.payload["drafter"] for e in journal.events if e.trigger is T.DRAFT)
+    # The chain ngram-mod,mtp: each round drafted by one of them, as its line says.
+    assert labels == {"ngram-mod": text.count("called impl ngram-mod"),
+                      "mtp": text.count("called impl draft-mtp")}
+    assert min(labels.values()) > 0
+    for name in ("mtp", "ngram-mod"):  # a single drafter: every round is its
+        single, _ = imported(name)
+        assert {e.payload["drafter"] for e in single.events if e.trigger is T.DRAFT} == {name}

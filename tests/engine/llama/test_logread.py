@@ -13,7 +13,8 @@ from engine.llama.logread import LogFormatError, parse_log, read_log
 from engine.llama.logrecords import Candidate, RecordKind, StopReason
 
 FIXTURES = Path(__file__).with_name("fixtures")
-NAMES = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet")
+NAMES = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet", "chain-sampled", "plain",
+         "quiet-lv4")
 K = RecordKind
 
 
@@ -44,6 +45,10 @@ def test_server_facts_name_the_drafter_and_its_rollback() -> None:
     quiet = read_log(FIXTURES / "quiet.log.gz").server
     # Without -v only the MTP context's creation names the type.
     assert quiet.spec_types == ["draft-mtp"] and quiet.verbose is False
+    assert quiet.implementations == [] and quiet.verbosity == 3
+    chain = read_log(FIXTURES / "chain-sampled.log.gz").server
+    # Started with --spec-type ngram-mod,draft-mtp; set up in llama.cpp's own order.
+    assert chain.spec_types == ["ngram-mod", "draft-mtp"]
     assert mtp.build is not None and re.match(r"build \d+ \(\w+\)", mtp.build)
 
 

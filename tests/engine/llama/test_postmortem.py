@@ -27,7 +27,7 @@ def findings(text: str) -> dict[Kind, Finding]:
 
 
 def test_real_logs_have_no_warning_and_say_what_was_not_checked() -> None:
-    for name in ("mtp", "ngram-mod", "draft-simple", "two-slots"):
+    for name in ("mtp", "ngram-mod", "draft-simple", "two-slots", "chain-sampled", "plain"):
         found = findings(fixture_text(name))
         assert set(found) == {Kind.CHECK_SKIPPED}, (name, found)
         assert found[Kind.CHECK_SKIPPED].numbers["skipped"] == ["state_truth"]

@@ -14,10 +14,19 @@ def _cut_before(text: str, marker: str) -> str:
     return text[:text.rindex("\n", 0, text.index(marker)) + 1]
 
 
-@pytest.mark.parametrize("name,drafter", [("mtp", "mtp"), ("ngram-mod", "ngram-mod"),
-                                          ("draft-simple", "draft-model"), ("quiet", "mtp")])
+@pytest.mark.parametrize("name,drafter", [
+    ("mtp", "mtp"), ("ngram-mod", "ngram-mod"), ("draft-simple", "draft-model"),
+    # Asked for as ngram-mod,mtp: the setup names the chain in llama.cpp's order.
+    ("chain-sampled", "ngram-mod,mtp"), ("plain", "none"), ("quiet-lv4", "mtp"),
+])
 def test_the_drafter_is_the_one_the_log_names(name: str, drafter: str) -> None:
     assert drafter_name(parse_log(fixture_text(name))) == drafter
+
+
+def test_a_log_below_trace_level_names_part_of_a_chain_at_most() -> None:
+    # Without -v only the MTP context shows: an n-gram drafter chained before it would not.
+    quiet = parse_log(fixture_text("quiet"))
+    assert quiet.server.spec_types == ["draft-mtp"] and drafter_name(quiet) is None
 
 
 @pytest.mark.parametrize("name,marker", [
@@ -32,4 +41,12 @@ def test_a_log_cut_before_the_speculative_setup_names_no_drafter(name: str,
     reading = parse_log(cut)
     assert reading.server.verbosity is not None  # the server had started: a real head
     assert drafter_name(reading) is None
+
+
+def test_the_tail_of_a_log_without_a_drafter_does_not_say_none() -> None:
+    # A rotated log: the file begins after the server's start and its setup.
+    text = fixture_text("plain")
+    tail = text[text.rindex("\n", 0, text.index("selected slot by")) + 1:]
+    assert drafter_name(parse_log(text)) == "none"
+    assert drafter_name(parse_log(tail)) is None
 

@@ -59,6 +59,37 @@ def test_a_session_claiming_the_full_distribution_is_told_what_was_used() -> Non
     assert "temperature" in [r["what"] for r in sampled.numbers["first"]]
 
 
+SAMPLED = {"temperature": 0.7, "top_k": 20, "top_p": 0.9, "seed": 0, "turns": 2}
+"""The run chain-sampled.log.gz was recorded with (fixtures/README.md)."""
+
+
+def test_a_run_samples_as_its_session_says() -> None:
+    # Recorded by `run --backend llama` with the request of engine/llama/sampler.py.
+    text = fixture_text("chain-sampled")
+    assert text.count("sampler chain: logits -> temp-ext -> top-k -> top-p -> dist") == 2
+    found = _postmortem("chain-sampled", SAMPLED)
+    assert Kind.SAMPLER_MISMATCH not in found
+    journal = MemoryJournal()
+    record_log(parse_log(text), journal)
+    for p in (e.payload for e in journal.events if e.trigger is Trigger.START_TURN):
+        assert p["sampler"]["order"] == ["temperature", "top_k", "top_p"]
+        assert (p["sampler"]["min_p"], p["sampler"]["others"]) == (0.0, [])
+    # The same log against a session that says it sampled the full distribution.
+    full = _postmortem("chain-sampled", {**SAMPLED, "top_k": 0, "top_p": 1.0})
+    rows = full[Kind.SAMPLER_MISMATCH].numbers["first"]
+    assert [(r["what"], r["used"]) for r in rows] == [("top_k", 20), ("top_p", 0.9)]
+    assert full[Kind.SAMPLER_MISMATCH].severity is Severity.ERROR
+
+
+def test_the_order_counts_where_the_temperature_reshapes() -> None:
+    # llama-server's default order cuts top-p before the temperature; ours after.
+    found = _postmortem("mtp", {"temperature": 0.7, "top_k": 0, "top_p": 0.95, "seed": 0})
+    rows = {r["what"]: r for r in found[Kind.SAMPLER_MISMATCH].numbers["first"]}
+    assert rows["order"]["claimed"] == ["temperature", "top_p"]
+    assert rows["order"]["used"] == ["top_k", "top_p", "min_p", "temperature"]
+    assert "top_p" not in rows  # the value agrees: 0.95 both
+
+
 def test_an_import_without_a_claim_or_a_log_without_v_checks_nothing() -> None:
     assert Kind.SAMPLER_MISMATCH not in _postmortem("mtp", None)
     quiet = _postmortem("quiet", {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0})

@@ -14,7 +14,7 @@ from engine.llama.tasks import LlamaTask
 from fsm.draft_profile import DraftProfile
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
 
-VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots")
+VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots", "chain-sampled")
 
 
 def round_fold(task: LlamaTask) -> DraftProfile:
