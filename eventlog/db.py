@@ -4,6 +4,8 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 from eventlog.errors import (
     DatabaseUnavailableError,
     DatabaseUrlError,
+    EmptyLedgerError,
     NotASpecledgerDatabaseError,
 )
 from eventlog.jsoncodec import encode_json
@@ -29,8 +32,11 @@ def open_db(db: str, create: bool) -> Engine:
 
     Writers pass `create=True`: a missing SQLite file (and its directory) is created with the
     schema; on a server (PostgreSQL) the database must exist, and an empty one gets the schema.
-    Readers pass `create=False`: nothing is created and their connections are query-only.
-    Either way the database must be a specledger database of this schema version.
+    Readers pass `create=False`: nothing is created and their connections are query-only;
+    a database with no tables at all has no sessions yet (`EmptyLedgerError`): its first
+    writer may be creating the schema this moment, which it does in one transaction, so a
+    reader sees all of it or none. Either way the database must be a specledger database
+    of this schema version.
     """
     url = _parse(db)
     shown = url.render_as_string(hide_password=True) if "://" in db else db
@@ -50,7 +56,9 @@ def open_db(db: str, create: bool) -> Engine:
         if version is None and create:
             version = _create_schema(engine, shown)
         if version is None:
-            raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
+            raise EmptyLedgerError(f"{shown} has no sessions yet (no tables: a ledger being "
+                                   f"created, or never written); record one with "
+                                   f"`specledger run --db {shown}`")
         if version != str(SCHEMA_VERSION):
             raise NotASpecledgerDatabaseError(_version_mismatch(shown, version))
     except BaseException:
@@ -255,10 +263,25 @@ _WRITER_PRAGMAS = (
 _READER_PRAGMAS = ("PRAGMA synchronous=NORMAL", "PRAGMA query_only=ON")
 
 
+@contextmanager
+def snapshot(engine: Engine) -> Iterator[Connection]:
+    """A connection whose statements all read one snapshot of the database, for an answer
+    that takes more than one (a session's row and the range of ids beside it): SQLite's
+    deferred BEGIN, which the first read fixes; PostgreSQL's REPEATABLE READ. Without it
+    each statement read the database as it was then, and a writer's commit between two
+    gave an answer that was never true ("no session 19: known ids are 1..19")."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN")
+        elif conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        yield conn
+
+
 def _stored_version(engine: Engine, shown: str) -> str | None:
     """The stored schema version; None for a database with no tables at all."""
     try:
-        with engine.connect() as conn:
+        with snapshot(engine) as conn:
             return _schema_version(conn, shown)
     except OperationalError as exc:
         path = _sqlite_file(engine.url)
@@ -296,7 +319,9 @@ def _create_schema(engine: Engine, shown: str) -> str | None:
 
     Writers that start together on a new database race to create it, so a creator first
     takes the database's write lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
-    transaction lock) and looks again under it: the loser finds the winner's schema.
+    transaction lock) and looks again under it: the loser finds the winner's schema. The
+    tables and the version row are one transaction (both databases' DDL is
+    transactional), so a reader never sees a schema half made.
     """
     try:
         with engine.begin() as conn:

@@ -20,6 +20,11 @@ class UnknownSessionError(SpecledgerError):
     """No session with that id in this database."""
 
 
+class EmptyLedgerError(UnknownSessionError):
+    """The database has no tables yet: a ledger being created (its first writer makes the
+    schema in one transaction), or one nothing was ever recorded into. It has no sessions."""
+
+
 class StaleWriterError(SpecledgerError):
     """An append collided with a sequence number already stored for the session: another
     writer owns it, so this one's sequence is stale (an expected-version append failure)."""

@@ -25,6 +25,7 @@ from sqlalchemy import (
 from sqlalchemy import Row as SqlRow
 from sqlalchemy.pool import SingletonThreadPool
 
+from eventlog.db import snapshot
 from eventlog.errors import UnknownSessionError
 from eventlog.liveness import locked_sessions, writer_gone
 from eventlog.readahead import read_ahead
@@ -59,15 +60,16 @@ class SessionInfo:
 
 def list_sessions(engine: Engine) -> list[SessionInfo]:
     """Every session, oldest first."""
-    with engine.connect() as conn:
+    with snapshot(engine) as conn:
         rows = conn.execute(select(sessions).order_by(sessions.c.id)).all()
         locked = locked_sessions(conn)
     return [_info(row, locked) for row in rows]
 
 
 def get_session(engine: Engine, session_id: int) -> SessionInfo:
-    """The session `session_id`; `UnknownSessionError` names the ids that do exist."""
-    with engine.connect() as conn:
+    """The session `session_id`; `UnknownSessionError` names the ids that do exist (as
+    they were when the row was looked for: one snapshot, while writers add sessions)."""
+    with snapshot(engine) as conn:
         row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
         if row is not None:
             return _info(row, _locked_if_running(conn, row))

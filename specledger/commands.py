@@ -8,6 +8,7 @@ from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from engine.files import check_target, write_file
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
+from eventlog.errors import EmptyLedgerError
 from eventlog.fold import fold_profiles
 from eventlog.projection import project_session
 from eventlog.reader import scan_events
@@ -77,7 +78,10 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             output.console.print(f"no sessions yet in ./{DEFAULT_DB}: record one with "
                                  "`specledger run`")
         return 0
-    infos = list_sessions(open_db(args.db, create=False))
+    try:
+        infos = list_sessions(open_db(args.db, create=False))
+    except EmptyLedgerError:  # a ledger being created, or never written to
+        infos = []
     if args.json:
         output.emit_json([{"id": s.id, "status": s.status.value, "events": s.events,
                            "backend": s.backend, "created": s.created.isoformat(),

@@ -5,16 +5,18 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text, update
+from sqlalchemy import Engine, event, text, update
 from sqlalchemy.exc import DBAPIError
 
 from eventlog import (
     DatabaseUnavailableError,
     NotASpecledgerDatabaseError,
+    UnknownSessionError,
     create_session,
     list_sessions,
     open_db,
 )
+from eventlog.errors import EmptyLedgerError
 from eventlog.schema import SCHEMA_VERSION, meta
 from fsm.errors import SpecledgerError
 
@@ -93,13 +95,41 @@ def test_a_ledger_of_an_older_schema_is_refused_in_one_line(db_url: str) -> None
         assert f"reads version {SCHEMA_VERSION}" in message
 
 
-def test_an_empty_file_is_refused_to_readers_and_initialised_by_writers(tmp_path: Path) -> None:
+def test_an_empty_file_has_no_sessions_for_readers_and_is_initialised_by_writers(
+        tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     path.touch()
-    with pytest.raises(NotASpecledgerDatabaseError, match="is empty"):
+    with pytest.raises(EmptyLedgerError, match="has no sessions yet") as err:
         open_db(str(path), False)
+    assert isinstance(err.value, UnknownSessionError)
     open_db(str(path), True)
     assert list_sessions(open_db(str(path), False)) == []
+
+
+def test_a_reader_sees_a_ledger_being_created_whole_or_not_at_all(db_url: str) -> None:
+    """The first writer creates the tables and stamps the version in one transaction;
+    held between the two, a reader sees a ledger with no sessions yet (once "is empty:
+    not a specledger database", while the writer made it), then the whole schema."""
+    inside, go_on = threading.Event(), threading.Event()
+
+    def hold_before_the_version(conn: object, cursor: object, statement: str,
+                                *args: object) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO META"):
+            inside.set()
+            go_on.wait(30)
+
+    event.listen(Engine, "before_cursor_execute", hold_before_the_version)
+    writer = threading.Thread(target=open_db, args=(db_url, True))
+    try:
+        writer.start()
+        assert inside.wait(30)
+        with pytest.raises(EmptyLedgerError, match="has no sessions yet"):
+            open_db(db_url, False)
+    finally:
+        go_on.set()
+        writer.join()
+        event.remove(Engine, "before_cursor_execute", hold_before_the_version)
+    assert list_sessions(open_db(db_url, False)) == []
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Engine, text, update
+from sqlalchemy import Engine, event, text, update
 
 from eventlog import (
     Recorder,
@@ -55,6 +55,29 @@ def test_unknown_session_names_the_known_range(engine: Engine) -> None:
         create_session(engine, config={}, backend="sim", seeds={}, code_version="t")
     with pytest.raises(UnknownSessionError, match=r"no session 99: known ids are 1\.\.2"):
         scan_events(engine, 99)  # eager: fails before the first next()
+
+
+def test_a_session_created_while_it_is_looked_up_is_there_or_not(
+        db_url: str, engine: Engine) -> None:
+    """`get_session` reads the row and, when there is none, the range of ids: a writer's
+    session committed between the two statements once gave "no session 4: known ids are
+    1..4". Both now read one snapshot, taken before the writer commits."""
+    for _ in range(3):
+        create_session(engine, config={}, backend="sim", seeds={}, code_version="t")
+    reader = open_db(db_url, False)
+    created = []
+
+    def writer_commits_between(conn: object, cursor: object, statement: str,
+                               *args: object) -> None:
+        if "min(sessions.id)" in statement and not created:
+            created.append(create_session(engine, config={}, backend="sim", seeds={},
+                                          code_version="t"))
+
+    event.listen(reader, "before_cursor_execute", writer_commits_between)
+    with pytest.raises(UnknownSessionError, match=r"no session 4: known ids are 1\.\.3 "):
+        get_session(reader, 4)
+    assert created == [4]
+    assert get_session(reader, 4).id == 4  # the next look sees it
 
 
 def test_dead_writer_on_this_host_is_incomplete(engine: Engine, session_id: int) -> None:
