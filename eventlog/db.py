@@ -19,6 +19,7 @@ from eventlog.errors import (
     EmptyLedgerError,
     NotASpecledgerDatabaseError,
 )
+from eventlog.interrupts import interrupts_deferred
 from eventlog.jsoncodec import encode_json
 from eventlog.liveness import LOCK_SPACE
 from eventlog.schema import SCHEMA_VERSION, meta, metadata
@@ -278,6 +279,29 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
+@contextmanager
+def begin_waiting(engine: Engine, wait_s: float | None) -> Iterator[Connection]:
+    """`engine.begin()` whose waits for locks end after `wait_s` seconds with an error
+    (None: the engine's own wait, `SQLITE_BUSY_S` on SQLite)."""
+    if wait_s is None:
+        with engine.begin() as conn:
+            yield conn
+        return
+    ms = max(1, round(wait_s * 1000))
+    with engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        try:
+            with conn.begin():
+                if sqlite:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout = {ms}")
+                elif conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
+                yield conn
+        finally:
+            if sqlite:  # the pooled connection back to every other writer's wait
+                conn.exec_driver_sql(f"PRAGMA busy_timeout = {round(SQLITE_BUSY_S * 1000)}")
+
+
 def _stored_version(engine: Engine, shown: str) -> str | None:
     """The stored schema version; None for a database with no tables at all."""
     try:
@@ -324,7 +348,7 @@ def _create_schema(engine: Engine, shown: str) -> str | None:
     transactional), so a reader never sees a schema half made.
     """
     try:
-        with engine.begin() as conn:
+        with interrupts_deferred(), engine.begin() as conn:
             if conn.dialect.name == "sqlite":
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
             elif conn.dialect.name == "postgresql":

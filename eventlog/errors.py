@@ -25,6 +25,11 @@ class EmptyLedgerError(UnknownSessionError):
     schema in one transaction), or one nothing was ever recorded into. It has no sessions."""
 
 
+class RecordingFailedError(SpecledgerError):
+    """Writing a session to the ledger failed (a full disk, a lost server); the message
+    says whether the session could still be marked `failed`."""
+
+
 class StaleWriterError(SpecledgerError):
     """An append collided with a sequence number already stored for the session: another
     writer owns it, so this one's sequence is stale (an expected-version append failure)."""

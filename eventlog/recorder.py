@@ -6,6 +6,10 @@ nothing. A flush happens when `flush_events` complete events are buffered or `fl
 passed since the last one (checked at `end_unit`), on `flush()` (every turn end) and on
 `close()`.
 
+A Ctrl-C never splits a write: each runs with SIGINT held (`eventlog.interrupts`), and a
+run that ends by an exception closes its session `failed` (`Recorder.fail`); a session
+Ctrl-C left with no recorder to close it is closed by `eventlog.unclosed`.
+
 With `check_payloads` (default: the environment variable SPECLEDGER_CHECK_PAYLOADS=1,
 which tests set) every event's payload must be its trigger's type (fsm/payloads.py), or
 `append` raises `PayloadError`; off, appending costs nothing more.
@@ -19,17 +23,20 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import SQLAlchemyError
 
-from eventlog.errors import StaleWriterError, UnknownSessionError
+from eventlog.db import begin_waiting
+from eventlog.errors import RecordingFailedError, StaleWriterError, UnknownSessionError
 from eventlog.inserts import event_row, integrity_errors, row_inserter
-from eventlog.liveness import hold_writer_lock
+from eventlog.interrupts import interrupts_deferred
+from eventlog.liveness import WriterLock, hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
+from eventlog.unclosed import CLOSING_WAIT_S, first_line, mark_failed, track, untrack
 from fsm.errors import PayloadError
 from fsm.event import Event
 from fsm.payload_schema import check_payload
 
 CHECK_ENV = "SPECLEDGER_CHECK_PAYLOADS"
-
 
 def create_session(
     engine: Engine,
@@ -41,9 +48,11 @@ def create_session(
     model_digest: str | None = None,
     parent_id: int | None = None,
 ) -> int:
-    """Store a new `running` session with everything needed to re-execute it; return its id."""
+    """Store a new `running` session with everything needed to re-execute it; return its id.
+
+    The session is this process's to close from here (`eventlog.unclosed`)."""
     now = datetime.now(UTC)
-    with engine.begin() as conn:
+    with interrupts_deferred(), engine.begin() as conn:
         result = conn.execute(
             sessions.insert().values(
                 created=now,
@@ -60,14 +69,18 @@ def create_session(
                 n_events=0,
             )
         )
-        return int(result.inserted_primary_key[0])
+        sid = int(result.inserted_primary_key[0])
+        track(engine, sid)
+    return sid
 
 
 class Recorder:
     """The `fsm.machine.EventSink` that writes one session's events to the database.
 
     Constructing it claims the session for this process (writer pid, host, heartbeat).
-    As a context manager it closes the session `finished`, or `failed` on an exception.
+    As a context manager it closes the session `finished`, or `failed` on an exception:
+    a failure to write the ledger (a full disk, a lost server) becomes one
+    `RecordingFailedError` that says whether the session could still be marked `failed`.
     """
 
     def __init__(
@@ -88,18 +101,22 @@ class Recorder:
         self._complete = 0  # buffered events that form whole units
         self._closed = False
         self._writer = {"writer_pid": os.getpid(), "writer_host": socket.gethostname()}
-        with engine.begin() as conn:
-            claimed = conn.execute(
-                sessions.update()
-                .where(sessions.c.id == session_id)
-                .values(heartbeat=datetime.now(UTC), **self._writer)
-            ).rowcount
-        if not claimed:
-            raise UnknownSessionError(f"no session {session_id} to record into; create it first")
-        self._last_flush = time.monotonic()
-        self._insert = row_inserter(engine)
-        self._integrity = integrity_errors(engine)
-        self._lock = hold_writer_lock(engine, session_id)
+        self._lock: WriterLock | None = None
+        with interrupts_deferred():
+            with engine.begin() as conn:
+                claimed = conn.execute(
+                    sessions.update()
+                    .where(sessions.c.id == session_id)
+                    .values(heartbeat=datetime.now(UTC), **self._writer)
+                ).rowcount
+            if not claimed:
+                raise UnknownSessionError(
+                    f"no session {session_id} to record into; create it first")
+            self._last_flush = time.monotonic()
+            self._insert = row_inserter(engine)
+            self._integrity = integrity_errors(engine)
+            self._lock = hold_writer_lock(engine, session_id)
+            track(engine, session_id, self.fail)
         if check_payloads if check_payloads is not None else os.environ.get(CHECK_ENV) == "1":
             self.append = self._checked_append
 
@@ -135,12 +152,35 @@ class Recorder:
         if status not in (SessionStatus.FINISHED, SessionStatus.FAILED):
             raise ValueError(f"a session closes 'finished' or 'failed', not '{status}'")
         if not self._closed:
+            with interrupts_deferred():
+                try:
+                    self._write(status)
+                finally:
+                    self._done()
+
+    def fail(self, wait_s: float | None = None) -> None:
+        """Close the session `failed`, with the complete units it can still write; where
+        the database refuses them (a full disk) the status alone, which it may still take.
+        `wait_s` bounds the wait for the write lock (None: the engine's own). Raises what
+        the database said when not even the status could be written."""
+        if self._closed:
+            return
+        with interrupts_deferred():
             try:
-                self._write(status)
+                self._write(SessionStatus.FAILED, wait_s)
+            except (SQLAlchemyError, OSError):
+                mark_failed(self.engine, self.session_id, wait_s)
             finally:
-                self._closed = True
-                self._buffer.clear()
-                self._release()
+                self._done()
+
+    def _done(self) -> None:
+        """No more writes: the buffer dropped, the writer lock released, the session no
+        longer this process's to close (`eventlog.unclosed`)."""
+        self._closed = True
+        self._buffer.clear()
+        self._complete = 0
+        self._release()
+        untrack(self.engine, self.session_id)
 
     def __enter__(self) -> Self:
         return self
@@ -154,13 +194,31 @@ class Recorder:
         if exc is None:
             self.close(SessionStatus.FINISHED)
             return
+        sid = self.session_id
         try:
-            self.close(SessionStatus.FAILED)
+            # Ctrl-C must end the run now, not after another writer's long transaction.
+            self.fail(wait_s=CLOSING_WAIT_S if isinstance(exc, KeyboardInterrupt) else None)
+        except (SQLAlchemyError, OSError) as err:
+            outcome = f"it could not be marked failed ({first_line(err)}): it shows as incomplete"
+            if not isinstance(exc, (SQLAlchemyError, OSError)):
+                exc.add_note(f"session {sid}: {outcome}")
+                return
         except Exception as err:
             # The run's own exception is the one to show; keep this one as a note on it.
-            exc.add_note(f"also, closing session {self.session_id} failed: {err}")
+            exc.add_note(f"also, closing session {sid} failed: {err}")
+            return
+        else:
+            outcome = f"marked failed, its {self.written} events (whole rounds) kept"
+        if isinstance(exc, (SQLAlchemyError, OSError)):
+            # The ledger itself failed (a full disk, a lost server): say what became of
+            # the session in the one line the user sees.
+            raise RecordingFailedError(f"session {sid} failed: {first_line(exc)}; {outcome}"
+                                       ) from exc
 
-    def _write(self, status: SessionStatus | None) -> None:
+    def _write(self, status: SessionStatus | None, wait_s: float | None = None) -> None:
+        """One transaction: the complete units, and the status when given. The buffer
+        forgets the units in the same interrupt-free section, so a Ctrl-C cannot make the
+        closing write store them again."""
         if self._closed:
             raise RuntimeError(f"the recorder of session {self.session_id} is closed")
         n = self._complete
@@ -177,20 +235,20 @@ class Recorder:
         }
         if status is not None:
             values["status"] = status.value
-        try:
-            with self.engine.begin() as conn:
-                if rows:
-                    self._insert(conn, rows)
-                conn.execute(sessions.update().where(sessions.c.id == sid).values(**values))
-        except self._integrity as exc:
-            self._closed = True
-            self._release()
-            first, last = self._buffer[0].seq, self._buffer[n - 1].seq
-            raise self._stale(first, last) from exc
-        del self._buffer[:n]
-        self._complete = 0
-        self.written += n
-        self._last_flush = time.monotonic()
+        with interrupts_deferred():
+            try:
+                with begin_waiting(self.engine, wait_s) as conn:
+                    if rows:
+                        self._insert(conn, rows)
+                    conn.execute(sessions.update().where(sessions.c.id == sid).values(**values))
+            except self._integrity as exc:
+                first, last = self._buffer[0].seq, self._buffer[n - 1].seq
+                self._done()
+                raise self._stale(first, last) from exc
+            del self._buffer[:n]
+            self._complete = 0
+            self.written += n
+            self._last_flush = time.monotonic()
 
     def _release(self) -> None:
         if self._lock is not None:

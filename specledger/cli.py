@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.config import BackendKind
+from eventlog.interrupts import interrupts_deferred
+from eventlog.unclosed import fail_unclosed
 from fsm.errors import SpecledgerError
 from specledger import bench_cmd, commands, export_cmd, import_cmd, migrate_cmd
 from specledger.cli_common import add_common
@@ -109,6 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _after_interrupt(exc: KeyboardInterrupt) -> str:
+    """Close `failed` the sessions Ctrl-C left open (one created but not yet recorded
+    into, say); what could not be closed, and why, as the rest of the one line."""
+    try:
+        with interrupts_deferred():
+            problems = fail_unclosed()
+    except KeyboardInterrupt:  # pressed again: what was begun is done, stop here
+        problems = []
+    return "".join(f"; {p}" for p in [*getattr(exc, "__notes__", ()), *problems])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status. A reader that closes the pipe early (`| head`)
     ends the command quietly with status 0, as `git log | head` does."""
@@ -155,7 +168,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if (exc.name or "").split(".")[0] not in ENGINE_MODULES:
             raise
         sys.stderr.write(f"specledger: error: {ExtraMissingError(args.command, exc.name or '')}\n")
-    except KeyboardInterrupt:
-        sys.stderr.write("specledger: interrupted\n")
+    except KeyboardInterrupt as exc:
+        sys.stderr.write(f"specledger: interrupted{_after_interrupt(exc)}\n")
         return 130
     return 1

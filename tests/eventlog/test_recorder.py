@@ -1,5 +1,6 @@
 """Recorder semantics: round trip, whole units only, group commit, closing, stale writers."""
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
+from sqlalchemy.event import listen, remove
 
 from eventlog import (
     NullRecorder,
@@ -20,6 +22,7 @@ from eventlog import (
     open_db,
     scan_events,
 )
+from eventlog.errors import RecordingFailedError
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
 
@@ -142,6 +145,48 @@ def test_exception_closes_failed_after_writing_whole_units(
     info = get_session(engine, session_id)
     assert info.status is SessionStatus.FAILED
     assert info.events == 6
+
+
+def _disk_full_for(engine: Engine, *statements: str) -> Callable[[], None]:
+    """From now on, SQLite answers the statements that begin so as a full disk does;
+    until the function returned is called."""
+
+    def refuse(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if statement.lstrip().upper().startswith(statements):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    listen(engine, "before_cursor_execute", refuse)
+    return lambda: remove(engine, "before_cursor_execute", refuse)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    ("refused", "status", "outcome"),
+    [(("INSERT",), SessionStatus.FAILED, "marked failed, its 12 events (whole rounds) kept"),
+     (("INSERT", "UPDATE"), SessionStatus.RUNNING,
+      "it could not be marked failed (database or disk is full): it shows as incomplete")],
+    ids=["status-still-fits", "nothing-fits"])
+def test_a_full_disk_fails_the_session_where_the_status_still_fits(
+    engine: Engine, session_id: int, make_rounds: MakeRounds, refused: tuple[str, ...],
+    status: SessionStatus, outcome: str,
+) -> None:
+    """A flush that finds the disk full ends the run with one line saying what became of
+    the session: `failed` with the rounds flushed before (the status alone is a small
+    write), or, when not even that fits, left to read `incomplete`. It used to stay
+    `running` either way, the close retrying the same rows."""
+    events = make_rounds(4)
+    with pytest.raises(RecordingFailedError) as err, Recorder(
+            engine, session_id, flush_ms=NEVER) as rec:
+        _record(rec, events[:12], 6)
+        rec.flush()
+        freed = _disk_full_for(engine, *refused)
+        _record(rec, events[12:], 6)
+        rec.flush()
+    assert str(err.value) == (f"session {session_id} failed: database or disk is full; "
+                              f"{outcome}")
+    freed()
+    info = get_session(engine, session_id)
+    assert info.status is status and info.events == count_events(engine, session_id) == 12
 
 
 def test_stale_writer_fails_loudly(
