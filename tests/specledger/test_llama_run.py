@@ -14,6 +14,7 @@ from engine.llama.logread import read_log
 from engine.llama.paths import require_converter, require_server
 from engine.llama.provenance import file_sha256
 from eventlog import get_session, open_db
+from eventlog.postmortem import Kind, postmortem_session
 from eventlog.reader import scan_events
 from fsm.states import Trigger
 from specledger.cli import main
@@ -71,6 +72,10 @@ def test_run_records_the_servers_log(tmp_path: Path, drafter: str, stream: bool)
     events = list(scan_events(engine, s.session_id))
     starts = [e.payload for e in events if e.trigger is Trigger.START_TURN]
     assert all(None not in p["append"] for p in starts)  # the server's own tokenization
+    # The server sampled as the session says: the request left none of its defaults.
+    assert all(p["sampler"]["min_p"] == 0.0 and p["sampler"]["others"] == [] for p in starts)
+    kinds = [f.kind for f in postmortem_session(engine, s.session_id).findings]
+    assert Kind.SAMPLER_MISMATCH not in kinds and Kind.CHECK_SKIPPED in kinds
     answers = json.loads(done.responses_path.read_text())
     assert [a["timings"]["predicted_n"] for a in answers] == [
         t.generated_tokens for t in s.ledger.turns]
