@@ -23,7 +23,7 @@ from tests.engine.llama.test_logread import FIXTURES, fixture_text
 from tests.eventlog.sim import sim_config
 
 LOGS = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet", "edited-history",
-        "eog-in-block")
+        "eog-in-block", "chain-sampled", "plain", "quiet-lv4")
 
 
 @pytest.fixture
