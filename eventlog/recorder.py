@@ -79,7 +79,7 @@ class Recorder:
 
     Constructing it claims the session for this process (writer pid, host, heartbeat).
     As a context manager it closes the session `finished`, or `failed` on an exception:
-    a failure to write the ledger (a full disk, a lost server) becomes one
+    the ledger refusing one of its writes (a full disk, a lost server) becomes one
     `RecordingFailedError` that says whether the session could still be marked `failed`.
     """
 
@@ -102,6 +102,7 @@ class Recorder:
         self._closed = False
         self._writer = {"writer_pid": os.getpid(), "writer_host": socket.gethostname()}
         self._lock: WriterLock | None = None
+        self._refused: BaseException | None = None  # the last write the database refused
         with interrupts_deferred():
             with engine.begin() as conn:
                 claimed = conn.execute(
@@ -194,13 +195,13 @@ class Recorder:
         if exc is None:
             self.close(SessionStatus.FINISHED)
             return
-        sid = self.session_id
+        sid, refused = self.session_id, exc is self._refused
         try:
             # Ctrl-C must end the run now, not after another writer's long transaction.
             self.fail(wait_s=CLOSING_WAIT_S if isinstance(exc, KeyboardInterrupt) else None)
         except (SQLAlchemyError, OSError) as err:
             outcome = f"it could not be marked failed ({first_line(err)}): it shows as incomplete"
-            if not isinstance(exc, (SQLAlchemyError, OSError)):
+            if not refused:
                 exc.add_note(f"session {sid}: {outcome}")
                 return
         except Exception as err:
@@ -209,7 +210,7 @@ class Recorder:
             return
         else:
             outcome = f"marked failed, its {self.written} events (whole rounds) kept"
-        if isinstance(exc, (SQLAlchemyError, OSError)):
+        if refused:
             # The ledger itself failed (a full disk, a lost server): say what became of
             # the session in the one line the user sees.
             raise RecordingFailedError(f"session {sid} failed: {first_line(exc)}; {outcome}"
@@ -245,6 +246,9 @@ class Recorder:
                 first, last = self._buffer[0].seq, self._buffer[n - 1].seq
                 self._done()
                 raise self._stale(first, last) from exc
+            except (SQLAlchemyError, OSError) as exc:
+                self._refused = exc
+                raise
             del self._buffer[:n]
             self._complete = 0
             self.written += n

@@ -21,6 +21,7 @@ from engine.session import Session, make_backend, make_conversation
 from eventlog import Recorder, SessionInfo, create_session, get_session, open_db
 from eventlog.compare import EXACT, Tolerance
 from eventlog.diff import Divergence, Follower, TurnDelta, diff_streams
+from eventlog.errors import RecordingFailedError
 from eventlog.reader import scan_events
 from fsm.errors import SpecledgerError
 from fsm.event import Event
@@ -173,6 +174,8 @@ def _run(engine: Engine, session_id: int, config: RunConfig, backend: Backend,
                     conversation=conversation).run()
     except _Diverged:
         return None
+    except RecordingFailedError:  # the ledger's failure, not the run's
+        raise
     except SpecledgerError as exc:  # a recorded failure (strict mode) may reproduce too
         return f"{type(exc).__name__}: {exc}"
     return None

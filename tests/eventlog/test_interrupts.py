@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Engine, select, text
 
 import eventlog.db
+import eventlog.unclosed
 from eventlog import Recorder, SessionStatus, count_events, create_session, get_session, open_db
 from eventlog.db import begin_waiting
 from eventlog.interrupts import interrupts_deferred
@@ -85,8 +86,10 @@ class _Interrupter:
 @pytest.fixture
 def short_busy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Writers wait 2 s for the write lock, not 60: a lock an interrupt left held shows
-    as a failure here instead of a test that hangs."""
+    as a failure here instead of a test that hangs. And the sessions other tests left
+    open in this process are not this test's to close."""
     monkeypatch.setattr(eventlog.db, "SQLITE_BUSY_S", 2.0)
+    monkeypatch.setattr(eventlog.unclosed, "_open", {})
     yield
 
 

@@ -177,11 +177,18 @@ def test_ctrl_c_inside_a_flush_or_the_session_creation(tmp_path: Path) -> None:
     assert _assert_failed_with_whole_rounds(at_creation, creating.pid) == 0
 
 
+@pytest.mark.parametrize("rerun", [False, True], ids=["run", "replay-rerun"])
 def test_a_full_disk_fails_the_session_in_one_line(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The third flush finds the disk full: the run stops, says so in one line, and the
-    session is `failed` with the two flushes before it (it stayed `incomplete`)."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        rerun: bool) -> None:
+    """The third flush finds the disk full: the run (or re-run) stops, says so in one
+    line, and its session is `failed` with the two flushes before it (it stayed
+    `incomplete`; a re-run reported the ledger's failure as the run's own)."""
+    db = str(tmp_path / "full.db")
+    small = ["--backend", "sim", "--turns", "3", "--answer-tokens", "300", "--json", "--db", db]
+    if rerun:
+        assert main(["run", *small]) == 0
+        capsys.readouterr()
     real = eventlog.recorder.row_inserter
     flushes = []
 
@@ -198,14 +205,14 @@ def test_a_full_disk_fails_the_session_in_one_line(
         return insert_until_full
 
     monkeypatch.setattr(eventlog.recorder, "row_inserter", filling)
-    db = str(tmp_path / "full.db")
-    assert main(["run", "--backend", "sim", "--turns", "3", "--answer-tokens", "300",
-                 "--json", "--db", db]) == 1
+    sid = 2 if rerun else 1
+    argv = ["replay", "1", "--rerun", "--json", "--db", db] if rerun else ["run", *small]
+    assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     kept = sum(flushes[:2])
-    assert err == [f"specledger: error: session 1 failed: database or disk is full; "
+    assert err == [f"specledger: error: session {sid} failed: database or disk is full; "
                    f"marked failed, its {kept} events (whole rounds) kept"]
-    info = get_session(open_db(db, False), 1)
+    info = get_session(open_db(db, False), sid)
     assert info.status is SessionStatus.FAILED and info.events == kept
 
 
