@@ -82,7 +82,7 @@ class RunConfig:
                                          "after a restore: reconstruct, or verify again")
     drafter: str = option("", "none | synthetic | ngram-simple | ngram-map-k | ngram-mod | "
                               "draft-model | mtp, or a chain in order of precedence such as "
-                              "mtp,ngram-mod (default: synthetic on sim, mtp on torch)")
+                              "ngram-mod,mtp (default: synthetic on sim, mtp on torch)")
     draft_max: int = option(8, "most draft tokens per round", lo=1, hi=64)
     draft_min: int = option(0, "drop shorter drafts (n-gram drafters)", lo=0, hi=64)
     ngram_n: int = option(4, "n-gram key length", lo=1, hi=64)

@@ -4,12 +4,13 @@ simulated 27B / H200.
 - torch: the shipped models on this CPU, greedy, audit off, one code conversation (2
   turns, answers capped at 256 tokens, draft 8) decoded plainly (`drafter=none`) and with
   every real drafter: `ngram-simple`, `ngram-map-k`, `ngram-mod`, `draft-model`, `mtp`
-  and the chain `mtp,ngram-mod`. One rollback strategy for all, `input_replay`: the
-  fastest on this CPU (`specledger bench strategies`), so the drafters are compared at
-  their best. The shared CPU is noisy, so the configurations are interleaved and repeated
-  (3 rounds of [plain, drafter 1, ..., drafter N]) and each configuration's fastest run
-  counts (load from other jobs only ever adds time). Greedy speculative decoding is
-  lossless, so every drafter's answers are compared token for token with plain decode's.
+  and the chain `ngram-mod,mtp` (ngram-mod where its pool matches, mtp elsewhere). One
+  rollback strategy for all, `input_replay`: the fastest on this CPU (`specledger bench
+  strategies`), so the drafters are compared at their best. The shared CPU is noisy, so
+  the configurations are interleaved and repeated (3 rounds of [plain, drafter 1, ...,
+  drafter N]) and each configuration's fastest run counts (load from other jobs only ever
+  adds time). Greedy speculative decoding is lossless, so every drafter's answers are
+  compared token for token with plain decode's.
 - sim: the `qwen3.5-27b-h200` profile, the `synthetic` drafter at per-token acceptance
   0.2..0.9 and draft 4 and 8, and plain decode, one turn of 2,000-token answers: the
   speedup a drafter's acceptance buys on that hardware. The sim's drafts cost nothing (the
@@ -38,7 +39,7 @@ from specbench.common import BenchOptions, SuiteResult, md_table, panels, save_f
 from specbench.drafters_runs import PLAIN, Run, record, run_unrecorded, summary
 
 SUITE = "drafters"
-DRAFTERS = ("ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp", "mtp,ngram-mod")
+DRAFTERS = ("ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp", "ngram-mod,mtp")
 QUICK_DRAFTERS = ("ngram-simple", "mtp")
 STRATEGY = "input_replay"  # the fastest rollback strategy on this CPU (bench strategies)
 SIM_PROFILE = "qwen3.5-27b-h200"

@@ -44,8 +44,9 @@ class BaseDrafter:
 
 
 class ChainDrafter(BaseDrafter):
-    """Several drafters in order of precedence (`mtp,ngram-mod`): the first that has a
-    draft drafts; feedback goes to the one that drafted."""
+    """Several drafters in order of precedence (`ngram-mod,mtp`): the first that has a
+    draft drafts; feedback goes to the one that drafted. `mtp` and `draft-model` always
+    draft, so a member named after either never runs (`mtp,ngram-mod` is `mtp` alone)."""
 
     def __init__(self, drafters: Sequence[Drafter]) -> None:
         self.drafters = list(drafters)
