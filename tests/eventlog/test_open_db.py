@@ -5,7 +5,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, event, text, update
+from sqlalchemy import text, update
 from sqlalchemy.exc import DBAPIError
 
 from eventlog import (
@@ -19,6 +19,7 @@ from eventlog import (
 from eventlog.errors import EmptyLedgerError
 from eventlog.schema import SCHEMA_VERSION, meta
 from fsm.errors import SpecledgerError
+from tests.eventlog.holds import creation_held
 
 
 def test_writer_creates_a_wal_database_that_readers_open(tmp_path: Path) -> None:
@@ -110,25 +111,8 @@ def test_a_reader_sees_a_ledger_being_created_whole_or_not_at_all(db_url: str) -
     """The first writer creates the tables and stamps the version in one transaction;
     held between the two, a reader sees a ledger with no sessions yet (once "is empty:
     not a specledger database", while the writer made it), then the whole schema."""
-    inside, go_on = threading.Event(), threading.Event()
-
-    def hold_before_the_version(conn: object, cursor: object, statement: str,
-                                *args: object) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO META"):
-            inside.set()
-            go_on.wait(30)
-
-    event.listen(Engine, "before_cursor_execute", hold_before_the_version)
-    writer = threading.Thread(target=open_db, args=(db_url, True))
-    try:
-        writer.start()
-        assert inside.wait(30)
-        with pytest.raises(EmptyLedgerError, match="has no sessions yet"):
-            open_db(db_url, False)
-    finally:
-        go_on.set()
-        writer.join()
-        event.remove(Engine, "before_cursor_execute", hold_before_the_version)
+    with creation_held(db_url), pytest.raises(EmptyLedgerError, match="has no sessions yet"):
+        open_db(db_url, False)
     assert list_sessions(open_db(db_url, False)) == []
 
 

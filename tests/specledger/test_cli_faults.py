@@ -8,13 +8,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, event
 from sqlalchemy.exc import OperationalError
 
 import eventlog.recorder
@@ -23,6 +21,7 @@ from eventlog.postmortem.analyze import postmortem_session
 from eventlog.projection import project_session
 from fsm.states import RoundState
 from specledger.cli import main
+from tests.eventlog.holds import creation_held
 
 RUN = ("run", "--backend", "sim", "--turns", "20", "--answer-tokens", "4000", "--json")
 """A run of about 20 s here: every interrupt lands while it records."""
@@ -222,25 +221,9 @@ def test_a_ledger_being_created_has_no_sessions_yet(
     before the version row, in the one transaction): `sessions` lists none, `show 1`
     says there are none yet (12 of 12 tries once said "not a specledger database")."""
     db = str(tmp_path / "new.db")
-    inside, go_on = threading.Event(), threading.Event()
-
-    def hold_before_the_version(conn: object, cursor: object, statement: str,
-                                *args: object) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO META"):
-            inside.set()
-            go_on.wait(30)
-
-    event.listen(Engine, "before_cursor_execute", hold_before_the_version)
-    writer = threading.Thread(target=open_db, args=(db, True))
-    try:
-        writer.start()
-        assert inside.wait(30)
+    with creation_held(db):
         assert main(["sessions", "--db", db, "--json"]) == 0
         assert json.loads(capsys.readouterr().out) == []
         assert main(["show", "1", "--db", db]) == 1
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and f"{db} has no sessions yet" in err[0], err
-    finally:
-        go_on.set()
-        writer.join()
-        event.remove(Engine, "before_cursor_execute", hold_before_the_version)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{db} has no sessions yet" in err[0], err
