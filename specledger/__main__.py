@@ -2,6 +2,6 @@
 
 import sys
 
-from specledger.cli import main
+from specledger.entry import main
 
 sys.exit(main())
