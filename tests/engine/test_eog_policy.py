@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session
 from engine.sim.vocab import SIM_TEMPLATE
+from engine.speculative import visible_answer
 from eventlog.diff import diff_tokens
 from fsm.event import Event
 from fsm.states import Trigger
@@ -61,9 +62,7 @@ def _answers(events: list[Event]) -> list[list[int]]:
     for e in events:
         if e.trigger in (Trigger.PREFILL, Trigger.COMMIT) and e.payload.get("append"):
             committed.setdefault(e.turn, []).extend(e.payload["append"])
-    eog = SIM_TEMPLATE.eog_ids
-    return [toks[:next(i for i, t in enumerate(toks) if t in eog) + 1]
-            for _, toks in sorted(committed.items())]
+    return [visible_answer(toks, SIM_TEMPLATE.eog_ids) for _, toks in sorted(committed.items())]
 
 
 def test_same_seed_gives_the_same_answers_under_both_policies() -> None:
