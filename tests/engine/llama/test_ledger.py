@@ -4,7 +4,6 @@ imported rounds on real logs, and a changed number in either becomes a violation
 
 import itertools
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from engine.session import MemoryJournal
 from eventlog.projection import project
 from fsm.invariants import Invariant
 from fsm.states import RoundState, Trigger
-from tests.engine.llama.test_logread import FIXTURES, fixture_text
+from tests.engine.llama.test_logread import FIXTURES, fixture_text, with_number
 
 VERBOSE = ("mtp", "ngram-mod", "draft-simple", "two-slots", "chain-sampled", "plain")
 T = Trigger
@@ -81,10 +80,8 @@ def test_two_slots_keep_log_order() -> None:
 
 
 def test_changed_engine_totals_become_a_violation() -> None:
-    text = fixture_text("ngram-mod")
-    m = re.search(r"draft acceptance = [\d.]+ \(\s*(\d+) accepted", text)
-    assert m is not None
-    changed = text[:m.start(1)] + str(int(m.group(1)) + 1) + text[m.end(1):]
+    changed, _ = with_number(fixture_text("ngram-mod"),
+                             r"draft acceptance = [\d.]+ \(\s*(\d+) accepted", 1)
     journal, _ = imported("ngram-mod", changed)
     found = violations(journal)
     assert [v["details"]["check"] for v in found] == ["accepted tokens"]  # type: ignore[index]
@@ -134,20 +131,13 @@ def test_an_answer_finished_otherwise_than_the_log_says_is_a_violation() -> None
     assert [v["details"]["check"] for v in violations(journal)] == ["finish_reason"]  # type: ignore[index]
 
 
-def _first_line_with(text: str, pattern: str) -> re.Match[str]:
-    m = re.search(pattern, text)
-    assert m is not None, pattern
-    return m
-
-
 def test_a_round_verdict_that_contradicts_its_kept_ids_is_a_violation() -> None:
-    text = fixture_text("mtp")
     # Deliberately contradictory: the round's end line says one accepted draft fewer than
     # its `add accepted tokens` line kept (the slot length on that line left as logged).
-    m = _first_line_with(text, r"accepted (\d+)/(\d+) draft tokens, new n_tokens")
+    changed, m = with_number(fixture_text("mtp"),
+                             r"accepted (\d+)/(\d+) draft tokens, new n_tokens", -1)
     said = int(m.group(1))
     assert said > 0
-    changed = text[:m.start(1)] + str(said - 1) + text[m.end(1):]
     journal, _ = imported("mtp", changed)
     found = violations(journal)
     assert [v["details"]["check"] for v in found] == ["round verdict"]  # type: ignore[index]
@@ -156,10 +146,8 @@ def test_a_round_verdict_that_contradicts_its_kept_ids_is_a_violation() -> None:
 
 
 def test_a_traced_verdict_that_contradicts_its_replay_is_a_violation() -> None:
-    text = fixture_text("draft-simple")
-    m = _first_line_with(text, r"accepted\s+(\d+)/\s*\d+ draft tokens \(restore checkpoint\)")
-    said = int(m.group(1))
-    changed = text[:m.start(1)] + str(said + 1) + text[m.end(1):]
+    changed, _ = with_number(fixture_text("draft-simple"),
+                             r"accepted\s+(\d+)/\s*\d+ draft tokens \(restore checkpoint\)", 1)
     journal, _ = imported("draft-simple", changed)
     found = violations(journal)
     assert [v["details"]["check"] for v in found] == ["round verdict"]  # type: ignore[index]

@@ -24,6 +24,14 @@ def fixture_text(name: str) -> str:
         errors="surrogateescape")
 
 
+def with_number(text: str, pattern: str, by: int) -> tuple[str, re.Match[str]]:
+    """`text` with the number in `pattern`'s first group, where it first matches, moved
+    by `by` (a log that says one thing differently), and that match in the text as it was."""
+    m = re.search(pattern, text)
+    assert m is not None, pattern
+    return text[:m.start(1)] + str(int(m.group(1)) + by) + text[m.end(1):], m
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_every_line_counted_once_and_none_unknown(name: str) -> None:
     reading = read_log(FIXTURES / f"{name}.log.gz")

@@ -12,7 +12,7 @@ from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
-from tests.engine.llama.test_logread import fixture_text
+from tests.engine.llama.test_logread import fixture_text, with_number
 
 
 def findings(text: str) -> dict[Kind, Finding]:
@@ -124,9 +124,8 @@ def test_a_token_kept_behind_eog_is_a_stray_token() -> None:
 
 def test_each_finding_of_a_log_carries_the_advice_that_fits_it() -> None:
     text = fixture_text("ngram-mod")
-    m = re.search(r"draft acceptance = [\d.]+ \(\s*(\d+) accepted", text)
-    assert m is not None
-    counters = findings(text[:m.start(1)] + str(int(m.group(1)) + 1) + text[m.end(1):])
+    counted, _ = with_number(text, r"draft acceptance = [\d.]+ \(\s*(\d+) accepted", 1)
+    counters = findings(counted)
     mismatch = counters[Kind.ENGINE_COUNTER_MISMATCH]
     assert mismatch.fix == ADVICE[Kind.ENGINE_COUNTER_MISMATCH]
     assert "KV length" not in mismatch.fix and "print_timing" in mismatch.fix
