@@ -49,4 +49,3 @@ def test_the_tail_of_a_log_without_a_drafter_does_not_say_none() -> None:
     tail = text[text.rindex("\n", 0, text.index("selected slot by")) + 1:]
     assert drafter_name(parse_log(text)) == "none"
     assert drafter_name(parse_log(tail)) is None
-
