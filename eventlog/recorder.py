@@ -31,12 +31,20 @@ from eventlog.inserts import event_row, integrity_errors, row_inserter
 from eventlog.interrupts import interrupts_deferred
 from eventlog.liveness import WriterLock, hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
-from eventlog.unclosed import CLOSING_WAIT_S, first_line, mark_failed, track, untrack
+from eventlog.unclosed import (
+    CLOSING_WAIT_S,
+    first_line,
+    mark_failed,
+    not_marked_failed,
+    track,
+    untrack,
+)
 from fsm.errors import PayloadError
 from fsm.event import Event
 from fsm.payload_schema import check_payload
 
 CHECK_ENV = "SPECLEDGER_CHECK_PAYLOADS"
+
 
 def create_session(
     engine: Engine,
@@ -199,17 +207,11 @@ class Recorder:
         try:
             # Ctrl-C must end the run now, not after another writer's long transaction.
             self.fail(wait_s=CLOSING_WAIT_S if isinstance(exc, KeyboardInterrupt) else None)
-        except (SQLAlchemyError, OSError) as err:
-            outcome = f"it could not be marked failed ({first_line(err)}): it shows as incomplete"
-            if not refused:
-                exc.add_note(f"session {sid}: {outcome}")
-                return
-        except Exception as err:
-            # The run's own exception is the one to show; keep this one as a note on it.
-            exc.add_note(f"also, closing session {sid} failed: {err}")
-            return
-        else:
             outcome = f"marked failed, its {self.written} events (whole rounds) kept"
+        except Exception as err:
+            outcome = not_marked_failed(err)
+            if not refused:  # the run's own exception is the one to show; this, a note
+                exc.add_note(f"session {sid}: {outcome}")
         if refused:
             # The ledger itself failed (a full disk, a lost server): say what became of
             # the session in the one line the user sees.

@@ -163,8 +163,8 @@ class TokenComparer:
         self._turns += 1
         cut_a, cut_b = _cut(slot.a, a), _cut(slot.b, b)
         # A side whose START_TURN names no prompt takes the other's length, if it must.
-        cut_a, cut_b = _unnamed(slot.a, a, len(slot.b), cut_a), _unnamed(slot.b, b,
-                                                                         len(slot.a), cut_b)
+        cut_a = _unnamed(slot.a, a, len(slot.b), cut_a)
+        cut_b = _unnamed(slot.b, b, len(slot.a), cut_b)
         for side, t in enumerate((a, b)):
             prompt = t.prompt if t.prompt is not None else (slot.a, slot.b)[side]
             self._unknown[side] += _count_none(prompt) + _count_none(t.committed)

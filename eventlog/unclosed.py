@@ -59,10 +59,14 @@ def fail_unclosed(wait_s: float | None = CLOSING_WAIT_S) -> list[str]:
             else:
                 mark_failed(engine, sid, wait_s)
         except (SQLAlchemyError, OSError, StaleWriterError) as err:
-            problems.append(f"session {sid} could not be marked failed ({first_line(err)}): "
-                            "it shows as incomplete")
+            problems.append(f"session {sid}: {not_marked_failed(err)}")
         untrack(engine, sid)
     return problems
+
+
+def not_marked_failed(err: BaseException) -> str:
+    """What became of a session whose closing write failed with `err`."""
+    return f"it could not be marked failed ({first_line(err)}): it shows as incomplete"
 
 
 def first_line(exc: BaseException) -> str:

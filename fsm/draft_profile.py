@@ -19,13 +19,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+@dataclass(frozen=True)
+class Reported:
+    """An engine's own figures for a turn whose rounds are not known (None: not printed)."""
+
+    mean_accept_len: float | None
+    acc_per_pos: list[float] | None
+
+
 @dataclass
 class DraftProfile:
     """One turn's speculative rounds: (drafted, accepted) each, the draft size of the
     round's first verification and the drafts it accepted."""
 
     rounds: list[tuple[int, int]] = field(default_factory=list)
-    reported: "Reported | None" = None
+    reported: Reported | None = None
 
     @property
     def drafted(self) -> int:
@@ -64,11 +72,3 @@ class DraftProfile:
     def to_dict(self) -> dict[str, Any]:
         """The two figures as the JSON contract carries them."""
         return {"mean_accept_len": self.mean_accept_len, "acc_per_pos": self.acc_per_pos}
-
-
-@dataclass(frozen=True)
-class Reported:
-    """An engine's own figures for a turn whose rounds are not known (None: not printed)."""
-
-    mean_accept_len: float | None
-    acc_per_pos: list[float] | None

@@ -27,6 +27,7 @@ TURN_FIELDS = (
 PARTIAL_CAPTION = ("* the log ends inside this turn: its figures count the events recorded "
                    "up to there")
 
+
 class _Console(Console):
     """rich's console, but a closed pipe is the CLI's to handle (specledger.cli.main ends
     quietly with status 0; rich's own handler exits with status 1)."""

@@ -124,24 +124,6 @@ class ServerInfo:
         return drafters
 
 
-@dataclass
-class LogReading:
-    """A parsed log: records in line order, the server's facts, and how every line was
-    counted. `partial_line` is the 1-based number of a last line cut mid-write (dropped),
-    else None; `gzip_cut` says where a gzip stream that ends early was cut, else None."""
-
-    records: list[Record]
-    server: ServerInfo
-    lines: int = 0
-    parsed: int = 0
-    skipped: int = 0
-    unknown: int = 0
-    unknown_examples: list[str] = field(default_factory=list)
-    partial_line: int | None = None
-    gzip_cut: "GzipCut | None" = None
-    sha256: str = ""
-
-
 @dataclass(frozen=True)
 class GzipCut:
     """A gzip file read as far as it goes: its stream stops at compressed byte `at` of
@@ -156,6 +138,24 @@ class GzipCut:
         """JSON form (the stored provenance)."""
         return {"at": self.at, "size": self.size, "text_bytes": self.text_bytes,
                 "why": self.why}
+
+
+@dataclass
+class LogReading:
+    """A parsed log: records in line order, the server's facts, and how every line was
+    counted. `partial_line` is the 1-based number of a last line cut mid-write (dropped),
+    else None; `gzip_cut` says where a gzip stream that ends early was cut, else None."""
+
+    records: list[Record]
+    server: ServerInfo
+    lines: int = 0
+    parsed: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    unknown_examples: list[str] = field(default_factory=list)
+    partial_line: int | None = None
+    gzip_cut: GzipCut | None = None
+    sha256: str = ""
 
 
 def _prefix_time(m: re.Match[str]) -> float | None:

@@ -49,6 +49,10 @@ class Responses:
     without_timings: int
 
 
+_COUNTS = ("cache_n", "prompt_n", "predicted_n", "draft_n", "draft_n_accepted")
+"""The `timings` counts an answer's facts take, in `ResponseFacts`' order."""
+
+
 def response_facts(index: int, doc: dict[str, Any], name: str = "responses"
                    ) -> ResponseFacts | None:
     """The facts of one answer object, or None when it carries no `timings`; a count that
@@ -61,9 +65,6 @@ def response_facts(index: int, doc: dict[str, Any], name: str = "responses"
     first = choices[0] if isinstance(choices, list) and choices else {}
     reason = first.get("finish_reason") if isinstance(first, dict) else None
     return ResponseFacts(index, *counts, reason, doc.get("system_fingerprint"))
-
-
-_COUNTS = ("cache_n", "prompt_n", "predicted_n", "draft_n", "draft_n_accepted")
 
 
 def _count(timings: dict[str, Any], key: str, index: int, name: str) -> int:

@@ -53,7 +53,8 @@ class _Folder:
         self.spec: dict[int, Checkpoint] = {}
         self.open: dict[int, LlamaRound] = {}
         self.called: list[DrafterCalled] = []
-        self.sampler: dict[int, dict[RecordKind, Record]] = {}
+        self.chain: dict[int, SamplerChain] = {}  # logged as the slot launches its task
+        self.params: dict[int, SamplerParams] = {}
 
     def apply(self, r: Record) -> None:
         """Fold one record."""
@@ -72,10 +73,12 @@ class _Folder:
         elif r.kind is K.LCP_CHECK:
             assert isinstance(r, LcpCheck) and r.slot is not None
             self.lcp[r.slot] = r
-        elif r.kind in (K.SAMPLER_CHAIN, K.SAMPLER_PARAMS):
-            # Logged while the slot is launched, before its task starts.
+        elif isinstance(r, SamplerChain):
             assert r.slot is not None
-            self.sampler.setdefault(r.slot, {})[r.kind] = r
+            self.chain[r.slot] = r
+        elif isinstance(r, SamplerParams):
+            assert r.slot is not None
+            self.params[r.slot] = r
         elif r.kind is K.TASK_STARTED:
             self._start(r)
         else:
@@ -88,12 +91,10 @@ class _Folder:
 
     def _start(self, r: Record) -> None:
         assert r.slot is not None and r.task is not None
-        sampler = self.sampler.pop(r.slot, {})
-        chain, params = sampler.get(K.SAMPLER_CHAIN), sampler.get(K.SAMPLER_PARAMS)
         task = LlamaTask(r.slot, r.task, r.line, r.t, selection=self.selection.pop(r.slot, None),
                          lcp=self.lcp.pop(r.slot, None), last_line=r.line,
-                         sampler_chain=chain if isinstance(chain, SamplerChain) else None,
-                         sampler_params=params if isinstance(params, SamplerParams) else None)
+                         sampler_chain=self.chain.pop(r.slot, None),
+                         sampler_params=self.params.pop(r.slot, None))
         self.by_id[r.task] = self.current[r.slot] = task
         self.candidates.pop(r.slot, None)
         self.out.tasks.append(task)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from engine.files import check_target, replacing
+from engine.files import replacing
 from eventlog import get_session
 from eventlog.jsoncodec import encode_json
 from eventlog.postmortem import postmortem_session
@@ -43,14 +43,13 @@ class Exported:
 
 def export_session(engine: Engine, session_id: int, fmt: SessionFormat, path: Path) -> Exported:
     """Write session `session_id` to `path` as `fmt`, whole or not at all
-    (engine/files.py). Traces read the log twice (the
-    postmortem for the findings' instants, then the timeline), Parquet twice as well (its
-    column types, then the rows): memory stays flat however long the session is."""
+    (engine/files.py). Traces read the log twice (the postmortem for the findings'
+    instants, then the timeline), Parquet twice as well (its column types, then the rows):
+    memory stays flat however long the session is."""
     module = _NEEDS.get(fmt)
     if module is not None and importlib.util.find_spec(module) is None:
         raise ExportDependencyError(f"--format {fmt.value} needs {module}, which is not "
                                     "installed: pip install 'specledger[export]'")
-    check_target(path)
     info = get_session(engine, session_id)
     with replacing(path) as tmp:
         if fmt is SessionFormat.PARQUET:
