@@ -95,10 +95,12 @@ def short_busy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _record_interrupted(engine: Engine, rounds: list[Event], at: int) -> tuple[int, int]:
     """Create a session and record `rounds` into it (a flush every 2 rounds), with SIGINT
-    at the `at`-th line; clean up as the CLI does. (lines traced, the session id: 0 when
-    the interrupt came before create_session returned it)."""
+    at the `at`-th line; clean up as the CLI does. The interrupt, once sent, reaches this
+    caller (held to a write section's end, never dropped). (lines traced, the session id:
+    0 when the interrupt came before create_session returned it)."""
     tracer = _Interrupter(at)
     sid = 0
+    raised = False
     sys.settrace(tracer.trace)
     try:
         sid = create_session(engine, config={}, backend="sim", seeds={}, code_version="t")
@@ -109,10 +111,11 @@ def _record_interrupted(engine: Engine, rounds: list[Event], at: int) -> tuple[i
                     rec.end_unit()
     except KeyboardInterrupt:
         sys.settrace(None)
-        assert tracer.where
+        raised = True
         assert fail_unclosed() == []
     finally:
         sys.settrace(None)
+    assert raised == bool(tracer.where), f"the Ctrl-C at {tracer.where} was lost"
     return tracer.lines, sid
 
 
