@@ -25,7 +25,6 @@ from eventlog.reader import scan_events
 from specledger.api import run_session
 from specledger.cli import main
 from specledger.export import chrome_trace
-from specledger.llama_run import server_options
 from tests.engine.llama.test_logread import FIXTURES
 from tests.eventlog.test_migrate import _as_version_1
 
@@ -272,14 +271,6 @@ def test_a_bad_input_is_one_line_and_changes_nothing(
     assert "Traceback" not in err and case.said in err, err
     assert after == before
     assert len(list_sessions(open_db(place.ledger, False))) == sessions
-
-
-def test_llama_runs_a_gguf_file_as_given(place: Place) -> None:
-    """`run --backend llama --model FILE.gguf` serves that file: no export, no cache."""
-    gguf = place.dir / "model.gguf"
-    gguf.write_bytes(b"GGUF" + bytes(60))
-    config = RunConfig(backend="llama", model=str(gguf), drafter="ngram-mod")
-    assert server_options(config).model == gguf
 
 
 # A full disk shows when the written file is flushed, or at a write half-way through.

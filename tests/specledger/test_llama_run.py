@@ -53,6 +53,18 @@ def test_one_slot_only() -> None:
         server_options(config(slots=2))
 
 
+def test_gguf_files_are_served_as_given(tmp_path: Path) -> None:
+    """`--model FILE.gguf --draft-model FILE.gguf` serves those files: no export, no cache."""
+    from specledger.llama_run import server_options
+
+    target, draft = tmp_path / "target.gguf", tmp_path / "draft.gguf"
+    for path in (target, draft):
+        path.write_bytes(b"GGUF" + bytes(60))
+    opts = server_options(config(model=str(target), draft_model=str(draft),
+                                 drafter="draft-model"))
+    assert (opts.model, opts.draft_model) == (target, draft)
+
+
 @pytest.mark.parametrize("drafter,stream", [("mtp", True), ("ngram-mod", False)])
 def test_run_records_the_servers_log(tmp_path: Path, drafter: str, stream: bool) -> None:
     require_llama(require_server)
