@@ -27,6 +27,7 @@ from specledger.cli import main
 from specledger.export import chrome_trace
 from tests.engine.llama.test_logread import FIXTURES
 from tests.eventlog.test_migrate import _as_version_1
+from tests.specledger.helpers import exit_status
 
 TINY = RunConfig(turns=1, prompt_tokens=16, question_tokens=4, answer_tokens=12, draft_max=4)
 
@@ -247,14 +248,6 @@ def _argv(place: Place, template: str) -> list[str]:
     return words
 
 
-def _main(argv: list[str]) -> int:
-    """The CLI's exit status, argparse's refusals (SystemExit) included."""
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_a_bad_input_is_one_line_and_changes_nothing(
         case: Case, place: Place, capsys: pytest.CaptureFixture[str],
@@ -263,7 +256,7 @@ def test_a_bad_input_is_one_line_and_changes_nothing(
     before, sessions = _snapshot(place.dir), len(list_sessions(open_db(place.ledger, False)))
     capsys.readouterr()
     with case.around(place) if case.around else nullcontext():  # type: ignore[attr-defined]
-        status = _main(_argv(place, case.argv))
+        status = exit_status(_argv(place, case.argv))
         after = _snapshot(place.dir)
     err = capsys.readouterr().err
     assert status == case.status, err

@@ -12,6 +12,7 @@ from eventlog.inserts import event_row
 from eventlog.schema import events
 from fsm.states import Trigger
 from specledger.cli import main
+from tests.specledger.helpers import exit_status
 
 SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
          "--question-tokens", "8", "--answer-tokens", "40"]
@@ -92,14 +93,6 @@ def test_counterfactual_is_compared_turn_by_turn(
     assert diff["divergence"] == doc["divergence"]
 
 
-def _status(argv: list[str]) -> int:
-    """main's exit status, whether it returns it or argparse exits with it."""
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-
-
 def test_bad_rerun_and_diff_input_is_one_line(
     recorded: tuple[str, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +111,6 @@ def test_bad_rerun_and_diff_input_is_one_line(
         (["diff", str(sid), "99", "--db", db], 1, "no session 99"),
     ]
     for argv, status, needle in cases:
-        assert _status(argv) == status, argv
+        assert exit_status(argv) == status, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (argv, err)
