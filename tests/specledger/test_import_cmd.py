@@ -89,15 +89,16 @@ def test_truncated_log_is_imported_and_reported(tmp_path: Path,
 def test_a_cut_gzip_is_imported_and_reported(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     data = (FIXTURES / "ngram-mod.log.gz").read_bytes()
+    cut_at = len(data) * 9 // 10
     cut = tmp_path / "cut.log.gz"
-    cut.write_bytes(data[:len(data) * 9 // 10])
+    cut.write_bytes(data[:cut_at])
     db = str(tmp_path / "g.db")
     doc = run_json(["import", "llama-server", str(cut), "--db", db], capsys)
-    assert doc["gzip_cut"]["at"] == len(data) * 9 // 10 and doc["partial_line"] is not None
+    assert doc["gzip_cut"]["at"] == cut_at and doc["partial_line"] is not None
     assert len(doc["turns"]) == 1 and len(doc["truncated_tasks"]) == 1
     assert main(["import", "llama-server", str(cut), "--db", db]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert f"the gzip stream ends early at byte {len(data) * 9 // 10} of" in out
+    assert f"the gzip stream ends early at byte {cut_at} of" in out
     assert f"line {doc['partial_line']} was cut mid-write" in out
 
 
