@@ -1,11 +1,13 @@
 """The run configuration: one typed dataclass, validated once at the edge."""
 
 import math
+import re
 from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.llama.paths import DEFAULT_BUILD
 
 
 class BackendKind(StrEnum):
@@ -52,6 +54,7 @@ DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
 SHIPPED_TARGET = "shipped:target"
 SHIPPED_DRAFT = "shipped:draft"
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 def option(default: Any, help: str, *, lo: float | None = None, hi: float | None = None,
@@ -134,6 +137,9 @@ class RunConfig:
     audit: bool = option(True, "skip the state-truth audit", negate="--no-audit")
     strict: bool = option(False, "stop at the first violation")
     stream: bool = option(False, "llama: stream each answer (server-sent events)")
+    llama_build: str = option(DEFAULT_BUILD, "llama: the llama.cpp build that runs, by its "
+                                        "llama-cpp-python version (`specledger llama builds` "
+                                        "lists the matrix)")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -161,6 +167,9 @@ class RunConfig:
         if unknown or ("none" in names and len(names) > 1):
             raise ConfigError(f"drafter: '{self.drafter}' is not 'none' or a comma-separated "
                               f"chain of {', '.join(DRAFTERS[1:])}")
+        if not _VERSION.fullmatch(self.llama_build):
+            raise ConfigError(f"llama_build: '{self.llama_build}' is not a llama-cpp-python "
+                              f"version such as {DEFAULT_BUILD}")
         if self.schedule is Schedule.BATCHED and self.backend is BackendKind.LLAMA:
             raise ConfigError("schedule: llama-server batches its slots itself; run the llama "
                               "backend with --schedule sequential")

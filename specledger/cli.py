@@ -11,7 +11,7 @@ from engine.config import BackendKind
 from eventlog.interrupts import interrupts_deferred
 from eventlog.unclosed import fail_unclosed
 from fsm.errors import SpecledgerError
-from specledger import bench_cmd, commands, export_cmd, import_cmd, migrate_cmd
+from specledger import bench_cmd, commands, export_cmd, import_cmd, llama_cmd, migrate_cmd
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
 from specledger.graphs import GraphKind
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     import_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     migrate_cmd.add_parser(sub)
+    llama_cmd.add_parser(sub)
     demo = sub.add_parser("demo", help="the #28049 amplification, shown")
     demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     demo.add_argument("--seed", type=int, default=1)

@@ -12,7 +12,15 @@ from eventlog.errors import EmptyLedgerError
 from eventlog.fold import fold_profiles
 from eventlog.projection import project_session
 from eventlog.reader import scan_events
-from specledger import analysis_cmds, bench_cmd, export_cmd, import_cmd, migrate_cmd, output
+from specledger import (
+    analysis_cmds,
+    bench_cmd,
+    export_cmd,
+    import_cmd,
+    llama_cmd,
+    migrate_cmd,
+    output,
+)
 from specledger.api import RunResult, run_session, session_turns
 from specledger.errors import UsageError
 from specledger.graphs import GraphKind, default_name, graph_dot
@@ -37,6 +45,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "import": import_cmd.cmd_import,
         "export": export_cmd.cmd_export,
         "migrate": migrate_cmd.cmd_migrate,
+        "llama": llama_cmd.cmd_llama,
     }[args.command]
     return handler(args)
 

@@ -62,9 +62,9 @@ def questions(config: RunConfig) -> list[str]:
             for turn in range(1, config.turns + 1)]
 
 
-def server_version() -> str:
+def server_version(build: str) -> str:
     """`llama-server --version`'s output, one line."""
-    done = subprocess.run([str(require_server()), "--version"], capture_output=True,
+    done = subprocess.run([str(require_server(build)), "--version"], capture_output=True,
                           text=True, timeout=30, check=False)
     return " ".join((done.stdout + done.stderr).split())
 
@@ -82,9 +82,10 @@ def server_options(config: RunConfig) -> ServerOptions:
         drafters = parse_drafters(config.drafter)
     except ChainOrderError as exc:  # what the command line asked cannot run: a usage error
         raise UsageError(str(exc)) from None
-    draft = (model_gguf(config.draft_model, "draft_model")
+    build = config.llama_build
+    draft = (model_gguf(config.draft_model, "draft_model", build)
              if Drafter.DRAFT_MODEL in drafters else None)
-    return ServerOptions.from_run_config(config, model_gguf(config.model), draft,
+    return ServerOptions.from_run_config(config, model_gguf(config.model, build=build), draft,
                                          threads=config.threads, verbose=True)
 
 
@@ -117,13 +118,13 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
 
         exchanges = converse(client, asked, sampling, stream=config.stream,
                              prompt_ids=prompt_ids, on_answer=answered)
-        flags = tuple(server_args(opts, server.port))
+        flags = tuple(server_args(opts, server.port, server.dialect))
     log_path = server.log_path
     responses_path = log_path.with_suffix(".responses.json")
     answers: list[dict[str, Any]] = [e.response for e in exchanges]
     write_file(responses_path, json.dumps(answers, indent=1))
     prov = Provenance(log_path=str(log_path), responses_path=str(responses_path), flags=flags,
-                      version=server_version(), model_sha256=file_sha256(opts.model),
+                      version=server_version(opts.build), model_sha256=file_sha256(opts.model),
                       draft_model_sha256=file_sha256(opts.draft_model)
                       if opts.draft_model is not None and Drafter.DRAFT_MODEL in opts.drafters
                       else None, prompt_ids=True, run=config.to_dict())

@@ -71,7 +71,12 @@ def convert(model_dir: Path, out: Path, outtype: str, converter: Path) -> None:
     sys.path[:0] = [str(converter / "gguf-py"), str(converter)]
     import gguf
     import torch
-    from conversion.qwen import Qwen3_5TextModel
+
+    # From 0.3.24 the converter is a package; before, one script that skips the MTP head.
+    if (converter / "conversion").is_dir():
+        from conversion.qwen import Qwen3_5TextModel
+    else:
+        from convert_hf_to_gguf import Qwen3_5TextModel
 
     tokens = vocab_tokens(model_dir / "tokenizer.json")
     config = json.loads((model_dir / "config.json").read_text())

@@ -33,3 +33,7 @@ class ServerDiedError(LlamaError):
 
 class ServerRequestError(LlamaError):
     """llama-server answered a request with an HTTP error."""
+
+
+class UnknownBuildError(LlamaError):
+    """A llama.cpp build named by something that is not a llama-cpp-python version."""

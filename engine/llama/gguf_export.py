@@ -16,7 +16,7 @@ from pathlib import Path
 
 from engine.files import check_target, replacing
 from engine.llama.errors import GgufExportError
-from engine.llama.paths import LLAMA_PY_VERSION, cache_root, require_converter
+from engine.llama.paths import DEFAULT_BUILD, cache_root, require_converter
 from engine.shipped import model_dir as resolve_model
 
 # What the vendored converter imports besides the standard library.
@@ -70,9 +70,11 @@ def check_checkpoint(model_dir: Path) -> None:
                               f"ChatML specials), the only vocabulary the export writes")
 
 
-def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32") -> Path:
+def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32",
+                build: str = DEFAULT_BUILD) -> Path:
     """Convert the checkpoint at `model_dir` (a directory, or `shipped:NAME`) to the GGUF
-    file `out` with weights in `outtype` (f32 or f16); return `out`. The file is written
+    file `out` with weights in `outtype` (f32 or f16), by the converter of llama.cpp
+    `build`; return `out`. The file is written
     whole or not at all, under engine/files.py's rules (a missing folder is created; a
     directory or a device is refused before the conversion starts)."""
     model_dir, out = resolve_model(model_dir), Path(out)
@@ -85,7 +87,7 @@ def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32") ->
     if not model_dir.is_dir():
         raise GgufExportError(f"checkpoint directory {model_dir} does not exist")
     check_checkpoint(model_dir)
-    converter = require_converter()
+    converter = require_converter(build)
     missing = [m for m in CONVERTER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise GgufExportError(f"the GGUF converter needs the Python package(s) "
@@ -132,12 +134,13 @@ def require_gguf(path: str | Path, what: str) -> Path:
     return path
 
 
-def model_gguf(model: str | Path, what: str = "model") -> Path:
-    """The GGUF llama-server runs for a model option (`what` names it): a GGUF file as it
-    is, a checkpoint directory (or `shipped:NAME`) exported once (`cached_gguf`)."""
+def model_gguf(model: str | Path, what: str = "model", build: str = DEFAULT_BUILD) -> Path:
+    """The GGUF llama-server `build` runs for a model option (`what` names it): a GGUF file
+    as it is, a checkpoint directory (or `shipped:NAME`) exported once by that build's own
+    converter (`cached_gguf`: an older server may not load a newer converter's file)."""
     path = resolve_model(model)
     if path.is_dir():
-        return cached_gguf(path)
+        return cached_gguf(path, build=build)
     if is_gguf(path):
         return path
     if path.exists():
@@ -147,15 +150,16 @@ def model_gguf(model: str | Path, what: str = "model") -> Path:
                           f"shipped:target, shipped:draft or a GGUF file")
 
 
-def cached_gguf(model: str | Path, outtype: str = "f32") -> Path:
-    """The GGUF of checkpoint `model`, exported once into specledger's cache. The file
-    name carries a digest of the checkpoint's files, the llama.cpp version and our
-    conversion step, so a changed model or converter makes a new export."""
+def cached_gguf(model: str | Path, outtype: str = "f32", build: str = DEFAULT_BUILD) -> Path:
+    """The GGUF of checkpoint `model` by `build`'s converter, exported once into
+    specledger's cache. The file name carries a digest of the checkpoint's files, the
+    llama.cpp build and our conversion step, so a changed model or converter makes a new
+    export."""
     root = resolve_model(model)
-    h = hashlib.sha256(f"{LLAMA_PY_VERSION}/{outtype}".encode())
+    h = hashlib.sha256(f"{build}/{outtype}".encode())
     h.update(Path(__file__).with_name("convert.py").read_bytes())
     for file in sorted([*root.glob("*.json"), *root.glob("*.safetensors")]):
         h.update(file.name.encode())
         h.update(file.read_bytes())
     path = cache_root() / "gguf" / f"{root.name}-{h.hexdigest()[:16]}-{outtype}.gguf"
-    return path if path.is_file() else export_gguf(root, path, outtype)
+    return path if path.is_file() else export_gguf(root, path, outtype, build)

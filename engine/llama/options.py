@@ -13,6 +13,11 @@ A chain of drafters runs in llama.cpp's own order of precedence, whatever order
 `--spec-type` names them in (common_speculative_init: the n-gram drafters first, then the
 model drafters): each round it asks them in that order and the first with a draft drafts.
 A chain in another order would not run as named, so it is refused.
+
+Builds before 0.3.24 speak an older dialect (engine/llama/builds.py `Dialect.LEGACY`): one
+speculative type, no draft-mtp, a draft model implied by `-md`, and shared sizes
+(`--draft-max/--draft-min`, `--spec-ngram-size-n/-m`, `--spec-ngram-min-hits`; ngram-mod's
+key length is `--spec-ngram-size-n`).
 """
 
 from dataclasses import dataclass
@@ -21,6 +26,8 @@ from pathlib import Path
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
+from engine.llama.builds import Dialect
+from engine.llama.paths import DEFAULT_BUILD, check_build
 
 HOST = "127.0.0.1"  # loopback only: the server is ours, never anyone else's
 
@@ -50,6 +57,10 @@ PRECEDENCE = (Drafter.NGRAM_SIMPLE, Drafter.NGRAM_MAP_K, Drafter.NGRAM_MOD,
 
 class ChainOrderError(ConfigError):
     """A drafter chain llama-server would not run in the order it names."""
+
+
+class BuildLacksDrafterError(ConfigError):
+    """The chosen llama.cpp build has no such drafter, or runs no chain."""
 
 
 SPEC_TYPES = {
@@ -130,6 +141,7 @@ class ServerOptions:
     port: int = 0
     verbose: bool = True
     startup_timeout_s: float = 60.0
+    build: str = DEFAULT_BUILD
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -153,6 +165,7 @@ class ServerOptions:
         _check("ctx_size", self.ctx_size, 16, 1 << 20)
         _check("threads", self.threads, 1, 1024)
         _check("port", self.port, 0, 65535)
+        check_build(self.build)
         if not self.startup_timeout_s > 0:
             raise ConfigError(f"startup_timeout_s: {self.startup_timeout_s} must be > 0")
 
@@ -164,11 +177,14 @@ class ServerOptions:
                    draft_model=draft_model, draft_max=config.draft_max,
                    draft_min=config.draft_min, ngram_n=config.ngram_n,
                    ngram_min_hits=config.ngram_min_hits,
-                   ctx_checkpoints=config.ctx_checkpoints, threads=threads, verbose=verbose)
+                   ctx_checkpoints=config.ctx_checkpoints, threads=threads, verbose=verbose,
+                   build=config.llama_build)
 
 
-def server_args(opts: ServerOptions, port: int) -> list[str]:
-    """llama-server's arguments (binary excluded) for `opts` listening on `port`."""
+def server_args(opts: ServerOptions, port: int,
+                dialect: Dialect = Dialect.SPEC_DRAFT) -> list[str]:
+    """llama-server's arguments (binary excluded) for `opts` listening on `port`, in the
+    flag dialect of the build that runs them."""
     threads = str(opts.threads)
     args = ["-m", str(opts.model), "--host", HOST, "--port", str(port),
             "-t", threads, "-tb", threads, "-c", str(opts.ctx_size), "-np", "1",
@@ -177,6 +193,8 @@ def server_args(opts: ServerOptions, port: int) -> list[str]:
             "--flash-attn", "on" if opts.flash_attn else "off"]
     if opts.verbose:
         args.append("-v")
+    if dialect is Dialect.LEGACY:
+        return args + _legacy_args(opts)
     if opts.drafters:
         args += ["--spec-type", ",".join(SPEC_TYPES[d] for d in opts.drafters)]
     for d in opts.drafters:
@@ -202,6 +220,30 @@ def _drafter_args(opts: ServerOptions, drafter: Drafter) -> list[str]:
     prefix = "--spec-ngram-simple" if drafter is Drafter.NGRAM_SIMPLE else "--spec-ngram-map-k"
     return [f"{prefix}-size-n", n, f"{prefix}-size-m", m,
             f"{prefix}-min-hits", str(opts.ngram_min_hits)]
+
+
+def _legacy_args(opts: ServerOptions) -> list[str]:
+    """The drafter flags of a build before 0.3.24: one type, shared sizes."""
+    if not opts.drafters:
+        return []
+    named = ",".join(d.value for d in opts.drafters)
+    if len(opts.drafters) > 1:
+        raise BuildLacksDrafterError(f"drafter: llama.cpp {opts.build} runs one speculative "
+                                     f"type, not the chain '{named}' (chains came in 0.3.24)")
+    drafter = opts.drafters[0]
+    if drafter is Drafter.MTP:
+        raise BuildLacksDrafterError(f"drafter: llama.cpp {opts.build} has no draft-mtp "
+                                     f"(it came in 0.3.24); choose draft-model or an n-gram "
+                                     f"drafter")
+    sizes = ["--draft-max", str(opts.draft_max), "--draft-min", str(opts.draft_min)]
+    if drafter is Drafter.DRAFT_MODEL:  # -md alone selects the draft-model type
+        threads, cache = str(opts.threads), opts.cache_type.value
+        return [*sizes, "-md", str(opts.draft_model), "-ctkd", cache, "-ctvd", cache,
+                "-td", threads, "-tbd", threads]
+    return ["--spec-type", SPEC_TYPES[drafter], *sizes,
+            "--spec-ngram-size-n", str(opts.ngram_n),
+            "--spec-ngram-size-m", str(opts.draft_max),
+            "--spec-ngram-min-hits", str(opts.ngram_min_hits)]
 
 
 def _check(name: str, value: int, lo: int, hi: int) -> None:

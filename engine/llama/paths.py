@@ -1,25 +1,45 @@
 """Where specledger finds llama.cpp: the one place that knows the cache layout.
 
-`tools/build_llama.sh` (`make llama`) builds `llama-server` from the llama.cpp vendored in
-the PyPI sdist of llama-cpp-python LLAMA_PY_VERSION and keeps it, with that tree's GGUF
-converter, under the cache root:
+`tools/build_llama.sh` (`make llama`, `specledger llama build VERSION`) builds `llama-server`
+from the llama.cpp vendored in the PyPI sdist of llama-cpp-python VERSION and keeps it,
+with that tree's GGUF converter, under the cache root, one folder per build side by side:
 
-    <cache>/llama.cpp/<LLAMA_PY_VERSION>/bin/llama-server
-    <cache>/llama.cpp/<LLAMA_PY_VERSION>/convert/{convert_hf_to_gguf.py,gguf-py,conversion}
+    <cache>/llama.cpp/<VERSION>/bin/llama-server
+    <cache>/llama.cpp/<VERSION>/convert/{convert_hf_to_gguf.py,gguf-py[,conversion]}
 
+A build is named by its llama-cpp-python version (engine/llama/builds.py pins the matrix);
+DEFAULT_BUILD is the one `make llama` builds and every command uses unless told otherwise.
 `SPECLEDGER_CACHE` moves the cache root (default `$XDG_CACHE_HOME/specledger`, else
-`~/.cache/specledger`); `SPECLEDGER_LLAMA_SERVER` names another `llama-server` binary.
+`~/.cache/specledger`); `SPECLEDGER_LLAMA_SERVER` names another `llama-server` binary for
+the default build.
 """
 
 import os
+import re
 from pathlib import Path
 
-from engine.llama.errors import LlamaNotBuiltError
+from engine.llama.errors import LlamaNotBuiltError, UnknownBuildError
 
-LLAMA_PY_VERSION = "0.3.36"
+DEFAULT_BUILD = "0.3.36"
+LLAMA_PY_VERSION = DEFAULT_BUILD  # the name tools/build_llama.sh's environment uses
 SERVER_ENV = "SPECLEDGER_LLAMA_SERVER"
 CACHE_ENV = "SPECLEDGER_CACHE"
-BUILD_HINT = "run make llama"
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+
+def check_build(build: str) -> str:
+    """`build` if it names a llama-cpp-python version (X.Y.Z), else UnknownBuildError."""
+    if not isinstance(build, str) or not _VERSION.fullmatch(build):
+        raise UnknownBuildError(f"llama build: '{build}' is not a llama-cpp-python version "
+                                f"such as {DEFAULT_BUILD} (`specledger llama builds` lists "
+                                f"the matrix)")
+    return build
+
+
+def build_hint(build: str) -> str:
+    """The command that builds `build`."""
+    return ("run make llama" if build == DEFAULT_BUILD
+            else f"run specledger llama build {build}")
 
 
 def cache_root() -> Path:
@@ -31,38 +51,48 @@ def cache_root() -> Path:
     return Path(base).expanduser() / "specledger"
 
 
-def llama_root() -> Path:
-    """The folder of the pinned llama.cpp build."""
-    return cache_root() / "llama.cpp" / LLAMA_PY_VERSION
+def llama_root(build: str = DEFAULT_BUILD) -> Path:
+    """The folder of one llama.cpp build."""
+    return cache_root() / "llama.cpp" / check_build(build)
 
 
-def server_path() -> Path:
-    """Where `llama-server` should be: `SPECLEDGER_LLAMA_SERVER`, else the build's."""
+def server_path(build: str = DEFAULT_BUILD) -> Path:
+    """Where `llama-server` of `build` should be (for the default build
+    `SPECLEDGER_LLAMA_SERVER` wins)."""
     explicit = os.environ.get(SERVER_ENV)
-    return Path(explicit).expanduser() if explicit else llama_root() / "bin" / "llama-server"
+    if explicit and build == DEFAULT_BUILD:
+        return Path(explicit).expanduser()
+    return llama_root(build) / "bin" / "llama-server"
 
 
-def converter_dir() -> Path:
-    """Where the vendored GGUF converter (convert_hf_to_gguf.py, gguf-py/, conversion/)
-    should be."""
-    return llama_root() / "convert"
+def converter_dir(build: str = DEFAULT_BUILD) -> Path:
+    """Where the vendored GGUF converter of `build` (convert_hf_to_gguf.py, gguf-py/, and
+    from 0.3.24 on conversion/) should be."""
+    return llama_root(build) / "convert"
 
 
-def require_server() -> Path:
-    """The `llama-server` binary, or LlamaNotBuiltError saying how to get it."""
-    path = server_path()
-    if not path.is_file() or not os.access(path, os.X_OK):
-        origin = f"${SERVER_ENV}" if os.environ.get(SERVER_ENV) else "the cache"
-        raise LlamaNotBuiltError(f"llama-server not found at {path} ({origin}): {BUILD_HINT}")
+def built(build: str) -> bool:
+    """Whether `build`'s llama-server is in the cache."""
+    path = server_path(build)
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def require_server(build: str = DEFAULT_BUILD) -> Path:
+    """The `llama-server` binary of `build`, or LlamaNotBuiltError saying how to get it."""
+    path = server_path(build)
+    if not built(build):
+        origin = (f"${SERVER_ENV}" if os.environ.get(SERVER_ENV) and build == DEFAULT_BUILD
+                  else "the cache")
+        raise LlamaNotBuiltError(f"llama-server {build} not found at {path} ({origin}): "
+                                 f"{build_hint(build)}")
     return path
 
 
-def require_converter() -> Path:
-    """The converter folder, or LlamaNotBuiltError saying how to get it."""
-    root = converter_dir()
-    missing = [p for p in ("convert_hf_to_gguf.py", "gguf-py", "conversion")
-               if not (root / p).exists()]
+def require_converter(build: str = DEFAULT_BUILD) -> Path:
+    """The converter folder of `build`, or LlamaNotBuiltError saying how to get it."""
+    root = converter_dir(build)
+    missing = [p for p in ("convert_hf_to_gguf.py", "gguf-py") if not (root / p).exists()]
     if missing:
-        raise LlamaNotBuiltError(f"the llama.cpp GGUF converter is missing from {root} "
-                                 f"(no {missing[0]}): {BUILD_HINT}")
+        raise LlamaNotBuiltError(f"the llama.cpp {build} GGUF converter is missing from "
+                                 f"{root} (no {missing[0]}): {build_hint(build)}")
     return root

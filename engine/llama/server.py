@@ -13,6 +13,7 @@ process gone mid-run.
 """
 
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -24,6 +25,7 @@ import weakref
 from pathlib import Path
 from types import TracebackType
 
+from engine.llama.builds import Dialect
 from engine.llama.client import LlamaClient
 from engine.llama.errors import (
     ModelRefusedError,
@@ -41,6 +43,21 @@ _GENERIC = ("exiting due to", "failed to load model", "cleaning up before exit")
 _PREFIX = re.compile(r"^\d+(\.\d+)+ [A-Z] ")  # "0.00.011.157 E "
 _POLL_S = 0.05
 STOP_GRACE_S = 5.0
+_SPEC_DRAFT_FLAG = "--spec-draft-n-max"
+
+
+@functools.cache
+def _dialect(binary: str, mtime_ns: int) -> Dialect:
+    done = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    return Dialect.SPEC_DRAFT if _SPEC_DRAFT_FLAG in done.stdout + done.stderr \
+        else Dialect.LEGACY
+
+
+def binary_dialect(binary: Path) -> Dialect:
+    """The flag dialect of the llama-server at `binary`, from its `--help` (asked once per
+    binary file): a binary given by path may be any build, not only one of the matrix."""
+    return _dialect(str(binary), binary.stat().st_mtime_ns)
 
 
 def _stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -98,6 +115,8 @@ class LlamaServer:
             log_path = Path(name)
         self.log_path = Path(log_path)
         self.port = 0
+        self.dialect = Dialect.SPEC_DRAFT
+        """The flag dialect of the binary that runs (known once started)."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: LlamaClient | None = None
 
@@ -135,10 +154,11 @@ class LlamaServer:
 
     def start(self) -> None:
         """Start the server and wait until it is healthy (or raise, with it stopped)."""
-        binary = require_server()
+        binary = require_server(self.options.build)
         if self.options.port:
             check_port_free(self.options.port)
-        args = [str(binary), *server_args(self.options, self.options.port)]
+        self.dialect = binary_dialect(binary)
+        args = [str(binary), *server_args(self.options, self.options.port, self.dialect)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:

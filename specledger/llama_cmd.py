@@ -1,0 +1,80 @@
+"""`specledger llama builds` and `specledger llama build VERSION`: the llama.cpp build
+matrix (engine/llama/builds.py) and building one of its servers into the cache, side by
+side with the others (tools/build_llama.sh, about 10 minutes on 2 cores, then skipped).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from engine.llama.builds import MATRIX, Build, facts, matrix
+from engine.llama.errors import LlamaNotBuiltError
+from engine.llama.paths import DEFAULT_BUILD, built, check_build, server_path
+from specledger import output
+
+BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "build_llama.sh"
+
+
+def cmd_llama(args: argparse.Namespace) -> int:
+    """Dispatch `llama builds` / `llama build VERSION`."""
+    if args.llama_command == "build":
+        return _build(check_build(args.version))
+    return _builds(args.json)
+
+
+def _row(version: str, build: Build | None) -> dict[str, Any]:
+    return {"version": version, "default": version == DEFAULT_BUILD, "built": built(version),
+            "server": str(server_path(version)),
+            "commit": build.commit if build else None, "date": build.date if build else None,
+            "spec_types": list(build.spec_types) if build else None,
+            "spec_checkpoints": build.spec_checkpoints if build else None,
+            "exposures": {k: v.value for k, v in build.exposures.items()} if build else None}
+
+
+def _builds(as_json: bool) -> int:
+    """The matrix, with which builds are in the cache."""
+    rows = [_row(v, facts(v)) for v in MATRIX]
+    if as_json:
+        output.emit_json({"builds": rows})
+        return 0
+    table = Table(title="llama.cpp builds (llama-cpp-python version)")
+    for col in ("build", "llama.cpp", "date", "speculation", "built"):
+        table.add_column(col)
+    for row, build in zip(rows, [facts(v) for v in MATRIX], strict=True):
+        spec = ("-" if build is None else
+                "refused on hybrid" if not build.spec_checkpoints else
+                ", ".join(t for t in build.spec_types if t != "none"))
+        name = row["version"] + (" (default)" if row["default"] else "")
+        table.add_row(name, build.short if build else "?", (build.date[:10] if build else "?"),
+                      spec, "yes" if row["built"] else f"specledger llama build {row['version']}")
+    output.console.print(table)
+    if not matrix():
+        output.console.print("no build facts: run tools/llama_matrix.py")
+    return 0
+
+
+def _build(version: str) -> int:
+    """Build `version`'s llama-server (and keep its converter) in the cache."""
+    if not BUILD_SCRIPT.is_file():
+        raise LlamaNotBuiltError(f"the build script {BUILD_SCRIPT} ships with specledger's "
+                                 f"source checkout, not with this install")
+    env = {**os.environ, "LLAMA_PY_VERSION": version, "PYTHON": sys.executable}
+    done = subprocess.run(["sh", str(BUILD_SCRIPT)], env=env, check=False)
+    if done.returncode != 0:
+        raise LlamaNotBuiltError(f"building llama-server {version} failed (exit status "
+                                 f"{done.returncode}); the log is in the cache folder above")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """The `llama` subcommand and its two children."""
+    p = sub.add_parser("llama", help="the llama.cpp builds: list the matrix, build one")
+    kids = p.add_subparsers(dest="llama_command", required=True, parser_class=type(p))
+    kids.add_parser("builds", help="the build matrix and which builds are in the cache")
+    build = kids.add_parser("build", help="build one llama-server into the cache")
+    build.add_argument("version", help="llama-cpp-python version, e.g. 0.3.30")
