@@ -17,6 +17,7 @@ from typing import Any
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file
+from engine.llama.paths import DEFAULT_BUILD, check_build
 from specbench.record import DEFAULT_OUT, results_folder
 
 
@@ -40,6 +41,7 @@ class BenchOptions:
     seed: int = 0
     device: str = "auto"  # the torch backend's: auto (CUDA when present), cpu or cuda
     backend: str = "torch"  # the engine a calibration fits: our torch backend, or llama.cpp
+    llama_build: str = DEFAULT_BUILD  # the llama.cpp build the llama suites run
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -48,6 +50,7 @@ class BenchOptions:
             raise ConfigError(f"device: '{self.device}' is not auto, cpu or cuda")
         if self.backend not in ("torch", "llama"):
             raise ConfigError(f"backend: '{self.backend}' is not torch or llama")
+        check_build(self.llama_build)
         if self.record and self.quick:  # the tracked results are numbers to quote
             raise ConfigError("bench: --record keeps full runs' numbers; --quick's are not "
                               "to quote (drop one)")

@@ -87,8 +87,9 @@ def run_llama(opts: BenchOptions, base: RunConfig, drafters: Sequence[str],
     sizes and answer cap of our run configuration `base`. Every pass gets fresh servers:
     llama-server keeps n-gram pools across requests, and a pool that saw the same answers
     in an earlier pass would draft them back (our sessions start empty too)."""
-    target = cached_gguf(opts.model)
-    draft_gguf = cached_gguf(opts.draft_model)
+    target = cached_gguf(opts.model, build=opts.llama_build)
+    draft_gguf = cached_gguf(opts.draft_model, build=opts.llama_build)
+    base = base.replace(llama_build=opts.llama_build)
     warmup = chat_template().next_prompt([], encode(WARMUP_QUESTION))
     runs: list[LlamaRun] = []
     for i in range(repeats):

@@ -15,6 +15,7 @@ from rich.markdown import Markdown
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import write_file
+from engine.llama.paths import DEFAULT_BUILD
 from specledger import output
 from specledger.cli_common import add_common
 
@@ -32,7 +33,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
                         record=args.record, threads=args.threads, model=args.model,
                         draft_model=args.draft_model, seed=args.seed, device=args.device,
-                        backend=args.backend)
+                        backend=args.backend, llama_build=args.llama_build)
     names = args.suites or list(SUITES)
     unknown = [n for n in names if n not in SUITES]
     if unknown:  # before any suite runs: a typo must not cost the suites before it
@@ -99,6 +100,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--backend", choices=["torch", "llama"], default="torch",
                    help="calibration: fit the sim to our torch backend or to llama.cpp's "
                         "llama-server (make llama)")
+    p.add_argument("--llama-build", default=DEFAULT_BUILD, metavar="VERSION",
+                   help="the llama.cpp build the llama suites run, by llama-cpp-python "
+                        f"version (default: {DEFAULT_BUILD}; `specledger llama builds`)")
     p.add_argument("--model", default=SHIPPED_TARGET, help="torch: target checkpoint")
     p.add_argument("--draft-model", default=SHIPPED_DRAFT, help="torch: draft checkpoint")
     p.add_argument("--seed", type=int, default=0)
