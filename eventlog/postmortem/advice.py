@@ -57,6 +57,13 @@ ADVICE: dict[Kind, str] = {
                                   "(engine/llama/crosscheck.py names how each is read); "
                                   "lines of one log that contradict each other are the "
                                   "engine's bug.",
+    Kind.ACCEPTANCE_INFLATION: "Trust the rounds' acceptance, not the server's: this build "
+                               "counts each checkpoint restore's replayed correction token as "
+                               "an accepted draft. Use a llama.cpp with PR 26320 (merged "
+                               "2026-08; llama-cpp-python 0.3.36 has it), or subtract one "
+                               "accepted draft per `restoring speculative checkpoint` line "
+                               "(and, on builds that count the replay as drafted too, its "
+                               "replayed drafts) before comparing drafters.",
     Kind.SAMPLER_MISMATCH: "Send every sampler parameter the session claims with each request "
                            "(llama-server fills what a request leaves out with its own "
                            "defaults: top_k 40, top_p 0.95, min_p 0.05), or record the "

@@ -27,6 +27,7 @@ from eventlog.postmortem.draft_ckpt import DraftCheckpoints
 from eventlog.postmortem.draft_sizes import DraftStateSizes
 from eventlog.postmortem.eog import EogTail
 from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
+from eventlog.postmortem.inflation import AcceptanceInflation
 from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.sampler import SamplerCheck
 from eventlog.postmortem.storms import RestoreStorms
@@ -93,9 +94,11 @@ _REQUIRED = {Trigger.DRAFT: DraftCheckpoints.counter}
 def detectors(config: dict[str, Any], path_of: PathOf) -> list[Detector]:
     """One of each detector for a session recorded with `config`, whose log `path_of`
     reads back."""
+    inflation = AcceptanceInflation(config)
     return [EogTail(config), RestoreStorms(config, path_of), Contamination(config),
-            DraftCheckpoints(config), AcceptanceCollapse(config), Violations(config),
-            DraftStateSizes(config), SamplerCheck(config), UnknownInputs(config)]
+            DraftCheckpoints(config), AcceptanceCollapse(config), inflation,
+            Violations(config, inflation), DraftStateSizes(config), SamplerCheck(config),
+            UnknownInputs(config)]
 
 
 class _Pass:

@@ -30,6 +30,7 @@ class Kind(StrEnum):
     ACCEPTANCE_COLLAPSE = "acceptance_collapse"            # cf. llama.cpp PR 22168
     INVARIANT_VIOLATION = "invariant_violation"
     ENGINE_COUNTER_MISMATCH = "engine_counter_mismatch"    # an imported engine's own counts
+    ACCEPTANCE_INFLATION = "acceptance_inflation"          # llama.cpp PR 26320
     SAMPLER_MISMATCH = "sampler_mismatch"                  # the sampler asked vs the one used
     RUN_FAILED = "run_failed"
     INCOMPLETE_LOG = "incomplete_log"

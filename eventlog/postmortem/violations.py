@@ -4,13 +4,15 @@ mid-session. Lossless (invariant 4) needs a plain reference: reference.py decide
 
 An imported engine's own counters that disagree with the rounds its log shows (the
 violations that name the counter's `source`: print_timing, an answer, a log line) are not
-a slot out of step, and get their own finding and advice."""
+a slot out of step, and get their own finding and advice; those that are the surplus of
+PR 26320's replayed corrections (`inflation.py`) are named there instead."""
 
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, INVARIANT_ADVICE, Cause
-from eventlog.postmortem.detector import SEQ, Handler, Row, examples
+from eventlog.postmortem.detector import Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
+from eventlog.postmortem.inflation import AcceptanceInflation
 from fsm.invariants import Invariant
 from fsm.payloads import Fail, InvariantViolation
 from fsm.states import Trigger
@@ -25,13 +27,17 @@ _COUNTERS = "engine counters"
 
 
 class Violations:
-    """Groups the remaining violations by invariant; notes FAIL events."""
+    """Groups the remaining violations by invariant; notes FAIL events. The engine's
+    counter mismatches wait for the end: `inflation` may explain some of them."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], inflation: AcceptanceInflation) -> None:
         # Per invariant: its first events (the examples), how many, and the last seq; not
-        # every violation, so a long session's memory stays flat.
+        # every violation, so a long session's memory stays flat. Counter mismatches come
+        # from imported logs only, a few per turn.
         self.by_invariant: dict[str, tuple[list[Noted], int, int]] = {}
+        self.counters: list[Noted] = []
         self.failures: list[Noted] = []
+        self.inflation = inflation
 
     def handlers(self) -> dict[Trigger, Handler]:
         """Violations and failures."""
@@ -41,17 +47,22 @@ class Violations:
         self.failures.append(Noted(*row[:4], fail))
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
-        name = v["invariant"]
         if "source" in v["details"]:
-            name = _COUNTERS
-        if name not in _EXPLAINED:
-            firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
-            if len(firsts) < _EXAMPLES:
-                firsts.append(Noted(*row[:4], v))
-            self.by_invariant[name] = (firsts, count + 1, row[SEQ])
+            self.counters.append(Noted(*row[:4], v))
+        elif v["invariant"] not in _EXPLAINED:
+            self._count(v["invariant"], Noted(*row[:4], v))
+
+    def _count(self, name: str, noted: Noted) -> None:
+        firsts, count, _ = self.by_invariant.get(name, ([], 0, 0))
+        if len(firsts) < _EXAMPLES:
+            firsts.append(noted)
+        self.by_invariant[name] = (firsts, count + 1, noted.seq)
 
     def finish(self) -> list[Finding]:
         """One finding per invariant, one per failure."""
+        for noted in self.counters:
+            if noted.seq not in self.inflation.explained:
+                self._count(_COUNTERS, noted)
         out = []
         for name, (evs, count, last_seq) in self.by_invariant.items():
             first = evs[0]

@@ -20,6 +20,7 @@ SUBJECT = {
     Kind.ACCEPTANCE_COLLAPSE: "low-acceptance streak",
     Kind.INVARIANT_VIOLATION: "invariant",
     Kind.ENGINE_COUNTER_MISMATCH: "counter",
+    Kind.ACCEPTANCE_INFLATION: "PR 26320",
     Kind.SAMPLER_MISMATCH: "sampler parameter",
     Kind.RUN_FAILED: "error",
     Kind.INCOMPLETE_LOG: "Re-run",
