@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     demo.add_argument("--seed", type=int, default=1)
     for name, child in sub.choices.items():
-        if name != "bench":  # bench keeps its sessions beside its results
+        if name not in ("bench", "llama"):  # bench keeps its sessions beside its results
             add_common(child)
     return p
 

@@ -23,7 +23,7 @@ BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "build_llama.sh"
 def cmd_llama(args: argparse.Namespace) -> int:
     """Dispatch `llama builds` / `llama build VERSION`."""
     if args.llama_command == "build":
-        return _build(check_build(args.version))
+        return _build(check_build(args.version), args.json)
     return _builds(args.json)
 
 
@@ -58,16 +58,20 @@ def _builds(as_json: bool) -> int:
     return 0
 
 
-def _build(version: str) -> int:
-    """Build `version`'s llama-server (and keep its converter) in the cache."""
+def _build(version: str, as_json: bool) -> int:
+    """Build `version`'s llama-server (and keep its converter) in the cache; the script's
+    progress goes to stderr under --json, whose one document says where the server is."""
     if not BUILD_SCRIPT.is_file():
         raise LlamaNotBuiltError(f"the build script {BUILD_SCRIPT} ships with specledger's "
                                  f"source checkout, not with this install")
     env = {**os.environ, "LLAMA_PY_VERSION": version, "PYTHON": sys.executable}
-    done = subprocess.run(["sh", str(BUILD_SCRIPT)], env=env, check=False)
+    done = subprocess.run(["sh", str(BUILD_SCRIPT)], env=env, check=False,
+                          stdout=sys.stderr if as_json else None)
     if done.returncode != 0:
         raise LlamaNotBuiltError(f"building llama-server {version} failed (exit status "
                                  f"{done.returncode}); the log is in the cache folder above")
+    if as_json:
+        output.emit_json(_row(version, facts(version)))
     return 0
 
 
@@ -75,6 +79,9 @@ def add_parser(sub: Any) -> None:
     """The `llama` subcommand and its two children."""
     p = sub.add_parser("llama", help="the llama.cpp builds: list the matrix, build one")
     kids = p.add_subparsers(dest="llama_command", required=True, parser_class=type(p))
-    kids.add_parser("builds", help="the build matrix and which builds are in the cache")
+    builds = kids.add_parser("builds", help="the build matrix and which builds are in the "
+                                            "cache")
     build = kids.add_parser("build", help="build one llama-server into the cache")
     build.add_argument("version", help="llama-cpp-python version, e.g. 0.3.30")
+    for child in (builds, build):  # no --db: the cache is not a ledger
+        child.add_argument("--json", action="store_true", help="print one JSON document")
