@@ -7,6 +7,7 @@ from pathlib import Path
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from engine.files import check_target, write_file
+from engine.llama.exposed import build_exposure
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
 from eventlog.fold import fold_profiles
@@ -106,10 +107,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     info = get_session(engine, args.session)
     turns, partial = session_turns(engine, args.session)
     profiles = fold_profiles(scan_events(engine, args.session))
+    exposure = build_exposure(info.config)
     if args.json:
-        output.emit_json({"session": output.session_json(info),
-                          "turns": output.turn_rows(turns, profiles),
-                          "partial_turns": output.turn_rows(partial, profiles)})
+        doc = {"session": output.session_json(info),
+               "turns": output.turn_rows(turns, profiles),
+               "partial_turns": output.turn_rows(partial, profiles)}
+        if exposure is not None:
+            doc["llama_build"] = exposure.to_dict()
+        output.emit_json(doc)
         return 0
     cfg = info.config
     slots = cfg.get("slots") or 1
@@ -121,6 +126,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"replay {cfg.get('replay_policy')}, drafter {cfg.get('drafter')} "
         f"(k={cfg.get('draft_max')}){shared}, seed {cfg.get('seed')}, "
         f"code {info.code_version}")
+    for line in exposure.lines() if exposure is not None else ():
+        output.console.print(line, markup=False, highlight=False)
     output.console.print(output.turn_table(turns, "turns", profiles, partial))
     return 0
 

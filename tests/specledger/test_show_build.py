@@ -1,0 +1,69 @@
+"""`show` of a llama.cpp session names the matrix build its log's banner names and the
+known incidents that build is exposed to, each with its fix; a commit outside the matrix
+is said to be so; a session of our own engine says nothing of llama.cpp builds."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.llama.builds import Exposure, facts
+from engine.llama.incidents import INCIDENTS
+from specledger.cli import main
+from tests.engine.llama.test_logread import FIXTURES, fixture_text
+
+
+def _show(db: str, session: int, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:  # type: ignore[type-arg]
+    capsys.readouterr()
+    assert main(["show", str(session), "--db", db, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(["show", str(session), "--db", db]) == 0
+    return doc, " ".join(capsys.readouterr().out.split())
+
+
+def _import(log: Path, db: str, capsys: pytest.CaptureFixture[str]) -> int:
+    capsys.readouterr()
+    assert main(["import", "llama-server", str(log), "--db", db, "--json"]) == 0
+    return int(json.loads(capsys.readouterr().out)["session"])
+
+
+def test_the_banner_names_the_build_and_its_incidents(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "s.db")
+    doc, text = _show(db, _import(FIXTURES / "ngram-mod.log.gz", db, capsys), capsys)
+    build = facts("0.3.36")
+    assert build is not None
+    shown = doc["llama_build"]
+    assert shown["version"] == "0.3.36" and shown["in_matrix"] is True
+    assert shown["commit"] == build.commit and "(0c1e570)" in shown["banner"]
+    exposed = {i.key for i in INCIDENTS if build.exposures[i.key] is Exposure.BUG}
+    assert {i["key"] for i in shown["incidents"]} == exposed
+    assert "PR 26320" not in exposed and "#28049" in exposed  # fixed; not fixed
+    assert "0.3.36 (llama.cpp 0c1e570" in text
+    for incident in INCIDENTS:
+        if incident.key in exposed:
+            assert f"{incident.key} {incident.title}" in text and incident.fix in text
+        else:
+            assert f"{incident.key} {incident.title}" not in text
+
+
+def test_a_commit_outside_the_matrix_is_said_to_be(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "other.log.gz"
+    log.write_bytes(gzip.compress(fixture_text("plain").replace(
+        "(0c1e570)", "(1234abc)").encode(errors="surrogateescape")))
+    db = str(tmp_path / "o.db")
+    doc, text = _show(db, _import(log, db, capsys), capsys)
+    shown = doc["llama_build"]
+    assert shown["in_matrix"] is False and shown["version"] is None
+    assert shown["incidents"] == [] and "(1234abc)" in shown["banner"]
+    assert "not in the build matrix" in text
+
+
+def test_our_own_engine_names_no_llama_build(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "sim.db")
+    assert main(["run", "--backend", "sim", "--turns", "1", "--db", db]) == 0
+    doc, text = _show(db, 1, capsys)
+    assert "llama_build" not in doc and "llama.cpp build" not in text
