@@ -26,13 +26,15 @@ NOT_LOGGED = ("rollback_s", "repair_s")
 @dataclass
 class SlotState:
     """A slot across its turns: the server's slot length after its last task (None: the
-    log began while it may have held something), our view of its tokens and the state's
-    position after the last commit."""
+    log began while it may have held something), our view of its tokens, the state's
+    position after the last commit, and the history tokens its draft model has
+    recomputed so far (0.3.21's draft model logs them)."""
 
     machine: RoundMachine
     length: int | None
     tokens: list[int | None] = field(default_factory=list)
     position: int = 0
+    draft_recomputed: int = 0
 
 
 @dataclass

@@ -25,7 +25,7 @@ from engine.llama.logrecords import StopReason
 from engine.llama.options import our_drafter
 from engine.llama.tasks import LlamaRound
 from fsm.machine import RoundMachine
-from fsm.payloads import Begin, Restore
+from fsm.payloads import Begin, Draft, Restore
 from fsm.states import Trigger
 
 MIB = 2**20
@@ -100,11 +100,12 @@ def _drafts(rnd: LlamaRound, block: list[int | None], matched: int) -> list[int 
     return [*head, *[None] * (rnd.drafted - len(head))]
 
 
-def round_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str], n_rs_seq: int | None
-                ) -> Generator[Step, None, RoundResult]:
+def round_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str], n_rs_seq: int | None,
+                draft_recomputed: int | None = None) -> Generator[Step, None, RoundResult]:
     """Fire one round's transitions on `m` (its turn and round already set; `chain`: the
-    server's speculative types); before each group of them, yield the log line and time
-    they happened at. Returns what the round committed."""
+    server's speculative types; `draft_recomputed`: the slot's draft model's recomputed
+    history tokens so far, where the log shows them); before each group of them, yield the
+    log line and time they happened at. Returns what the round committed."""
     block, eog, position = round_block(rnd)
     yield rnd.first_line, rnd.t
     if not rnd.speculative:
@@ -123,7 +124,10 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str], n_rs_seq
                   round((ckpt.draft_mib or 0.0) * MIB)}
     m.fire(Trigger.BEGIN, 0.0, begin)
     drafts = _drafts(rnd, block, matched)
-    m.fire(Trigger.DRAFT, 0.0, {"drafts": drafts, "drafter": round_drafter(rnd, chain)})
+    draft: Draft = {"drafts": drafts, "drafter": round_drafter(rnd, chain)}
+    if draft_recomputed is not None:
+        draft["draft_recomputed"] = draft_recomputed
+    m.fire(Trigger.DRAFT, 0.0, draft)
     targets = [*block[:matched + 1], *[None] * (k - matched)]
     m.fire(Trigger.VERIFY, 0.0, {"drafts": drafts, "targets": targets, "batch": k + 1,
                                  "drafted": k})

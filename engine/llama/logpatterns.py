@@ -22,6 +22,7 @@ from engine.llama.logrecords import (
     Draft,
     DrafterCalled,
     DrafterReset,
+    DraftReuse,
     DraftTotals,
     LcpCheck,
     Record,
@@ -30,6 +31,7 @@ from engine.llama.logrecords import (
     SamplerChain,
     SamplerParams,
     SlotSelected,
+    SpecStats,
     Stopped,
     StopReason,
     Timing,
@@ -69,7 +71,8 @@ def _timing(phase: TimingPhase) -> Builder:
 
 SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
     (re.compile(p), b) for p, b in (
-        (rf"^selected slot by LCP similarity, f_sim_best = {_NUM} \(> {_NUM} thold\), "
+        # f_sim_best from 0.3.36 on, sim_best before.
+        (rf"^selected slot by LCP similarity, (?:f_)?sim_best = {_NUM} \(> {_NUM} thold\), "
          rf"f_keep = {_NUM}",
          lambda m, c: SlotSelected(kind=K.SLOT_SELECTED, method="lcp", f_sim=_f(m, 1),
                                    f_keep=_f(m, 3), **c)),
@@ -83,7 +86,8 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
          lambda m, c: Count(kind=K.TASK_STARTED, n=_i(m, 1), **c)),
         (rf"^new prompt, n_ctx_slot = {_INT}, n_keep = {_INT}, task\.n_tokens = {_INT}",
          lambda m, c: Count(kind=K.PROMPT, n=_i(m, 3), **c)),
-        (rf"^cached n_tokens = {_INT}, memory_seq_rm \[{_INT}, end\)",
+        # `cached ` from 0.3.24 on.
+        (rf"^(?:cached )?n_tokens = {_INT}, memory_seq_rm \[{_INT}, end\)",
          lambda m, c: Count(kind=K.CACHED, n=_i(m, 1), **c)),
         (rf"^created context checkpoint {_INT} of {_INT} \({_GEOM}, size = {_NUM} MiB\)",
          lambda m, c: Checkpoint(kind=K.CTX_CREATED, index=_i(m, 1), limit=_i(m, 2),
@@ -106,11 +110,12 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (r"^forcing full prompt re-processing",
          lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
         (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
-        (rf"^created speculative checkpoint \({_GEOM}, size = {_NUM} MiB, "
-         rf"draft = {_NUM} MiB\)",
+        # The draft model's share is logged from 0.3.24 on.
+        (rf"^created speculative checkpoint \({_GEOM}, size = {_NUM} MiB"
+         rf"(?:, draft = {_NUM} MiB)?\)",
          lambda m, c: Checkpoint(kind=K.SPEC_CREATED, pos_min=_i(m, 1), pos_max=_i(m, 2),
-                                 n_tokens=_i(m, 3), size_mib=_f(m, 4), draft_mib=_f(m, 5),
-                                 **c)),
+                                 n_tokens=_i(m, 3), size_mib=_f(m, 4),
+                                 draft_mib=_f(m, 5) if m.group(5) is not None else None, **c)),
         (rf"^restoring speculative checkpoint \(pos_min = {_INT}, pos_max = {_INT}, "
          rf"size = {_INT}\)",
          lambda m, c: Checkpoint(kind=K.SPEC_RESTORED, pos_min=_i(m, 1), pos_max=_i(m, 2),
@@ -118,8 +123,10 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (rf"^generate_draft: id={_INT}, #tokens={_INT}, #draft={_INT}, pos_next={_INT}",
          lambda m, c: Draft(kind=K.DRAFT, last=_i(m, 1), n_tokens=_i(m, 2), n_draft=_i(m, 3),
                             pos_next=_i(m, 4), **c)),
-        (rf"^slot decode token, id={_INT}, n_ctx = {_INT}, n_tokens = {_INT}",
-         lambda m, c: Decode(kind=K.DECODE, last=_i(m, 1), n_tokens=_i(m, 3), **c)),
+        # 0.3.20 does not name the token.
+        (rf"^slot decode token, (?:id={_INT}, )?n_ctx = {_INT}, n_tokens = {_INT}",
+         lambda m, c: Decode(kind=K.DECODE, last=_i(m, 1) if m.group(1) is not None else None,
+                             n_tokens=_i(m, 3), **c)),
         (rf"^accepted {_INT}/{_INT} draft tokens, new n_tokens = {_INT}",
          lambda m, c: Verdict(kind=K.ROUND_DONE, accepted=_i(m, 1), drafted=_i(m, 2),
                               n_tokens=_i(m, 3), **c)),
@@ -129,7 +136,8 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (rf"^add accepted tokens: sampled={_INT}, ids\.size={_INT}, n_draft={_INT}",
          lambda m, c: Accepted(kind=K.ACCEPTED, sampled=_i(m, 1), ids=_i(m, 2),
                                n_draft=_i(m, 3), **c)),
-        (rf"^n_gen = {_INT}, n_remaining = {_INT}, next token:\s*{_INT} '",
+        # n_gen from 0.3.36 on, n_decoded before.
+        (rf"^(?:n_gen|n_decoded) = {_INT}, n_remaining = {_INT}, next token:\s*{_INT} '",
          lambda m, c: Token(kind=K.TOKEN, n_gen=_i(m, 1), n_remaining=_i(m, 2),
                             token=_i(m, 3), **c)),
         (r"^stopped by EOS", _stopped(StopReason.EOS)),
@@ -139,10 +147,12 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (r"^stopped by indentation limit", _stopped(StopReason.INDENT)),
         (rf"^\s*prompt eval time =\s*{_NUM} ms /\s*{_INT} tokens", _timing(TimingPhase.PROMPT)),
         (rf"^\s*eval time =\s*{_NUM} ms /\s*{_INT} tokens", _timing(TimingPhase.EVAL)),
-        (rf"^draft acceptance = {_NUM} \(\s*{_INT} accepted /\s*{_INT} generated\), "
-         rf"mean len =\s*{_NUM}",
+        # `rate =` up to 0.3.21, `mean len` from 0.3.36 on.
+        (rf"^draft acceptance(?: rate)? = {_NUM} \(\s*{_INT} accepted /\s*{_INT} "
+         rf"generated\)(?:, mean len =\s*{_NUM})?",
          lambda m, c: DraftTotals(kind=K.DRAFT_TOTALS, ratio=_f(m, 1), accepted=_i(m, 2),
-                                  generated=_i(m, 3), mean_len=_f(m, 4), **c)),
+                                  generated=_i(m, 3),
+                                  mean_len=_f(m, 4) if m.group(4) is not None else None, **c)),
         (r"^\s*acc per pos = \(([^)]*)\)",
          lambda m, c: AccPerPos(kind=K.ACC_PER_POS, rates=tuple(
              float(x) for x in m.group(1).split(",") if x.strip()), **c)),
@@ -166,14 +176,29 @@ SLOT_NOISE = (
     "after context reuse", "reusing chunk", "only caching to alora", "cache reuse is not",
     "processing pre-alora", "stop prompt batch filling", "slot is not processing",
     "selected slot by", "clearing cache for lora", "keeping cache for alora",
+    # builds before 0.3.36
+    "Checking checkpoint with", "n_past = ", "ignoring small draft", "draft size ",
+    "update_slots: n_draft=", "n_decoded = ",
 )
 
-_CANDIDATE = re.compile(rf"^ - seq_id {_INT}, draft candidate\s+{_INT}, pos\s+{_INT}:\s+{_INT} "
-                        rf"\(\s*{_NUM}\) '")
-_STREAK = re.compile(rf"^low acceptance streak \({_INT}\) - resetting ngram_mod")
+# Speculative lines: 0.3.36 prefixes them `spec <func>: `, older builds `<func>: ` or nothing
+# (logread strips either); candidates name their sequence from 0.3.24 on; 0.3.20/0.3.21
+# name the drafters with underscores and reset ngram-mod after an en dash.
+_CANDIDATE = re.compile(rf"^ - (?:seq_id {_INT}, )?draft candidate\s+{_INT}, pos\s+{_INT}:\s+"
+                        rf"{_INT} \(\s*{_NUM}\) '")
+_STREAK = re.compile(rf"^low acceptance streak \({_INT}\) [-\u2013] resetting ngram_mod")
 _OCCUPANCY = re.compile(rf"^ngram_mod occupancy {_NUM} exceeds threshold")
 _CALLED = re.compile(rf"^called impl ([\w-]+), hist size = {_INT}, call_count = {_INT}, "
                      rf"gen = {_INT}")
+_STATS = re.compile(rf"^statistics\s+([\w-]+): #calls\(b,g,a\) =\s*{_INT}\s+{_INT}\s+{_INT}, "
+                    rf"#gen drafts =\s*{_INT}, #acc drafts =\s*{_INT}, #gen tokens =\s*{_INT}, "
+                    rf"#acc tokens =\s*{_INT}")
+# 0.3.21's draft model (common_speculative_state_draft, LOG_DBG): its prefix reuse, the
+# reuse it drops when its checkpoint is gone, and the checkpoint deleted at each request.
+_REUSE = re.compile(rf"^reuse_i = {_INT}, reuse_n = {_INT}, #prompt_dft = {_INT}, "
+                    rf"#prompt_cur = {_INT}")
+_LOST = re.compile(rf"^no checkpoint available, no reuse, \(reuse_i={_INT}, reuse_n={_INT}\)")
+_DELETED = re.compile(rf"^delete checkpoint, prompt\.size={_INT}")
 
 
 def _chain(text: str, c: dict[str, Any]) -> SamplerChain:
@@ -209,22 +234,43 @@ def is_slot_noise(message: str) -> bool:
 
 
 def spec_record(message: str, line: int, t: float | None) -> Record | None:
-    """The record of one speculative-decoding line (a draft candidate of a slot, the
-    drafter of the chain that drafted, or an ngram-mod reset; the last two name no slot),
-    or None for the other spec lines."""
+    """The record of one speculative-decoding line's message (its prefix stripped): a
+    draft candidate (of the slot its seq_id names; None where the build names none), the
+    drafter of the chain that drafted, an ngram-mod reset, a drafter's statistics, or
+    0.3.21's draft-model reuse and checkpoint lines (all but candidates name no slot); None
+    for the other spec lines."""
+    at = {"line": line, "t": t, "task": None}
     m = _CANDIDATE.match(message)
     if m is not None:
-        return Candidate(kind=K.CANDIDATE, line=line, t=t, slot=_i(m, 1), task=None,
-                         rank=_i(m, 2), pos=_i(m, 3), token=_i(m, 4), prob=_f(m, 5))
+        return Candidate(kind=K.CANDIDATE, slot=_i(m, 1) if m.group(1) is not None else None,
+                         rank=_i(m, 2), pos=_i(m, 3), token=_i(m, 4), prob=_f(m, 5), **at)
     m = _CALLED.match(message)
     if m is not None:
-        return DrafterCalled(kind=K.DRAFTER_CALLED, line=line, t=t, slot=None, task=None,
-                             spec_type=m.group(1), hist=_i(m, 2), gen=_i(m, 4))
+        return DrafterCalled(kind=K.DRAFTER_CALLED, slot=None, spec_type=m.group(1),
+                             hist=_i(m, 2), gen=_i(m, 4), **at)
     for pattern, reason in ((_STREAK, "low_acceptance_streak"), (_OCCUPANCY, "occupancy")):
         m = pattern.match(message)
         if m is not None:
-            return DrafterReset(kind=K.DRAFTER_RESET, line=line, t=t, slot=None, task=None,
-                                reason=reason, value=_f(m, 1))
+            return DrafterReset(kind=K.DRAFTER_RESET, slot=None, reason=reason,
+                                value=_f(m, 1), **at)
+    m = _STATS.match(message)
+    if m is not None:
+        n = [_i(m, i) for i in range(2, 9)]
+        return SpecStats(kind=K.SPEC_STATS, slot=None, spec_type=m.group(1),
+                         calls_begin=n[0], calls_draft=n[1], calls_accept=n[2],
+                         gen_drafts=n[3], acc_drafts=n[4], gen_tokens=n[5], acc_tokens=n[6],
+                         **at)
+    m = _REUSE.match(message)
+    if m is not None:
+        return DraftReuse(kind=K.DRAFT_REUSE, slot=None, reuse_i=_i(m, 1), reuse_n=_i(m, 2),
+                          prompt_dft=_i(m, 3), prompt_cur=_i(m, 4), **at)
+    m = _LOST.match(message)
+    if m is not None:
+        return DraftReuse(kind=K.DRAFT_CKPT_LOST, slot=None, reuse_i=_i(m, 1),
+                          reuse_n=_i(m, 2), **at)
+    m = _DELETED.match(message)
+    if m is not None:
+        return Count(kind=K.DRAFT_CKPT_DELETED, slot=None, n=_i(m, 1), **at)
     return None
 
 

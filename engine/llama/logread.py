@@ -32,7 +32,8 @@ from engine.llama.logrecords import Record, SamplerParams
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
 _SLOT = re.compile(r"^slot\s+[^:|]+:\s+id\s+(\d+)\s+\|\s+task\s+(-?\d+)\s+\|\s?(.*)$")
-_SPEC = re.compile(r"^spec\s+[^:]+:\s(.*)$")
+# A speculative line: `spec <func>: ` (0.3.36), else `<func>: ` or bare (older builds' LOG_DBG).
+_SPEC = re.compile(r"^(?:spec\s+[^:]+:\s|[\w:~]+: )?(.*)$")
 _SERVER = re.compile(r"^(?:srv|cmn|spec|que|res|main)\s+\S+|^(?:llama_|common_|main:)")
 _MAX_CONTINUATION = 8
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -49,9 +50,11 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ctx_checkpoints", r"context checkpoints enabled, max = (\d+)"),
         ("ctx_checkpoints", r"context checkpoints (disabled)"),
         ("implementation", r"adding speculative implementation '([\w-]+)'"),
+        ("implementation", r"adding implementation ([\w-]+)"),  # before 0.3.24 (-v)
         ("model_drafter", r"creating (MTP) draft context"),
-        ("draft_n_max", r"^spec\s+\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
+        ("draft_n_max", r"^(?:spec\s+)?\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
+        ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
     )
 )
@@ -69,8 +72,11 @@ class ServerInfo:
     (None: not logged; 0: disabled), the speculative implementations as the setup adds them
     (trace level: all of the chain, in llama-server's order of precedence) and the first
     one's draft length, the model drafters named at any level (an MTP context; a draft
-    model is `draft_model`), whether verification restores checkpoints (FULL memory) and
-    the target context's recurrent states per sequence (`n_rs_seq`, RS memory)."""
+    model is `draft_model`), whether verification restores checkpoints (FULL memory),
+    whether the server refused speculation on this model (`spec_refused`: 0.3.20 on a
+    hybrid target, whatever drafter was asked) and the target context's recurrent states
+    per sequence (`n_rs_seq`, RS memory). Implementation names are llama.cpp's own (with
+    underscores before 0.3.24)."""
 
     build: str | None = None
     verbosity: int | None = None
@@ -85,6 +91,7 @@ class ServerInfo:
     model_drafters: list[str] = field(default_factory=list)
     draft_n_max: int | None = None
     spec_checkpoints: bool = False
+    spec_refused: bool = False
     n_rs_seq: int | None = None
 
     def note(self, name: str, m: re.Match[str]) -> None:
@@ -97,6 +104,8 @@ class ServerInfo:
                 names.append(value)
         elif name == "spec_checkpoints":
             self.spec_checkpoints = True
+        elif name == "spec_refused":
+            self.spec_refused = True
         elif name == "loaded":
             self.loaded = True
         elif name == "verbosity":
@@ -226,7 +235,8 @@ def parse_log(text: str, name: str = "input") -> LogReading:
                     out.unknown_examples.append(f"{number}: {message[:120]}")
             continue
         spec_m = _SPEC.match(body)
-        record = spec_record(spec_m.group(1), number, t) if spec_m is not None else None
+        assert spec_m is not None  # every part of it is optional
+        record = spec_record(spec_m.group(1), number, t)
         if record is not None:
             out.records.append(record)
             out.parsed += 1

@@ -43,6 +43,10 @@ class RecordKind(StrEnum):
     DRAFTER_CALLED = "drafter_called"      # spec: "called impl T, hist size = n, ..."
     SAMPLER_CHAIN = "sampler_chain"        # "sampler chain: logits -> ... -> dist"
     SAMPLER_PARAMS = "sampler_params"      # "sampler params:" and its tab-indented lines
+    SPEC_STATS = "spec_stats"              # spec: "statistics T: #calls(b,g,a) = ..."
+    DRAFT_REUSE = "draft_reuse"            # 0.3.21 draft model: "reuse_i = , reuse_n = "
+    DRAFT_CKPT_LOST = "draft_ckpt_lost"    # 0.3.21: "no checkpoint available, no reuse"
+    DRAFT_CKPT_DELETED = "draft_ckpt_deleted"  # 0.3.21: "begin: delete checkpoint"
 
 
 class StopReason(StrEnum):
@@ -94,7 +98,8 @@ class LcpCheck(Record):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Count(Record):
     """A record whose content is one count: PROMPT (task.n_tokens), CACHED (n_tokens
-    kept when a prompt batch begins), N_PAST_SET, TASK_STARTED (is_child)."""
+    kept when a prompt batch begins), N_PAST_SET, TASK_STARTED (is_child),
+    DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's draft model, no slot)."""
 
     n: int
 
@@ -142,9 +147,10 @@ class Draft(Record):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Decode(Record):
-    """A plain step: the last sampled token `last` alone, at slot length `n_tokens`."""
+    """A plain step: the last sampled token `last` alone (None: the line does not name
+    it, as 0.3.20's does not), at slot length `n_tokens`."""
 
-    last: int
+    last: int | None
     n_tokens: int
 
 
@@ -197,12 +203,13 @@ class Timing(Record):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DraftTotals(Record):
-    """The engine's own draft totals for the task."""
+    """The engine's own draft totals for the task (`mean_len`: None where the build does
+    not print it, before 0.3.36)."""
 
     ratio: float
     accepted: int
     generated: int
-    mean_len: float
+    mean_len: float | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,3 +267,32 @@ class SamplerParams(Record):
     def get(self, name: str) -> float | None:
         """One parameter's value (None: not printed)."""
         return next((v for k, v in self.params if k == name), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpecStats(Record):
+    """One drafter's cumulative statistics since the server started, printed after each
+    task (`statistics T: ...`): calls to begin/draft/accept, drafts made and accepted
+    (at least partly), tokens drafted and accepted (as the server passed them to accept)."""
+
+    spec_type: str
+    calls_begin: int
+    calls_draft: int
+    calls_accept: int
+    gen_drafts: int
+    acc_drafts: int
+    gen_tokens: int
+    acc_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftReuse(Record):
+    """The draft model's prefix reuse before drafting (0.3.21, names no slot): `reuse_n`
+    tokens of its own history from `reuse_i` match the target's `prompt_cur` tokens; for
+    DRAFT_CKPT_LOST the reuse it drops because its checkpoint is gone: it clears its
+    state and recomputes those tokens."""
+
+    reuse_i: int
+    reuse_n: int
+    prompt_dft: int | None = None
+    prompt_cur: int | None = None

@@ -73,10 +73,14 @@ SPEC_TYPES = {
 
 
 _OURS = {spec: ours for ours, spec in SPEC_TYPES.items()}
+# Builds before 0.3.24 name the types with underscores, the draft model `draft`.
+_OURS |= {spec.replace("-", "_"): ours for spec, ours in _OURS.items()}
+_OURS["draft"] = Drafter.DRAFT_MODEL
 
 
 def our_drafter(spec_type: str) -> str:
-    """Our name for one of llama.cpp's speculative types (its own name if we have none)."""
+    """Our name for one of llama.cpp's speculative types, as any build of the matrix
+    spells it (its own name if we have none)."""
     ours = _OURS.get(spec_type)
     return ours.value if ours is not None else spec_type
 

@@ -10,6 +10,11 @@ of the slot is that round's replay (the accepted tokens verified again), not a n
 round. A round is whole once every token it kept was emitted (`add accepted tokens`
 says how many), or once the task stopped inside it. A log cut mid-round leaves that
 round open: it is taken out of the task's rounds and reported (`Truncation`).
+
+Builds before 0.3.24 name no slot on their draft candidates, and 0.3.21's draft model
+logs its prefix reuse with no slot either: those belong to the next round a slot opens
+(its drafter runs just before). A drafter's statistics, printed with the task's totals,
+belong to the task that printed them.
 """
 
 from engine.llama.logrecords import (
@@ -21,6 +26,7 @@ from engine.llama.logrecords import (
     Decode,
     Draft,
     DrafterCalled,
+    DraftReuse,
     DraftTotals,
     LcpCheck,
     Record,
@@ -29,6 +35,7 @@ from engine.llama.logrecords import (
     SamplerChain,
     SamplerParams,
     SlotSelected,
+    SpecStats,
     Stopped,
     Timing,
     Token,
@@ -49,7 +56,9 @@ class _Folder:
         self.current: dict[int, LlamaTask] = {}
         self.selection: dict[int, SlotSelected] = {}
         self.lcp: dict[int, LcpCheck] = {}
-        self.candidates: dict[int, list[Candidate]] = {}
+        self.candidates: dict[int | None, list[Candidate]] = {}
+        self.draft_lost: list[DraftReuse] = []  # 0.3.21 draft model, before its round
+        self.timed: LlamaTask | None = None  # the task whose totals were printed last
         self.spec: dict[int, Checkpoint] = {}
         self.open: dict[int, LlamaRound] = {}
         self.called: list[DrafterCalled] = []
@@ -64,8 +73,17 @@ class _Folder:
             # One per slot drafting now; older ones drafted batches that never ran.
             self.called = [*self.called[-_PENDING:], r]
         elif r.kind is K.CANDIDATE:
-            assert isinstance(r, Candidate) and r.slot is not None
+            assert isinstance(r, Candidate)
             self.candidates.setdefault(r.slot, []).append(r)
+        elif isinstance(r, SpecStats):
+            if self.timed is not None:
+                self.timed.spec_stats[r.spec_type] = r
+        elif isinstance(r, DraftReuse):
+            self.out.draft_reuse_logged = True
+            if r.kind is K.DRAFT_CKPT_LOST:
+                self.draft_lost.append(r)
+        elif r.kind is K.DRAFT_CKPT_DELETED:
+            self.out.draft_reuse_logged = True
         elif r.kind is K.SLOT_SELECTED:
             assert isinstance(r, SlotSelected) and r.slot is not None
             self.selection[r.slot] = r
@@ -139,6 +157,7 @@ class _Folder:
             task.timings[r.phase] = r
         elif isinstance(r, DraftTotals):
             task.totals = r
+            self.timed = task
         elif isinstance(r, AccPerPos):
             task.acc_per_pos = r
         elif isinstance(r, Released):
@@ -147,9 +166,11 @@ class _Folder:
                 self._close(slot, r)
 
     def _open(self, task: LlamaTask, r: Draft | Decode, drafted: int) -> None:
-        rnd = LlamaRound(r.line, r.t, r.last, r.n_tokens, drafted=drafted, last_line=r.line)
-        cands = sorted((c for c in self.candidates.pop(task.slot, []) if c.rank == 0),
-                       key=lambda c: c.pos)
+        rnd = LlamaRound(r.line, r.t, r.last, r.n_tokens, drafted=drafted, last_line=r.line,
+                         draft_recomputed=sum(d.reuse_n for d in self.draft_lost))
+        self.draft_lost = []
+        named = [*self.candidates.pop(task.slot, []), *self.candidates.pop(None, [])]
+        cands = sorted((c for c in named if c.rank == 0), key=lambda c: c.pos)
         if drafted and [c.pos for c in cands[:drafted]] == list(range(drafted)):
             rnd.draft_ids = [c.token for c in cands[:drafted]]
         if drafted:

@@ -17,6 +17,7 @@ from engine.llama.logrecords import (
     SamplerChain,
     SamplerParams,
     SlotSelected,
+    SpecStats,
     StopReason,
     Timing,
     TimingPhase,
@@ -37,11 +38,12 @@ class LlamaRound:
     chain that drafted (llama.cpp's name; None where the log does not say); `draft_ids` the
     drafted ids where the log names them (model drafters' candidate 0), else empty;
     `replays` the batch size of each verification after a speculative-checkpoint
-    restore."""
+    restore; `draft_recomputed` the history tokens the draft model recomputed before it
+    because its checkpoint was gone (0.3.21's draft model logs it; 0 elsewhere)."""
 
     first_line: int
     t: float | None
-    last: int
+    last: int | None
     n_tokens: int
     drafted: int = 0
     spec_type: str | None = None
@@ -56,6 +58,7 @@ class LlamaRound:
     stop: StopReason | None = None
     last_line: int = 0
     t_end: float | None = None
+    draft_recomputed: int = 0
 
     @property
     def speculative(self) -> bool:
@@ -77,7 +80,8 @@ class LlamaRound:
 class LlamaTask:
     """One request on one slot: how the slot was chosen and reused, the sampler it was
     given (-v), the prompt phase in order, the first token, the rounds, and the engine's
-    own totals."""
+    own totals: print_timing's, and each drafter's cumulative statistics printed with
+    them (`spec_stats`, by llama.cpp's name)."""
 
     slot: int
     task: int
@@ -95,6 +99,7 @@ class LlamaTask:
     timings: dict[TimingPhase, Timing] = field(default_factory=dict)
     totals: DraftTotals | None = None
     acc_per_pos: AccPerPos | None = None
+    spec_stats: dict[str, SpecStats] = field(default_factory=dict)
     released: Released | None = None
     last_line: int = 0
 
@@ -145,10 +150,13 @@ class Truncation:
 
 @dataclass
 class TaskFold:
-    """The tasks in the order they started, what the log ends inside, and records that
-    belong to no started task (a log that begins mid-request)."""
+    """The tasks in the order they started, what the log ends inside, records that
+    belong to no started task (a log that begins mid-request), ngram-mod resets, and
+    whether the log shows the draft model's prefix reuse (0.3.21 -v: then each round's
+    `draft_recomputed` is known, else it is 0 for want of a line)."""
 
     tasks: list[LlamaTask] = field(default_factory=list)
     truncated: list[Truncation] = field(default_factory=list)
     orphans: int = 0
     resets: int = 0
+    draft_reuse_logged: bool = False
