@@ -59,14 +59,31 @@ def name_cycle(path: list[str]) -> str:
     period of the path from the first verification to the guard or commit."""
     start = path.index("verify") if "verify" in path else 0
     tail = [p for p in path[start:] if p not in ("livelock", "commit")]
-    for period in range(1, len(tail) // 2 + 1):
-        if all(tail[i] == tail[i + period] for i in range(len(tail) - period)):
-            unit = tail[:period]
-            break
-    else:
+    unit = _period(tail)
+    if unit is None:
+        # A head before the repeats (an imported log's first verdict: verify, reject),
+        # then one unit many times: the head, the unit twice and the count.
+        for head in range(1, min(_HEAD, len(tail))):
+            unit = _period(tail[head:])
+            if unit is not None:
+                times = (len(tail) - head) // len(unit)
+                shown = [*tail[:head + 2 * len(unit)]]
+                more = f" -> ... ({' -> '.join(unit)}: {times} times)" if times > 2 else ""
+                return " -> ".join(shown) + more
         unit = tail
     states = ["verify" if t == "retry" else t for t in unit]
     return " -> ".join([*states, states[0]]) if states else ""
+
+
+_HEAD = 4  # the longest head before a cycle that name_cycle looks past
+
+
+def _period(tail: list[str]) -> list[str] | None:
+    """The shortest unit `tail` repeats (at least twice), or None."""
+    for period in range(1, len(tail) // 2 + 1):
+        if all(tail[i] == tail[i + period] for i in range(len(tail) - period)):
+            return tail[:period]
+    return None
 
 
 class RestoreStorms:
