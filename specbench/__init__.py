@@ -9,8 +9,8 @@ from importlib import import_module
 from engine.errors import ConfigError
 from specbench.common import BenchOptions, Goal, SuiteResult
 
-SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama", "ingest",
-          "scale", "batching")
+SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
+          "converters", "ingest", "scale", "batching", "incidents")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:

@@ -1,0 +1,138 @@
+"""The measurements of `specledger bench converters`: each build's GGUF exports of the
+shipped models, and the greedy answers of each build's llama-server on each GGUF.
+
+Every server is asked the same prompts as token ids, built by our own ChatML template
+from held-out questions (the first turn of a torch session's slots), so a difference in
+the answers is a difference in what the model computes, not in how a server tokenized a
+text; whether the server's own chat template and tokenizer give the same ids is recorded
+beside the answers. A server that will not load a GGUF is a result too: its last error
+line is kept.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from engine.config import RunConfig
+from engine.llama.errors import (
+    GgufExportError,
+    ModelRefusedError,
+    ServerDiedError,
+    ServerRequestError,
+    ServerTimeoutError,
+)
+from engine.llama.gguf_export import cached_gguf
+from engine.llama.options import ServerOptions
+from engine.llama.server import LlamaServer, last_error_line, log_lines
+
+MODELS = ("target", "draft")
+
+
+class Outcome(StrEnum):
+    """What a server did with one GGUF."""
+
+    ANSWERED = "answered"
+    REFUSED = "refused"    # it exited (or never got healthy) while loading
+    CRASHED = "crashed"    # it loaded, then died or failed a request
+
+
+@dataclass(frozen=True)
+class Export:
+    """One build's export of one shipped model: the file, or why there is none."""
+
+    build: str
+    model: str
+    path: Path | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The greedy answers of `server`'s llama-server on the GGUF that `gguf_build`'s
+    converter wrote of `model`: token ids per prompt (none unless answered), whether the
+    server's own template and tokenizer build our prompt ids, and the error line of a
+    refusal or crash."""
+
+    server: str
+    gguf_build: str
+    model: str
+    outcome: Outcome
+    answers: tuple[tuple[int, ...], ...] = ()
+    same_prompt_ids: bool | None = None
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able mapping."""
+        return {"server": self.server, "gguf_build": self.gguf_build, "model": self.model,
+                "outcome": self.outcome.value, "answers": [list(a) for a in self.answers],
+                "same_prompt_ids": self.same_prompt_ids, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One held-out question as text, and its one-turn ChatML prompt in our token ids."""
+
+    question: str
+    ids: tuple[int, ...]
+
+
+def held_out_prompts(count: int, seed: int = 0) -> list[Prompt]:
+    """The first-turn prompts of `count` held-out conversations, the ones a torch session
+    with `count` slots asks first."""
+    from engine.conversation import HeldOutConversation
+    from engine.hybrid.tokenizer import chat_template
+
+    conversation = HeldOutConversation(RunConfig(turns=1, slots=count, seed=seed))
+    template = chat_template()
+    asked = [conversation.question(slot, 1) for slot in range(count)]
+    return [Prompt(bytes(q).decode("utf-8", errors="replace"),
+                   tuple(template.next_prompt([], q))) for q in asked]
+
+
+def export(build: str, model: str, checkpoint: str) -> Export:
+    """`checkpoint` exported (once, into the cache) by `build`'s own converter."""
+    try:
+        return Export(build, model, cached_gguf(checkpoint, build=build))
+    except GgufExportError as exc:
+        return Export(build, model, None, str(exc))
+
+
+def greedy_cell(server_build: str, gguf: Export, prompts: Sequence[Prompt],
+                tokens: int, threads: int, log: Path) -> Cell:
+    """`server_build`'s llama-server on `gguf` (no drafter), each prompt answered greedily
+    to at most `tokens` tokens, from scratch."""
+    assert gguf.path is not None
+    cell = {"server": server_build, "gguf_build": gguf.build, "model": gguf.model}
+    options = ServerOptions(model=gguf.path, threads=threads, verbose=False,
+                            build=server_build)
+    server = LlamaServer(options, log)
+    try:
+        server.start()
+    except (ModelRefusedError, ServerTimeoutError):
+        return Cell(**cell, outcome=Outcome.REFUSED, error=last_error_line(server.log_text()))
+    try:
+        with server:
+            client = server.client
+            own = [tuple(client.tokenize([client.apply_template(
+                [{"role": "user", "content": p.question}])])[0]) for p in prompts]
+            answers = tuple(tuple(client.complete(p.ids, tokens).tokens) for p in prompts)
+    except (ServerDiedError, ServerRequestError) as exc:
+        last = (log_lines(server.log_text()) or [str(exc)])[-1]
+        return Cell(**cell, outcome=Outcome.CRASHED, error=f"{exc}; last log line: {last}")
+    return Cell(**cell, outcome=Outcome.ANSWERED, answers=answers,
+                same_prompt_ids=own == [p.ids for p in prompts])
+
+
+def first_difference(reference: Sequence[Sequence[int]], got: Sequence[Sequence[int]]
+                     ) -> tuple[int, int] | None:
+    """(prompt, token position) where `got`'s answers first part from `reference`'s, or
+    None when every answer is the same (an answer that stops early differs where the other
+    goes on)."""
+    for i, (a, b) in enumerate(zip(reference, got, strict=True)):
+        if list(a) != list(b):
+            at = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                      min(len(a), len(b)))
+            return i, at
+    return None
