@@ -1,0 +1,59 @@
+"""The incident scenarios: one per known incident, each a valid llama run of the build it is
+asked of, the edited-history client shape, and what each build's source expects of it."""
+
+from engine.config import BackendKind
+from engine.llama.builds import MATRIX, Exposure, facts
+from engine.llama.incident_scenarios import (
+    QUICK,
+    SCENARIOS,
+    Verdict,
+    absent_reason,
+    expected,
+    quick_scenario,
+)
+from engine.llama.incidents import INCIDENTS, by_key
+
+
+def test_every_incident_has_a_scenario_that_runs_on_llama() -> None:
+    assert set(SCENARIOS) == {i.key for i in INCIDENTS}
+    assert set(QUICK) <= set(SCENARIOS)
+    for key, s in SCENARIOS.items():
+        cfg = s.config("0.3.30")
+        assert cfg.backend is BackendKind.LLAMA and cfg.llama_build == "0.3.30"
+        assert (cfg.drafter, cfg.turns, cfg.max_answer_tokens, cfg.draft_max) == (
+            s.drafter, s.turns, s.max_answer_tokens, s.draft_max), key
+        assert 1 <= s.from_turn <= s.turns
+        assert f"--llama-build 0.3.30 --drafter {s.drafter} " in s.command("0.3.30")
+        small = quick_scenario(s)
+        assert small.turns <= s.turns and small.max_answer_tokens <= s.max_answer_tokens
+
+
+def test_the_edited_history_sends_each_answer_back_shorter() -> None:
+    edit = SCENARIOS["#24055"].edit()
+    assert edit is not None and edit("abcdefghij") == "abcd"
+    assert edit("abc") == "abc"  # nothing left to cut: sent back as given
+    assert SCENARIOS["PR 26320"].edit() is None
+    # The two CPU-bound incidents share one run; the edited history is a run of its own.
+    assert SCENARIOS["#23268"].run_key == SCENARIOS["#28060"].run_key
+    assert SCENARIOS["#24055"].run_key != SCENARIOS["PR 26320"].run_key
+
+
+def test_what_each_builds_source_expects() -> None:
+    for version in MATRIX:
+        build = facts(version)
+        assert build is not None
+        for incident in INCIDENTS:
+            exposure = build.exposures[incident.key]
+            verdict = expected(build, incident)
+            if exposure is Exposure.ABSENT:
+                assert verdict is Verdict.ABSENT and absent_reason(incident, build)
+            elif exposure is Exposure.FIXED:
+                assert verdict is Verdict.CLEAN
+            else:
+                assert verdict is (Verdict.NOT_ON_CPU if incident.cpu else Verdict.NAMED)
+    old, new, fixed = facts("0.3.20"), facts("0.3.24"), facts("0.3.36")
+    assert old is not None and new is not None and fixed is not None
+    assert "speculative checkpoints" in absent_reason(by_key("PR 26320"), old)
+    assert expected(new, by_key("PR 26320")) is Verdict.NAMED
+    assert expected(fixed, by_key("PR 26320")) is Verdict.CLEAN
+    assert expected(fixed, by_key("#28060")) is Verdict.NOT_ON_CPU

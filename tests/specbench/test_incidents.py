@@ -1,0 +1,35 @@
+"""The incidents suite in quick mode: the default build, the PR 26320 scenario at smoke size,
+recorded and judged (clean: 0.3.36 has the fix), the table with every incident and the
+cells it left out, incidents.md, the goal, and the recorded sessions."""
+
+import json
+from pathlib import Path
+
+from engine.llama.incidents import INCIDENTS
+from engine.llama.paths import DEFAULT_BUILD, require_converter, require_server
+from eventlog import list_sessions, open_db
+from specbench import SUITES, BenchOptions, run_suite
+from tests.engine.llama.conftest import require_llama
+
+
+def test_quick_run(tmp_path: Path) -> None:
+    require_llama(require_server)
+    require_llama(require_converter)
+    assert "incidents" in SUITES
+    opts = BenchOptions(out=tmp_path, db=str(tmp_path / "b.db"), quick=True)
+    result = run_suite("incidents", opts)
+    data = json.loads((tmp_path / "incidents" / "results.json").read_text())
+    assert data["quick"] is True and data["builds"] == [DEFAULT_BUILD]
+    cells = data["cells"][DEFAULT_BUILD]
+    assert set(cells) == {i.key for i in INCIDENTS}
+    measured = cells.pop("PR 26320")
+    assert measured["verdict"] == "clean" and measured["as_expected"] is True
+    assert all(c["verdict"] == "not run (--quick)" for c in cells.values())
+    recorded = {s.id for s in list_sessions(open_db(opts.db, create=False))}
+    assert set(measured["sessions"]) == set(result.sessions) == recorded and len(recorded) == 1
+    md = (tmp_path / "incidents" / "incidents.md").read_text()
+    for incident in INCIDENTS:
+        assert f"| {incident.key}: {incident.title} |" in md
+    assert f"clean (s{result.sessions[0]})" in md
+    [goal] = result.goals
+    assert goal.met and goal.command == "specledger bench incidents"

@@ -1,0 +1,71 @@
+"""The cells of the incidents table, judged on real logs' postmortems: the fixed build's
+restores leave PR 26320's cell clean, the same log counted as a build before the fix is
+named with its numbers, a CPU-bound incident is not reproducible with its evidence (the
+restores, none repeated), and the report-built livelock log names #28060."""
+
+import gzip
+from typing import Any
+
+from engine.llama.builds import facts
+from engine.llama.incident_scenarios import SCENARIOS, Verdict, expected
+from engine.llama.incidents import by_key
+from engine.llama.ledger import record_log
+from engine.llama.logread import parse_log
+from engine.llama.provenance import drafter_name, provides
+from engine.session import MemoryJournal
+from eventlog.postmortem import analyze
+from specbench.incidents_cells import Cell, judge
+from tests.engine.llama.test_logread import FIXTURES, fixture_text
+from tests.eventlog.test_postmortem_inflation import counted_before_the_fix
+
+
+def postmortem(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The postmortem (its JSON form's findings) and turn metrics of a log's import."""
+    reading = parse_log(text)
+    journal = MemoryJournal()
+    result = record_log(reading, journal)
+    config = {"provides": provides(reading, False), "drafter": drafter_name(reading),
+              "engine": "llama.cpp", "replay_policy": "reverify"}
+    found, _ = analyze(journal.events, config)
+    return {"findings": [f.to_dict() for f in found]}, [t.to_dict() for t in result.turns]
+
+
+def cell(key: str, version: str, text: str) -> Cell:
+    build = facts(version)
+    assert build is not None
+    incident = by_key(key)
+    post, turns = postmortem(text)
+    return judge(incident, SCENARIOS[key], expected(build, incident), 7, post, turns)
+
+
+def test_the_fixed_build_is_clean_and_a_build_before_the_fix_is_named() -> None:
+    text = fixture_text("ngram-mod")
+    clean = cell("PR 26320", "0.3.36", text)
+    assert clean.verdict is Verdict.CLEAN and clean.as_expected and clean.sessions == (7,)
+    assert clean.numbers["restores"] == text.count("restoring speculative checkpoint") > 0
+    before, _ = counted_before_the_fix(text, replays_drafted=False)
+    named = cell("PR 26320", "0.3.24", before)
+    assert named.verdict is Verdict.NAMED and named.as_expected
+    assert named.numbers["restores"] == 3 and "turn 1 round" in named.why
+    assert "inflation_points" in named.why and named.others == ()
+    assert named.short() == "**named** (s7)"
+    # The same count on the fixed build's facts: named where the source says clean.
+    surprise = cell("PR 26320", "0.3.36", before)
+    assert not surprise.as_expected and "source says clean" in surprise.short()
+
+
+def test_a_cpu_bound_incident_is_not_reproducible_with_its_evidence() -> None:
+    text = fixture_text("ngram-mod")
+    c = cell("#28060", "0.3.36", text)
+    restores = text.count("restoring speculative checkpoint")
+    assert c.verdict is Verdict.NOT_ON_CPU and c.as_expected
+    assert f"{restores} restore(s), each followed by one replay" in c.why
+    assert "batch shape" in c.why
+
+
+def test_the_report_built_livelock_is_named() -> None:
+    text = gzip.decompress((FIXTURES / "reports" / "livelock-28060.log.gz").read_bytes()
+                           ).decode(errors="surrogateescape")
+    c = cell("#28060", "0.3.36", text)
+    assert c.verdict is Verdict.NAMED and c.numbers["worst_restores"] == 5362
+    assert "run_failed" in c.others  # the log ends inside the loop
