@@ -32,12 +32,17 @@ sys.path.insert(0, str(ROOT))
 from engine.config import RunConfig  # noqa: E402
 from engine.llama.builds import MATRIX, facts  # noqa: E402
 from engine.llama.conversation import Messages, Sampling, converse  # noqa: E402
+from engine.llama.errors import ModelRefusedError  # noqa: E402
 from engine.llama.options import server_args  # noqa: E402
 from engine.llama.paths import built, converter_dir  # noqa: E402
-from engine.llama.server import LlamaServer  # noqa: E402
+from engine.llama.server import LlamaServer, log_lines  # noqa: E402
 from specledger.llama_run import questions, server_options, server_version  # noqa: E402
 
 OUT = ROOT / "tests" / "engine" / "llama" / "fixtures" / "builds"
+
+
+class Refused(Exception):
+    """The build's server would not start with a scenario's models (its error lines)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,13 @@ def capture(scenario: Scenario, version: str, out: Path) -> dict[str, Any]:
                         config.answer_cap)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "server.log"
-        with LlamaServer(opts, log_path=log) as server:
+        try:
+            server = LlamaServer(opts, log_path=log).__enter__()
+        except ModelRefusedError:
+            errors = [ln for ln in log_lines(log.read_text(errors="replace"))
+                      if "error" in ln.lower()]
+            raise Refused("; ".join(dict.fromkeys(errors[:3]))) from None
+        with server:
             from openai import OpenAI
 
             client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1",
@@ -174,7 +185,12 @@ def main(argv: list[str] | None = None) -> int:
                 meta["rows"].pop(scenario.name, None)
                 continue
             print(f"{version} {scenario.name} ...", flush=True)
-            meta["rows"][scenario.name] = capture(scenario, version, out)
+            try:
+                meta["rows"][scenario.name] = capture(scenario, version, out)
+            except Refused as exc:  # what the build cannot load is a result too
+                meta["skipped"][scenario.name] = f"the server refused to start: {exc}"
+                meta["rows"].pop(scenario.name, None)
+                continue
             meta["skipped"].pop(scenario.name, None)
             meta_path.write_text(json.dumps(meta, indent=1) + "\n")
         out.mkdir(parents=True, exist_ok=True)

@@ -109,6 +109,9 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
                                  **c)),
         (r"^forcing full prompt re-processing",
          lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
+        # Before 0.3.24: the memory could not drop the tail, so it is cleared.
+        (r"^failed to truncate tokens with position >= -?\d+ - clearing the memory",
+         lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
         (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
         # The draft model's share is logged from 0.3.24 on.
         (rf"^created speculative checkpoint \({_GEOM}, size = {_NUM} MiB"
@@ -178,8 +181,10 @@ SLOT_NOISE = (
     "selected slot by", "clearing cache for lora", "keeping cache for alora",
     # builds before 0.3.36
     "Checking checkpoint with", "n_past = ", "ignoring small draft", "draft size ",
-    "update_slots: n_draft=", "n_decoded = ",
+    "n_decoded = ", "the max possible draft", "prompt processing",
 )
+# Known slot messages that begin with a number or a function name (builds before 0.3.24).
+SLOT_NOISE_INSIDE = ("tokens since last checkpoint at", ": n_draft=")
 
 # Speculative lines: 0.3.36 prefixes them `spec <func>: `, older builds `<func>: ` or nothing
 # (logread strips either); candidates name their sequence from 0.3.24 on; 0.3.20/0.3.21
@@ -230,7 +235,8 @@ def is_slot_noise(message: str) -> bool:
     message is `reset`'s)."""
     stripped = message.strip()
     return not stripped or any(message.startswith(p) or stripped.startswith(p.strip())
-                               for p in SLOT_NOISE)
+                               for p in SLOT_NOISE) or any(p in message
+                                                           for p in SLOT_NOISE_INSIDE)
 
 
 def spec_record(message: str, line: int, t: float | None) -> Record | None:

@@ -42,7 +42,9 @@ _GZIP_CHUNK = 1 << 12  # fed to zlib piecewise, so a corrupt stream keeps what c
 _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(p)) for name, p in (
         ("build", r"common_params_print_info: (build \d+ \(\w+\).*?)\s*$"),
-        ("verbosity", r"common_params_print_info: verbosity = (\d+)"),
+        ("build", r"^(build: \d+ \(\w+\) with .*?)\s*$"),  # before 0.3.24, -v only
+        # common_params_print_info (0.3.36), log_info (0.3.24, 0.3.30); none before
+        ("verbosity", r"\w+: verbosity = (\d+) \(adjust"),
         ("loaded", r"llama_server: (model loaded)"),
         ("model", r"load_model: loading model '(.*)'"),
         ("draft_model", r"loading draft model '(.*)'"),

@@ -126,6 +126,7 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         else None,
         "eog_policy": None, "slots": server.n_slots, "n_ctx_slot": server.n_ctx_slot,
         "ctx_checkpoints": server.ctx_checkpoints, "n_rs_seq": server.n_rs_seq,
+        "spec_refused": server.spec_refused,  # the build refused speculation on this model
         "model": server.model, "model_sha256": prov.model_sha256,
         "draft_model": server.draft_model, "draft_model_sha256": prov.draft_model_sha256,
         "temperature": run.get("temperature"), "seed": run.get("seed"),
