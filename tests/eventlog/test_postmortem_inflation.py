@@ -5,12 +5,14 @@ replayed drafts to the generated ones) is named `acceptance_inflation` at the tu
 round of the first restore, with the engine's and the rounds' numbers, and no counter
 mismatch left over."""
 
+import gzip
 import re
 
 import pytest
 
+from engine.llama.builds import Exposure, facts
 from eventlog.postmortem import Kind, Severity
-from tests.engine.llama.test_logread import fixture_text
+from tests.engine.llama.test_logread import FIXTURES, fixture_text
 from tests.engine.llama.test_postmortem import findings
 
 _TASK = re.compile(r"\| task (\d+) \|")
@@ -98,3 +100,29 @@ def test_a_surplus_that_is_not_the_restores_stays_a_counter_mismatch() -> None:
     found = findings(more)
     assert found[Kind.ENGINE_COUNTER_MISMATCH].turn == 1
     assert found[Kind.ACCEPTANCE_INFLATION].turn == 2  # the second task still is the bug's
+
+
+BUILDS = FIXTURES / "builds"
+
+
+@pytest.mark.parametrize("version", sorted(p.parent.name for p in
+                                           BUILDS.glob("*/ngram-mod.log.gz")))
+def test_each_builds_own_capture_is_judged_as_its_source_says(version: str) -> None:
+    """A real capture of each build (tools/capture_llama_fixtures.py): named where the
+    build's source lacks PR 26320's discount, clean where it has it."""
+    build = facts(version)
+    assert build is not None
+    text = gzip.decompress((BUILDS / version / "ngram-mod.log.gz").read_bytes()).decode(
+        errors="surrogateescape")
+    restores = text.count("restoring speculative checkpoint")
+    assert restores > 0  # the scenario has what the incident needs
+    found = findings(text)
+    assert Kind.ENGINE_COUNTER_MISMATCH not in found, found.get(Kind.ENGINE_COUNTER_MISMATCH)
+    if build.exposures["PR 26320"] is Exposure.FIXED:
+        assert Kind.ACCEPTANCE_INFLATION not in found
+        return
+    assert build.exposures["PR 26320"] is Exposure.BUG
+    n = found[Kind.ACCEPTANCE_INFLATION].numbers
+    assert n["restores_total"] == restores  # every restore of this capture was replayed
+    assert n["engine_accepted"] - n["rounds_accepted"] == n["restores"] > 0
+    assert n["inflation_points"] > 0
