@@ -45,10 +45,11 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("build", r"^(build: \d+ \(\w+\) with .*?)\s*$"),  # before 0.3.24, -v only
         # common_params_print_info (0.3.36), log_info (0.3.24, 0.3.30); none before
         ("verbosity", r"\w+: verbosity = (\d+) \(adjust"),
-        ("loaded", r"llama_server: (model loaded)"),
+        ("loaded", r"(?:llama_server|main): (model loaded)"),  # main: before 0.3.24
         ("model", r"load_model: loading model '(.*)'"),
         ("draft_model", r"loading draft model '(.*)'"),
-        ("n_slots", r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)"),
+        # Before 0.3.36 the slot length is not on this line.
+        ("n_slots", r"initializing(?: slots)?, n_slots = (\d+)(?:, n_ctx_slot = (\d+))?"),
         ("ctx_checkpoints", r"context checkpoints enabled, max = (\d+)"),
         ("ctx_checkpoints", r"context checkpoints (disabled)"),
         ("implementation", r"adding speculative implementation '([\w-]+)'"),
@@ -115,7 +116,8 @@ class ServerInfo:
             self.verbose = self.verbosity > 4  # -v sets it to INT_MAX; the default is 3
         elif name == "n_slots":
             if self.n_slots is None:
-                self.n_slots, self.n_ctx_slot = int(value), int(m.group(2))
+                self.n_slots = int(value)
+                self.n_ctx_slot = int(m.group(2)) if m.group(2) is not None else None
         elif name == "ctx_checkpoints":
             if self.ctx_checkpoints is None:
                 self.ctx_checkpoints = 0 if value == "disabled" else int(value)

@@ -103,6 +103,7 @@ def test_every_line_is_known(path: Path) -> None:
 def test_the_server_facts_of_every_build(path: Path) -> None:
     case = imported(path)
     server = case.reading.server
+    assert server.n_slots == 1 and server.model is not None
     asked = [] if case.capture["drafter"] == "none" else case.capture["drafter"].split(",")
     if case.capture["verbose"]:
         build = match_banner(server.build)
