@@ -121,6 +121,10 @@ class ServerInfo:
         elif name == "ctx_checkpoints":
             if self.ctx_checkpoints is None:
                 self.ctx_checkpoints = 0 if value == "disabled" else int(value)
+        elif name == "n_rs_seq":
+            # Every context prints it (0.3.24 a memory-fitting probe first, and the draft
+            # context): the target's is the one with per-sequence states.
+            self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
         elif getattr(self, name) is None:
             setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max") else value)
 

@@ -115,6 +115,8 @@ def test_the_server_facts_of_every_build(path: Path) -> None:
                                  for r in t.rounds)
     elif asked and case.capture["verbose"]:
         assert any(r.speculative for t in case.result.fold.tasks for r in t.rounds)
+    if "mtp" in asked:  # per-sequence recurrent states, one per draft position
+        assert server.n_rs_seq == case.capture["draft_max"]
     if asked and "mtp" not in asked and case.capture["verbose"]:  # FULL memory
         build = facts(case.version)
         assert build is not None
