@@ -1,7 +1,8 @@
 """`specledger export`: a checkpoint or a recorded session, for other tools.
 
-- `specledger export gguf MODEL_DIR [--out FILE] [--outtype f32|f16]`: write a checkpoint
-  as a GGUF file that llama-server loads without extra flags (engine/llama/gguf_export.py).
+- `specledger export gguf MODEL_DIR [--out FILE] [--outtype f32|f16] [--llama-build V]`:
+  write a checkpoint as a GGUF file that llama-server loads without extra flags, with the
+  converter of llama.cpp build V (default: the default build; engine/llama/gguf_export.py).
 - `specledger export SESSION --format perfetto|chrome-trace|parquet [--out FILE]`: write a
   session's rounds as a Perfetto or Chrome trace, or its events as a Parquet table
   (specledger/export/).
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.llama.gguf_export import OutType, export_gguf
+from engine.llama.paths import DEFAULT_BUILD, check_build
 from engine.shipped import model_dir
 from eventlog import open_db
 from specledger import output
@@ -53,13 +55,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.model_dir is None:
         raise UsageError("export gguf needs the checkpoint: export gguf MODEL_DIR")
     out = Path(args.out) if args.out else default_out(args.model_dir, args.outtype)
-    path = export_gguf(args.model_dir, out, args.outtype)
+    build = check_build(args.llama_build)
+    path = export_gguf(args.model_dir, out, args.outtype, build)
     size = path.stat().st_size
     if args.json:
         output.emit_json({"format": args.format, "model": args.model_dir, "out": str(path),
-                          "outtype": args.outtype, "bytes": size})
+                          "outtype": args.outtype, "llama_build": build, "bytes": size})
     else:
-        output.console.print(f"wrote {path} ({size / 2**20:.1f} MiB, {args.outtype})")
+        output.console.print(f"wrote {path} ({size / 2**20:.1f} MiB, {args.outtype}, "
+                             f"llama.cpp {build}'s converter)")
     return 0
 
 
@@ -107,9 +111,10 @@ def add_parser(sub: Any) -> None:
                                    "postmortem's findings as instants) or its events as a "
                                    "table. export gguf MODEL_DIR: convert an HF-format "
                                    "checkpoint (or shipped:target, shipped:draft) with the "
-                                   "GGUF converter that `make llama` keeps; the file carries "
-                                   "the ChatML template, and the target's MTP head as nextn "
-                                   "tensors.")
+                                   "GGUF converter of a llama.cpp build (`make llama` keeps "
+                                   "the default build's); the file carries the ChatML "
+                                   "template, and the target's MTP head as nextn tensors "
+                                   "(converters from 0.3.24 on; older ones skip it).")
     p.add_argument("format", metavar="gguf|SESSION", action=_Target,
                    help="gguf (then MODEL_DIR), or the id of a recorded session")
     p.add_argument("model_dir", metavar="MODEL_DIR", nargs="?", default=None,
@@ -123,4 +128,8 @@ def add_parser(sub: Any) -> None:
                         "session-N.pftrace / .trace.json / .parquet)")
     p.add_argument("--outtype", choices=[t.value for t in OutType], default=OutType.F32.value,
                    help="gguf weight type (default f32: computes as the torch engine does)")
+    p.add_argument("--llama-build", default=DEFAULT_BUILD, metavar="VERSION",
+                   help="gguf: convert with this llama.cpp build's own converter, by "
+                        f"llama-cpp-python version (default: {DEFAULT_BUILD}; `specledger "
+                        "llama builds`)")
     p.set_defaults(session=None)

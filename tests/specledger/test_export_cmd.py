@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.llama.errors import GgufExportError
-from engine.llama.paths import require_converter
+from engine.llama.errors import GgufExportError, LlamaNotBuiltError, UnknownBuildError
+from engine.llama.paths import CACHE_ENV, DEFAULT_BUILD, require_converter
 from specledger import export_cmd
 from tests.engine.llama.conftest import require_llama
 
@@ -25,6 +25,7 @@ def test_options_and_default_out() -> None:
     args = parse(["export", "gguf", "shipped:draft"])
     assert (args.format, args.model_dir, args.out, args.outtype) == ("gguf", "shipped:draft",
                                                                      None, "f32")
+    assert args.llama_build == DEFAULT_BUILD
     assert export_cmd.default_out("shipped:draft", "f16") == Path("draft-f16.gguf")
     with pytest.raises(SystemExit):
         parse(["export", "onnx", "shipped:draft"])
@@ -40,7 +41,8 @@ def test_export_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert export_cmd.cmd_export(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"format": "gguf", "model": "shipped:draft", "out": str(out),
-                   "outtype": "f16", "bytes": out.stat().st_size}
+                   "outtype": "f16", "llama_build": DEFAULT_BUILD,
+                   "bytes": out.stat().st_size}
     assert out.read_bytes()[:4] == b"GGUF"
 
 
@@ -48,3 +50,19 @@ def test_export_error(tmp_path: Path) -> None:
     args = parse(["export", "gguf", str(tmp_path / "absent"), "--out", str(tmp_path / "x")])
     with pytest.raises(GgufExportError, match="does not exist"):
         export_cmd.cmd_export(args)
+
+
+def test_export_uses_the_named_builds_converter(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # a cache holding no build
+    out = tmp_path / "d.gguf"
+    args = parse(["export", "gguf", "shipped:draft", "--out", str(out),
+                  "--llama-build", "0.3.20"])
+    converter = tmp_path / "cache" / "llama.cpp" / "0.3.20" / "convert"
+    with pytest.raises(LlamaNotBuiltError, match=f"0.3.20 GGUF converter is missing from "
+                                                 f"{converter} .*specledger llama build 0.3.20"):
+        export_cmd.cmd_export(args)
+    assert not out.exists()
+    bad = parse(["export", "gguf", "shipped:draft", "--out", str(out), "--llama-build", "tip"])
+    with pytest.raises(UnknownBuildError, match="'tip' is not a llama-cpp-python version"):
+        export_cmd.cmd_export(bad)
