@@ -14,6 +14,7 @@ from engine.llama.options import (
     ChainOrderError,
     Drafter,
     ServerOptions,
+    our_drafter,
     parse_drafters,
     server_args,
 )
@@ -141,3 +142,13 @@ def test_paths_follow_the_environment(tmp_path: Path, monkeypatch: pytest.Monkey
         paths.require_server()  # not executable
     fake.chmod(0o755)
     assert paths.require_server() == fake
+
+
+@pytest.mark.parametrize(("spec_type", "ours"), [
+    ("draft-mtp", "mtp"), ("draft-simple", "draft-model"), ("ngram-mod", "ngram-mod"),
+    # builds before 0.3.24 (common_speculative_type_to_str)
+    ("draft", "draft-model"), ("ngram_mod", "ngram-mod"), ("ngram_simple", "ngram-simple"),
+    ("ngram_map_k", "ngram-map-k"), ("ngram_cache", "ngram_cache"),
+])
+def test_every_builds_spec_type_names_map_to_ours(spec_type: str, ours: str) -> None:
+    assert our_drafter(spec_type) == ours
