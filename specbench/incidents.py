@@ -36,6 +36,8 @@ from engine.llama.options import BuildLacksDrafterError
 from engine.llama.paths import built
 from eventlog import open_db
 from eventlog.postmortem import postmortem_session
+from eventlog.reader import scan_events
+from fsm.states import Trigger
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table
 from specbench.incidents_cells import Cell, judge
 
@@ -67,8 +69,11 @@ def record(scenario: Scenario, build: str, opts: BenchOptions) -> Outcome:
     except (LlamaError, ConfigError) as exc:
         return Outcome(error=f"{type(exc).__name__}: {exc}")
     sid = done.session.session_id
-    post = postmortem_session(open_db(opts.db, create=False), sid)
-    return Outcome(sid, post.to_dict(), tuple(t.to_dict() for t in done.session.ledger.turns))
+    engine = open_db(opts.db, create=False)
+    post = postmortem_session(engine, sid)
+    # The turns as recorded: END_TURN's metrics name what the log could not measure.
+    ends = scan_events(engine, sid, triggers={Trigger.END_TURN})
+    return Outcome(sid, post.to_dict(), tuple(ev.payload["metrics"] for ev in ends))
 
 
 def cell(incident: Incident, scenario: Scenario, build: Build, outcome: Outcome) -> Cell:

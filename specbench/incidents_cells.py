@@ -68,18 +68,29 @@ def _scalars(numbers: dict[str, Any]) -> dict[str, Any]:
 def judge(incident: Incident, scenario: Scenario, expected: Verdict, session: int,
           postmortem: dict[str, Any], turns: list[dict[str, Any]]) -> Cell:
     """The cell of `incident` from the postmortem (`Postmortem.to_dict()`) and the turn
-    metrics of the scenario's session."""
+    metrics of the scenario's session (END_TURN's, with the figures the log could not
+    give named in `unknown`)."""
     findings = postmortem["findings"]
     others = tuple(sorted({f["kind"] for f in findings if f["severity"] == "error"
                            and f["kind"] != incident.finding}))
     hits = [f for f in findings if f["kind"] == incident.finding
             and (f["turn"] is None or f["turn"] >= scenario.from_turn)]
+    empty = [f for f in hits if scenario.measure is not None
+             and not f["numbers"].get(scenario.measure)]
+    unmeasured = any(scenario.measure in (t.get("unknown") or ()) for t in turns)
+    if hits and len(empty) == len(hits) and not unmeasured:
+        return Cell(Verdict.CLEAN, f"{incident.finding} found with {scenario.measure} 0: "
+                                   f"it measured nothing", expected, (session,),
+                    hits[0]["numbers"], others)
     if hits:
         f = hits[0]
         quoted = _scalars(f["numbers"])
         where = f"turn {f['turn']} round {f['round']}" if f["turn"] is not None else "session"
         why = f"{incident.finding} at {where}: " + ", ".join(f"{k} {v}"
                                                             for k, v in quoted.items())
+        if f in empty:  # the finding is there; the log does not give its size
+            why += (f" ({scenario.measure} unknown: the log does not show what the count "
+                    f"needs)")
         return Cell(Verdict.NAMED, why, expected, (session,), f["numbers"], others)
     restores = sum(t.get("restores") or 0 for t in turns)
     if incident.cpu:

@@ -33,7 +33,9 @@ class Verdict(StrEnum):
 class Scenario:
     """One incident's run: `from_turn` is the first turn that can show it (the second
     request, for what a request inherits from the one before); `edit_chars` > 0 makes
-    the client send each answer back less its last `edit_chars` characters."""
+    the client send each answer back less its last `edit_chars` characters; `measure` is
+    the finding's number that must be above 0 for the incident to be named (a finding
+    that measured nothing names nothing)."""
 
     incident: str
     drafter: str
@@ -43,6 +45,7 @@ class Scenario:
     seed: int = 0
     from_turn: int = 1
     edit_chars: int = 0
+    measure: str | None = None
     why: str = ""
 
     def config(self, build: str, *, model: str | None = None,
@@ -84,6 +87,7 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {
     "#28049": Scenario(
         "#28049", "ngram-mod", turns=3, max_answer_tokens=512, draft_max=8, from_turn=2,
+        measure="stray_tokens",
         why="ngram-mod learns `<|im_end|>` from the history and drafts it inside a block "
             "from the second answer on"),
     "PR 22521": Scenario(
@@ -91,6 +95,7 @@ SCENARIOS: dict[str, Scenario] = {
         why="each new request of the slot: the draft model's checkpoint kept or dropped"),
     "PR 26320": Scenario(
         "PR 26320", "ngram-mod", turns=2, max_answer_tokens=64, draft_max=8,
+        measure="restores",
         why="partial acceptances on a FULL-rollback target: restores and their replays"),
     "#23268": Scenario(
         "#23268", "ngram-mod", turns=3, max_answer_tokens=256, draft_max=32,
@@ -100,7 +105,7 @@ SCENARIOS: dict[str, Scenario] = {
         why="the same run as #23268: a replay that never verifies as the first did"),
     "#24055": Scenario(
         "#24055", "none", turns=3, max_answer_tokens=64, draft_max=8, from_turn=2,
-        edit_chars=6,
+        edit_chars=6, measure="reprefill_tokens",
         why="an edited history: the cache diverges inside the previous answer"),
 }
 """Per incident key (every incident of engine/llama/incidents.py has one)."""
@@ -113,7 +118,8 @@ def quick_scenario(s: Scenario) -> Scenario:
     """`s` at smoke size (fewer, shorter turns)."""
     return Scenario(s.incident, s.drafter, turns=2, max_answer_tokens=min(32,
                     s.max_answer_tokens), draft_max=s.draft_max, seed=s.seed,
-                    from_turn=s.from_turn, edit_chars=s.edit_chars, why=s.why)
+                    from_turn=s.from_turn, edit_chars=s.edit_chars, measure=s.measure,
+                    why=s.why)
 
 
 def absent_reason(incident: Incident, build: Build) -> str:

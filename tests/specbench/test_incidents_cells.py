@@ -14,6 +14,7 @@ from engine.llama.logread import parse_log
 from engine.llama.provenance import drafter_name, provides
 from engine.session import MemoryJournal
 from eventlog.postmortem import analyze
+from fsm.states import Trigger
 from specbench.incidents_cells import Cell, judge
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
 from tests.eventlog.test_postmortem_inflation import counted_before_the_fix
@@ -23,11 +24,12 @@ def postmortem(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The postmortem (its JSON form's findings) and turn metrics of a log's import."""
     reading = parse_log(text)
     journal = MemoryJournal()
-    result = record_log(reading, journal)
+    record_log(reading, journal)
     config = {"provides": provides(reading, False), "drafter": drafter_name(reading),
               "engine": "llama.cpp", "replay_policy": "reverify"}
     found, _ = analyze(journal.events, config)
-    return {"findings": [f.to_dict() for f in found]}, [t.to_dict() for t in result.turns]
+    turns = [ev.payload["metrics"] for ev in journal.events if ev.trigger is Trigger.END_TURN]
+    return {"findings": [f.to_dict() for f in found]}, turns
 
 
 def cell(key: str, version: str, text: str) -> Cell:
@@ -69,3 +71,19 @@ def test_the_report_built_livelock_is_named() -> None:
     c = cell("#28060", "0.3.36", text)
     assert c.verdict is Verdict.NAMED and c.numbers["worst_restores"] == 5362
     assert "run_failed" in c.others  # the log ends inside the loop
+
+
+def test_a_reprefill_is_named_measured_or_said_unmeasured() -> None:
+    edited = cell("#24055", "0.3.36", fixture_text("edited-history"))
+    assert edited.verdict is Verdict.NAMED and edited.numbers["reprefill_tokens"] > 0
+    assert "unknown" not in edited.why
+    # 0.3.24 restores the prompt-end checkpoint at the next request of an unedited history
+    # too; its log has no line the kept prefix is read from (yet): named, size unknown.
+    plain = gzip.decompress((FIXTURES / "builds" / "0.3.24" / "plain.log.gz").read_bytes()
+                            ).decode(errors="surrogateescape")
+    old = cell("#24055", "0.3.24", plain)
+    assert old.verdict is Verdict.NAMED and old.as_expected and old.sessions == (7,)
+    if not old.numbers["reprefill_tokens"]:
+        assert "reprefill_tokens unknown" in old.why
+    clean = cell("#24055", "0.3.36", fixture_text("plain"))
+    assert clean.verdict is Verdict.CLEAN
