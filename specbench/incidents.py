@@ -63,7 +63,7 @@ def record(scenario: Scenario, build: str, opts: BenchOptions) -> Outcome:
 
     config = scenario.config(build, model=opts.model, draft_model=opts.draft_model)
     try:
-        done = run_llama(config, opts.db, edit=scenario.edit())
+        done = run_llama(config, opts.db)
     except BuildLacksDrafterError as exc:
         return Outcome(refused=str(exc))
     except (LlamaError, ConfigError) as exc:

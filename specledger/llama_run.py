@@ -12,7 +12,6 @@ release after the answer is sent.
 
 import json
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,11 +90,9 @@ def server_options(config: RunConfig) -> ServerOptions:
 
 
 def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
-              parent_id: int | None = None, edit: Callable[[str], str] | None = None
-              ) -> LlamaRun:
+              parent_id: int | None = None) -> LlamaRun:
     """Run `config`'s conversation on llama-server and record it into the log at `db`
-    (as a re-run of session `parent_id` when one is given); `edit`: what the client sends
-    back of each answer (`converse`; the incident scenarios' edited history)."""
+    (as a re-run of session `parent_id` when one is given)."""
     opts = server_options(config)  # a bad model path is told before the client's slow import
     try:
         from openai import OpenAI
@@ -120,7 +117,7 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
                 progress.turn_done()
 
         exchanges = converse(client, asked, sampling, stream=config.stream,
-                             prompt_ids=prompt_ids, on_answer=answered, edit=edit)
+                             prompt_ids=prompt_ids, on_answer=answered)
         flags = tuple(server_args(opts, server.port, server.dialect))
     log_path = server.log_path
     responses_path = log_path.with_suffix(".responses.json")

@@ -85,19 +85,16 @@ def ask(client: Any, sampling: Sampling, messages: Messages, stream: bool
 
 def converse(client: Any, questions: Sequence[str], sampling: Sampling, *, stream: bool,
              prompt_ids: Callable[[Messages], list[int]] | None = None,
-             on_answer: Callable[[Exchange], None] | None = None,
-             edit: Callable[[str], str] | None = None) -> list[Exchange]:
+             on_answer: Callable[[Exchange], None] | None = None) -> list[Exchange]:
     """Ask `questions` one after another in one conversation; `on_answer` sees each
-    exchange as it completes. `edit` is what the client sends back of each answer in the
-    history (a client that edits or re-renders past answers); None: the answer as given."""
+    exchange as it completes."""
     messages: Messages = []
     out: list[Exchange] = []
     for question in questions:
         messages.append({"role": "user", "content": question})
         ids = prompt_ids(messages) if prompt_ids is not None else None
         answer, response = ask(client, sampling, messages, stream)
-        messages.append({"role": "assistant",
-                         "content": edit(answer) if edit is not None else answer})
+        messages.append({"role": "assistant", "content": answer})
         exchange = Exchange(question, answer, response, ids)
         out.append(exchange)
         if on_answer is not None:

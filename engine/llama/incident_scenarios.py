@@ -2,13 +2,12 @@
 models on a CPU, and how a recorded session of it is judged.
 
 A scenario is a `specledger run --backend llama` configuration (drafter, turns, answer cap,
-draft length, seed) and, for #24055, the client's shape: an edited history (each answer
-sent back less its last characters, as a client that trims or re-renders past answers
-does). `bench incidents` runs every scenario on every built build of the matrix; the
-verdict of one (incident, build) cell is one of `Verdict`.
+draft length, seed); the client sends the history back verbatim, as our run does (an
+edited history re-prefills on every build: the divergence leaves no checkpoint to keep,
+so it tells no build from another). `bench incidents` runs every scenario on every
+built build of the matrix; the verdict of one (incident, build) cell is one of `Verdict`.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,8 +31,7 @@ class Verdict(StrEnum):
 @dataclass(frozen=True)
 class Scenario:
     """One incident's run: `from_turn` is the first turn that can show it (the second
-    request, for what a request inherits from the one before); `edit_chars` > 0 makes
-    the client send each answer back less its last `edit_chars` characters; `measure` is
+    request, for what a request inherits from the one before); `measure` is
     the finding's number that must be above 0 for the incident to be named (a finding
     that measured nothing names nothing)."""
 
@@ -44,7 +42,6 @@ class Scenario:
     draft_max: int
     seed: int = 0
     from_turn: int = 1
-    edit_chars: int = 0
     measure: str | None = None
     why: str = ""
 
@@ -60,28 +57,17 @@ class Scenario:
             cfg = cfg.replace(draft_model=draft_model)
         return cfg
 
-    def edit(self) -> Callable[[str], str] | None:
-        """What the client sends back of an answer, or None (the answer as given)."""
-        if not self.edit_chars:
-            return None
-        cut = self.edit_chars
-        return lambda answer: answer[:-cut] if len(answer) > cut else answer
-
     @property
     def run_key(self) -> tuple[object, ...]:
         """Scenarios with the same key are one run (their findings read from one
         session)."""
-        return (self.drafter, self.turns, self.max_answer_tokens, self.draft_max, self.seed,
-                self.edit_chars)
+        return (self.drafter, self.turns, self.max_answer_tokens, self.draft_max, self.seed)
 
     def command(self, build: str) -> str:
         """The command line that records this scenario's session."""
-        cmd = (f"specledger run --backend llama --llama-build {build} --drafter "
+        return (f"specledger run --backend llama --llama-build {build} --drafter "
                f"{self.drafter} --turns {self.turns} --max-answer-tokens "
                f"{self.max_answer_tokens} --draft-max {self.draft_max} --seed {self.seed}")
-        if self.edit_chars:
-            cmd += f" (client: each answer sent back less its last {self.edit_chars} chars)"
-        return cmd
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -105,8 +91,10 @@ SCENARIOS: dict[str, Scenario] = {
         why="the same run as #23268: a replay that never verifies as the first did"),
     "#24055": Scenario(
         "#24055", "none", turns=3, max_answer_tokens=64, draft_max=8, from_turn=2,
-        edit_chars=6, measure="reprefill_tokens",
-        why="an edited history: the cache diverges inside the previous answer"),
+        measure="reprefill_tokens",
+        why="the history sent back verbatim: the whole cache matches the next prompt, so "
+            "no checkpoint needs restoring; a build that restores one re-prefills the "
+            "previous answer"),
 }
 """Per incident key (every incident of engine/llama/incidents.py has one)."""
 
@@ -118,7 +106,7 @@ def quick_scenario(s: Scenario) -> Scenario:
     """`s` at smoke size (fewer, shorter turns)."""
     return Scenario(s.incident, s.drafter, turns=2, max_answer_tokens=min(32,
                     s.max_answer_tokens), draft_max=s.draft_max, seed=s.seed,
-                    from_turn=s.from_turn, edit_chars=s.edit_chars, measure=s.measure,
+                    from_turn=s.from_turn, measure=s.measure,
                     why=s.why)
 
 
