@@ -67,3 +67,17 @@ def test_our_own_engine_names_no_llama_build(tmp_path: Path,
     assert main(["run", "--backend", "sim", "--turns", "1", "--db", db]) == 0
     doc, text = _show(db, 1, capsys)
     assert "llama_build" not in doc and "llama.cpp build" not in text
+
+
+@pytest.mark.parametrize("version", sorted(p.parent.name for p in
+                                           (FIXTURES / "builds").glob("*/plain.log.gz")))
+def test_each_builds_capture_names_its_own_build(
+        version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "b.db")
+    doc, text = _show(db, _import(FIXTURES / "builds" / version / "plain.log.gz", db, capsys),
+                      capsys)
+    build = facts(version)
+    assert build is not None and doc["llama_build"]["version"] == version
+    assert {i["key"] for i in doc["llama_build"]["incidents"]} == {
+        k for k, e in build.exposures.items() if e is Exposure.BUG}
+    assert f"llama.cpp build: {build.label()}" in text
