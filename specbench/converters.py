@@ -186,7 +186,8 @@ def _text(plan: Plan, rows: list[dict[str, Any]], cells: dict[tuple[str, str, st
         [(r["build"], r["model"], r.get("metadata", r["export_error"] or "-"),
           r.get("tensors", "-"), f"{r['max_abs_diff']:.3g}" if "max_abs_diff" in r else "-",
           r["default_server"], r["own_server"], r["on_default_gguf"]) for r in rows])
-    columns = sorted({(b, m) for _, b, m in cells}, key=lambda k: (k[1], MATRIX.index(k[0])))
+    columns = sorted({(b, m) for _, b, m in cells},
+                     key=lambda k: (MODELS.index(k[1]), MATRIX.index(k[0])))
     matrix = md_table(
         ["server \\ GGUF", *(f"{b} {m}" for b, m in columns)],
         [(s, *(_short(cells.get((s, b, m)), cells.get((DEFAULT_BUILD, DEFAULT_BUILD, m)))
