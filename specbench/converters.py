@@ -31,6 +31,7 @@ from specbench.converters_runs import (
     first_difference,
     greedy_cell,
     held_out_prompts,
+    torch_answers,
 )
 
 SUITE = "converters"
@@ -129,8 +130,11 @@ def run(opts: BenchOptions) -> SuiteResult:
             if e.path is not None:
                 cells[server, b, m] = greedy_cell(server, e, prompts, plan.tokens,
                                                   opts.threads, logs / f"{server}-on-{b}-{m}.log")
+    truth = {m: torch_answers(checkpoints[m], prompts, plan.tokens) for m in plan.models}
+    home = {m: cells.get((DEFAULT_BUILD, DEFAULT_BUILD, m)) for m in plan.models}
+    reference_true = {m: c is not None and c.answers == truth[m] for m, c in home.items()}
     rows, incidents = _rows(plan, exports, diffs, cells)
-    text = _text(plan, rows, cells, incidents, skipped)
+    text = _text(plan, rows, cells, incidents, skipped, reference_true)
     path = opts.suite_dir(SUITE) / "converters.md"
     write_file(path, f"# {SUITE}\n\n{text}\n")
     data = {"plan": asdict(plan), "skipped": skipped, "default_build": DEFAULT_BUILD,
@@ -138,7 +142,9 @@ def run(opts: BenchOptions) -> SuiteResult:
                                      "error": e.error} for (b, m), e in exports.items()},
             "diffs": {f"{b}/{m}": d.to_dict() for (b, m), d in diffs.items()},
             "cells": [c.to_dict() for c in cells.values()], "rows": rows,
-            "incidents": incidents}
+            "incidents": incidents, "torch_answers": {m: [list(a) for a in t]
+                                                      for m, t in truth.items()},
+            "reference_is_torch": reference_true}
     return SuiteResult(SUITE, data, text, files=[path])
 
 
@@ -174,12 +180,15 @@ def _rows(plan: Plan, exports: dict[tuple[str, str], Export],
 
 
 def _text(plan: Plan, rows: list[dict[str, Any]], cells: dict[tuple[str, str, str], Cell],
-          incidents: list[dict[str, Any]], skipped: dict[str, str]) -> str:
+          incidents: list[dict[str, Any]], skipped: dict[str, str],
+          reference_true: dict[str, bool]) -> str:
     """converters.md: the per-build table, the full answer matrix, the incidents."""
     head = (f"Each build's converter exported {', '.join(plan.models)}; compared with "
             f"llama.cpp {DEFAULT_BUILD}'s export. Answers: {plan.prompts} held-out prompt(s), "
             f"greedy, {plan.tokens} tokens, no drafter, against llama.cpp {DEFAULT_BUILD}'s "
-            f"server on its own GGUF.")
+            f"server on its own GGUF, which answers as our torch engine on the checkpoint: "
+            + ", ".join(f"{m} {'yes' if ok else '**NO**'}" for m, ok in reference_true.items())
+            + ".")
     main = md_table(
         ["build", "model", "metadata vs default", "tensors vs default", "max abs diff",
          f"{DEFAULT_BUILD} server on it", "its server on it", f"its server on {DEFAULT_BUILD}'s"],

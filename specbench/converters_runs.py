@@ -91,6 +91,29 @@ def held_out_prompts(count: int, seed: int = 0) -> list[Prompt]:
                    tuple(template.next_prompt([], q))) for q in asked]
 
 
+def torch_answers(checkpoint: str, prompts: Sequence[Prompt], tokens: int
+                  ) -> tuple[tuple[int, ...], ...]:
+    """Our torch engine's greedy answers on the checkpoint itself (what every GGUF of it
+    should compute), each cut after its first end-of-generation token, as llama-server's."""
+    import torch
+
+    from engine.hybrid.loader import load_checkpoint
+
+    ckpt = load_checkpoint(checkpoint)
+    answers = []
+    for p in prompts:
+        state = ckpt.model.new_state()
+        logits = ckpt.model(torch.tensor([p.ids]), state, last_only=True)
+        out: list[int] = []
+        while len(out) < tokens:
+            out.append(int(logits[0, -1].argmax()))
+            if out[-1] in ckpt.config.eos_token_ids:
+                break
+            logits = ckpt.model(torch.tensor([[out[-1]]]), state)
+        answers.append(tuple(out))
+    return tuple(answers)
+
+
 def export(build: str, model: str, checkpoint: str) -> Export:
     """`checkpoint` exported (once, into the cache) by `build`'s own converter."""
     try:

@@ -35,6 +35,7 @@ def test_quick_run(tmp_path: Path) -> None:
     assert set(cells) == {(s, b) for s in builds for b in builds}
     reference = cells[DEFAULT_BUILD, DEFAULT_BUILD]
     assert reference["outcome"] == "answered" and reference["same_prompt_ids"] is True
+    assert data["reference_is_torch"] == {"target": True}  # the ground truth
     assert len(reference["answers"]) == 2 and all(0 < len(a) <= 32
                                                   for a in reference["answers"])
     differing = {(c["server"], c["gguf_build"]) for c in data["cells"]
