@@ -110,6 +110,10 @@ def test_the_server_facts_of_every_build(path: Path) -> None:
         assert build is not None and build.version == case.version, server.build
         assert server.loaded and server.verbose is not False  # not logged before 0.3.24
         assert [our_drafter(t) for t in server.implementations] == asked
+    build = facts(case.version)
+    assert build is not None
+    # Without speculative checkpoints a hybrid target cannot roll a draft back: refused.
+    assert server.spec_refused is (bool(asked) and not build.spec_checkpoints)
     if server.spec_refused:  # 0.3.20 on a hybrid target: nothing is ever drafted
         assert asked and not any(r.speculative for t in case.result.fold.tasks
                                  for r in t.rounds)
@@ -118,8 +122,6 @@ def test_the_server_facts_of_every_build(path: Path) -> None:
     if "mtp" in asked:  # per-sequence recurrent states, one per draft position
         assert server.n_rs_seq == case.capture["draft_max"]
     if asked and "mtp" not in asked and case.capture["verbose"]:  # FULL memory
-        build = facts(case.version)
-        assert build is not None
         assert server.spec_checkpoints is (build.spec_checkpoints and not server.spec_refused)
 
 
@@ -199,7 +201,7 @@ def _cli_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, 
 
 
 @pytest.mark.parametrize("path", [p for p in CASES if p.parent.name in ("0.3.36", "0.3.21",
-                                                                       "0.3.24")
+                                                                       "0.3.24", "0.3.20")
                                   and p.name.startswith(("ngram-mod", "draft-model"))],
                          ids=case_id)
 def test_an_imported_log_has_the_findings_of_the_recorded_run(
@@ -218,6 +220,7 @@ def test_an_imported_log_has_the_findings_of_the_recorded_run(
     run = store_llama_session(db, read_log(path), prov,
                               responses=read_responses(Path(base + ".responses.json")),
                               prompts=json.loads(Path(base + ".prompts.json").read_text()))
+    assert run.config["spec_refused"] is case.reading.server.spec_refused
     recorded = postmortem_session(open_db(db, create=False), run.session_id).to_dict()
     doc = _cli_json(["import", "llama-server", str(path), "--responses",
                      base + ".responses.json", "--db", db, "--json"], capsys)
