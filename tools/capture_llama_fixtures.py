@@ -14,12 +14,19 @@ asked with the `openai` client) and write, per scenario NAME:
 and a README.md per build saying how each file was made, and which scenarios the build
 cannot run (and why). Nothing in these files is typed by hand.
 
+A build whose server refuses its own converter's GGUF for a metadata key the converter
+did not write (0.3.21: `qwen35.rope.dimension_sections`) is run, with `--patch-keys`, on
+that GGUF plus the missing keys copied from the default build's export of the same model
+(every tensor and every other key unchanged); its README says so. The refusal itself is a
+converter finding, not hidden: the README quotes it.
+
     .venv/bin/python tools/capture_llama_fixtures.py [--build 0.3.21 ...] [--only NAME ...]
 """
 
 import argparse
 import gzip
 import json
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -33,12 +40,14 @@ from engine.config import RunConfig  # noqa: E402
 from engine.llama.builds import MATRIX, facts  # noqa: E402
 from engine.llama.conversation import Messages, Sampling, converse  # noqa: E402
 from engine.llama.errors import ModelRefusedError  # noqa: E402
+from engine.llama.gguf_export import model_gguf  # noqa: E402
 from engine.llama.options import server_args  # noqa: E402
-from engine.llama.paths import built, converter_dir  # noqa: E402
+from engine.llama.paths import DEFAULT_BUILD, built, converter_dir  # noqa: E402
 from engine.llama.server import LlamaServer, log_lines  # noqa: E402
 from specledger.llama_run import questions, server_options, server_version  # noqa: E402
 
 OUT = ROOT / "tests" / "engine" / "llama" / "fixtures" / "builds"
+_MISSING_KEY = re.compile(r"key not found in model: (\S+?);?(?:\s|$)")
 
 
 class Refused(Exception):
@@ -83,12 +92,23 @@ def unavailable(scenario: Scenario, version: str) -> str | None:
     return None
 
 
-def capture(scenario: Scenario, version: str, out: Path) -> dict[str, Any]:
-    """Run one scenario on one build; write its files; return its README row."""
+def capture(scenario: Scenario, version: str, out: Path, patch_keys: tuple[str, ...] = ()
+            ) -> dict[str, Any]:
+    """Run one scenario on one build (its GGUF files given `patch_keys` from the default
+    build's export where they lack them); write its files; return its README row."""
     config = RunConfig(backend="llama", drafter=scenario.drafter, turns=2,
                        max_answer_tokens=scenario.max_tokens, draft_max=scenario.draft_max,
                        seed=0, llama_build=version)
     opts = replace(server_options(config), verbose=scenario.verbose)
+    patched: dict[str, list[str]] = {}
+    if patch_keys:
+        model, added = patch_missing_keys(opts.model, config.model, patch_keys)
+        patched = {model.name: added} if added else {}
+        draft = opts.draft_model
+        if draft is not None:
+            draft, more = patch_missing_keys(draft, config.draft_model, patch_keys)
+            patched |= {draft.name: more} if more else {}
+        opts = replace(opts, model=model, draft_model=draft)
     asked = questions(config)
     sampling = Sampling(config.temperature, config.top_k, config.top_p, config.seed,
                         config.answer_cap)
@@ -125,7 +145,40 @@ def capture(scenario: Scenario, version: str, out: Path) -> dict[str, Any]:
     return {"name": scenario.name, "drafter": scenario.drafter, "draft_max": scenario.draft_max,
             "max_tokens": scenario.max_tokens, "verbose": scenario.verbose,
             "shows": scenario.shows, "flags": " ".join(shown), "log_bytes": len(data),
-            "gz_bytes": log_gz.stat().st_size}
+            "gz_bytes": log_gz.stat().st_size, "patched": patched}
+
+
+def patch_missing_keys(gguf_path: Path, model: str, keys: tuple[str, ...]
+                       ) -> tuple[Path, list[str]]:
+    """`gguf_path` with those of `keys` it lacks and the default build's export of `model`
+    has, written beside it (tensors and other keys unchanged), and their names; the file
+    itself when it lacks none."""
+    sys.path.insert(0, str(converter_dir(DEFAULT_BUILD) / "gguf-py"))
+    import gguf
+
+    reference = gguf.GGUFReader(model_gguf(model, build=DEFAULT_BUILD))
+    reader = gguf.GGUFReader(gguf_path)
+    missing = [k for k in keys if k in reference.fields and k not in reader.fields]
+    if not missing:
+        return gguf_path, []
+    dst = gguf_path.with_name(gguf_path.stem + ".patched.gguf")
+    writer = gguf.GGUFWriter(dst, arch=reader.fields["general.architecture"].contents(),
+                             endianess=reader.endianess)
+    for field in [*reader.fields.values(), *(reference.fields[k] for k in missing)]:
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue  # written by GGUFWriter itself
+        vtype = field.types[0]
+        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
+    for t in reader.tensors:
+        writer.add_tensor_info(t.name, t.data.shape, t.data.dtype, t.data.nbytes, t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for t in reader.tensors:
+        writer.write_tensor_data(t.data, tensor_endianess=reader.endianess)
+    writer.close()
+    return dst, missing
 
 
 def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) -> str:
@@ -151,6 +204,12 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
         lines.append(f"| `{r['name']}` | `{r['drafter']}` | {r['draft_max']} | "
                      f"{r['max_tokens']} | {'yes' if r['verbose'] else 'no'} | "
                      f"{r['log_bytes']} | {r['gz_bytes']} | {r['shows']} |")
+    for r in rows:
+        for name, keys in (r.get("patched") or {}).items():
+            lines += ["", f"`{r['name']}` ran on `{name}`: this build's own export with "
+                      f"{', '.join(f'`{k}`' for k in keys)} copied from the "
+                      f"{DEFAULT_BUILD} export (`--patch-keys`): this build's server "
+                      f"refuses its own converter's file without them."]
     lines += ["", "Flags (`server_args`; model paths shortened to the file name, the port the "
               "server chose shown as PORT):", ""]
     lines += [f"- `{r['name']}`: `{r['flags']}`" for r in rows]
@@ -169,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="scenario names to (re)capture (the README lists the others as "
                         "they are on disk)")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--patch-keys", action="store_true",
+                   help="when the server refuses a GGUF for a missing metadata key, add "
+                        "that key from the default build's export and retry (said in the "
+                        "README)")
     args = p.parse_args(argv)
     versions = args.build or [v for v in MATRIX if built(v)]
     for version in versions:
@@ -185,11 +248,20 @@ def main(argv: list[str] | None = None) -> int:
                 meta["rows"].pop(scenario.name, None)
                 continue
             print(f"{version} {scenario.name} ...", flush=True)
-            try:
-                meta["rows"][scenario.name] = capture(scenario, version, out)
-            except Refused as exc:  # what the build cannot load is a result too
-                meta["skipped"][scenario.name] = f"the server refused to start: {exc}"
-                meta["rows"].pop(scenario.name, None)
+            keys: tuple[str, ...] = ()
+            while True:
+                try:
+                    meta["rows"][scenario.name] = capture(scenario, version, out, keys)
+                    break
+                except Refused as exc:  # what the build cannot load is a result too
+                    key = _MISSING_KEY.search(str(exc))
+                    if args.patch_keys and key is not None and key.group(1) not in keys:
+                        keys += (key.group(1),)
+                        continue
+                    meta["skipped"][scenario.name] = f"the server refused to start: {exc}"
+                    meta["rows"].pop(scenario.name, None)
+                    break
+            if scenario.name not in meta["rows"]:
                 continue
             meta["skipped"].pop(scenario.name, None)
             meta_path.write_text(json.dumps(meta, indent=1) + "\n")

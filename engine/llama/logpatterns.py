@@ -182,6 +182,7 @@ SLOT_NOISE = (
     # builds before 0.3.36
     "Checking checkpoint with", "n_past = ", "ignoring small draft", "draft size ",
     "n_decoded = ", "the max possible draft", "prompt processing",
+    "speculative decoding context initialized",
 )
 # Known slot messages that begin with a number or a function name (builds before 0.3.24).
 SLOT_NOISE_INSIDE = ("tokens since last checkpoint at", ": n_draft=")

@@ -27,7 +27,7 @@ from engine.llama.logpatterns import (
     slot_record,
     spec_record,
 )
-from engine.llama.logrecords import Record, SamplerParams
+from engine.llama.logrecords import Record, RecordKind, SamplerParams
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
@@ -36,6 +36,7 @@ _SLOT = re.compile(r"^slot\s+[^:|]+:\s+id\s+(\d+)\s+\|\s+task\s+(-?\d+)\s+\|\s?(
 _SPEC = re.compile(r"^(?:spec\s+[^:]+:\s|[\w:~]+: )?(.*)$")
 _SERVER = re.compile(r"^(?:srv|cmn|spec|que|res|main)\s+\S+|^(?:llama_|common_|main:)")
 _MAX_CONTINUATION = 8
+_TIMING_KINDS = (RecordKind.TIMING, RecordKind.DRAFT_TOTALS)
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_CHUNK = 1 << 12  # fed to zlib piecewise, so a corrupt stream keeps what came before
 
@@ -43,6 +44,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(p)) for name, p in (
         ("build", r"common_params_print_info: (build \d+ \(\w+\).*?)\s*$"),
         ("build", r"^(build: \d+ \(\w+\) with .*?)\s*$"),  # before 0.3.24, -v only
+        ("build", r"^build_info: b(\d+)-([0-9a-f]+)\s*$"),  # 0.3.21
         # common_params_print_info (0.3.36), log_info (0.3.24, 0.3.30); none before
         ("verbosity", r"\w+: verbosity = (\d+) \(adjust"),
         ("loaded", r"(?:llama_server|main): (model loaded)"),  # main: before 0.3.24
@@ -111,6 +113,9 @@ class ServerInfo:
             self.spec_refused = True
         elif name == "loaded":
             self.loaded = True
+        elif name == "build" and m.re.groups == 2:
+            if self.build is None:  # the banner's own wording, as later builds print it
+                self.build = f"build {value} ({m.group(2)})"
         elif name == "verbosity":
             self.verbosity = int(value)
             self.verbose = self.verbosity > 4  # -v sets it to INT_MAX; the default is 3
@@ -203,6 +208,9 @@ def parse_log(text: str, name: str = "input") -> LogReading:
     continuation = 0
     params: SamplerParams | None = None  # a `sampler params:` line, its values to come
     params_lines: list[str] = []
+    # Before 0.3.24 print_timing is one slot message of several lines (its first empty):
+    # the lines after it are that slot's, without the slot prefix.
+    timing_ctx: dict[str, int | float | None] | None = None
     for number, raw in enumerate(physical, 1):
         line = _ANSI.sub("", raw).rstrip("\r")
         prefix = _PREFIX.match(line)
@@ -227,6 +235,7 @@ def parse_log(text: str, name: str = "input") -> LogReading:
             message = slot_m.group(3)
             ctx = {"line": number, "t": t, "slot": int(slot_m.group(1)),
                    "task": int(slot_m.group(2))}
+            timing_ctx = ctx if not message.strip() else None
             record = slot_record(message, ctx)
             if isinstance(record, SamplerParams):
                 params, params_lines = record, []
@@ -242,6 +251,12 @@ def parse_log(text: str, name: str = "input") -> LogReading:
                 if len(out.unknown_examples) < 5:
                     out.unknown_examples.append(f"{number}: {message[:120]}")
             continue
+        if timing_ctx is not None and not has_prefix:
+            record = slot_record(body, {**timing_ctx, "line": number})
+            if record is not None and record.kind in _TIMING_KINDS:
+                out.records.append(record)
+                out.parsed += 1
+                continue
         spec_m = _SPEC.match(body)
         assert spec_m is not None  # every part of it is optional
         record = spec_record(spec_m.group(1), number, t)

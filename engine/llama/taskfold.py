@@ -175,19 +175,22 @@ class _Folder:
             rnd.draft_ids = [c.token for c in cands[:drafted]]
         if drafted:
             rnd.spec_ckpt = self.spec.pop(task.slot, None)
-            rnd.spec_type = self._drafter(r.n_tokens, drafted)
+            rnd.spec_type, rnd.spec_gen = self._drafter(r.n_tokens, drafted)
         self.open[task.slot] = rnd
         task.rounds.append(rnd)
 
-    def _drafter(self, hist: int, gen: int) -> str | None:
-        """The drafter named for a batch of `gen` drafts after `hist` tokens (None: not
-        logged); the drafts of every slot are made before their batches are verified, so
-        the match is taken out of the pending ones."""
-        for i, c in enumerate(self.called):
-            if (c.hist, c.gen) == (hist, gen):
-                del self.called[i]
-                return c.spec_type
-        return None
+    def _drafter(self, hist: int, gen: int) -> tuple[str | None, int | None]:
+        """The drafter named for a batch of `gen` drafts after `hist` tokens, and the
+        draft size it logged (None, None: not logged); the drafts of every slot are made
+        before their batches are verified, so the match is taken out of the pending ones.
+        Before 0.3.24 the server cut a draft longer than the answer's remaining tokens
+        after the drafter logged it: a longer draft after the same history is that one."""
+        for cut in (False, True):
+            for i, c in enumerate(self.called):
+                if c.hist == hist and (c.gen > gen if cut else c.gen == gen):
+                    del self.called[i]
+                    return c.spec_type, c.gen
+        return None, None
 
     def _token(self, task: LlamaTask, rnd: LlamaRound | None, r: Token) -> None:
         if rnd is None:

@@ -38,7 +38,9 @@ class LlamaRound:
     chain that drafted (llama.cpp's name; None where the log does not say); `draft_ids` the
     drafted ids where the log names them (model drafters' candidate 0), else empty;
     `replays` the batch size of each verification after a speculative-checkpoint
-    restore; `draft_recomputed` the history tokens the draft model recomputed before it
+    restore; `spec_gen` the draft size the drafter logged (larger than `drafted` where
+    the server cut the draft to the answer's remaining tokens; None: not logged);
+    `draft_recomputed` the history tokens the draft model recomputed before it
     because its checkpoint was gone (0.3.21's draft model logs it; 0 elsewhere)."""
 
     first_line: int
@@ -58,6 +60,7 @@ class LlamaRound:
     stop: StopReason | None = None
     last_line: int = 0
     t_end: float | None = None
+    spec_gen: int | None = None
     draft_recomputed: int = 0
 
     @property
