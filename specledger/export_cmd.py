@@ -1,8 +1,9 @@
 """`specledger export`: a checkpoint or a recorded session, for other tools.
 
-- `specledger export gguf MODEL_DIR [--out FILE] [--outtype f32|f16] [--llama-build V]`:
-  write a checkpoint as a GGUF file that llama-server loads without extra flags, with the
-  converter of llama.cpp build V (default: the default build; engine/llama/gguf_export.py).
+- `specledger export gguf MODEL_DIR [--out FILE] [--outtype f32|f16] [--llama-build V]
+  [--no-mtp]`: write a checkpoint as a GGUF file that llama-server loads without extra
+  flags, with the converter of llama.cpp build V (default: the default build), the MTP
+  head left out with --no-mtp (engine/llama/gguf_export.py).
 - `specledger export SESSION --format perfetto|chrome-trace|parquet [--out FILE]`: write a
   session's rounds as a Perfetto or Chrome trace, or its events as a Parquet table
   (specledger/export/).
@@ -56,11 +57,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("export gguf needs the checkpoint: export gguf MODEL_DIR")
     out = Path(args.out) if args.out else default_out(args.model_dir, args.outtype)
     build = check_build(args.llama_build)
-    path = export_gguf(args.model_dir, out, args.outtype, build)
+    path = export_gguf(args.model_dir, out, args.outtype, build, mtp=not args.no_mtp)
     size = path.stat().st_size
     if args.json:
         output.emit_json({"format": args.format, "model": args.model_dir, "out": str(path),
-                          "outtype": args.outtype, "llama_build": build, "bytes": size})
+                          "outtype": args.outtype, "llama_build": build,
+                          "mtp": not args.no_mtp, "bytes": size})
     else:
         output.console.print(f"wrote {path} ({size / 2**20:.1f} MiB, {args.outtype}, "
                              f"llama.cpp {build}'s converter)")
@@ -132,4 +134,7 @@ def add_parser(sub: Any) -> None:
                    help="gguf: convert with this llama.cpp build's own converter, by "
                         f"llama-cpp-python version (default: {DEFAULT_BUILD}; `specledger "
                         "llama builds`)")
+    p.add_argument("--no-mtp", action="store_true",
+                   help="gguf: leave the target's MTP head out (llama.cpp builds before "
+                        "0.3.24 load the shipped target only without it)")
     p.set_defaults(session=None)

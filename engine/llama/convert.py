@@ -1,6 +1,6 @@
 """llama.cpp's own HF -> GGUF converter, run on one of our checkpoints with one step
 replaced: the vocabulary. `gguf_export.export_gguf` runs this module as a child process
-(`python -m engine.llama.convert MODEL_DIR OUT --outtype f32 --converter DIR`).
+(`python -m engine.llama.convert MODEL_DIR OUT --outtype f32 --converter DIR [--no-mtp]`).
 
 Why drive the vendored converter rather than write GGUF with the `gguf` package: what
 llama.cpp loads is defined by that converter (tensor names, the GDN layers' V-head reorder,
@@ -66,8 +66,9 @@ def write_vocab(writer: Any, gguf: Any, tokens: list[str]) -> None:
     writer.add_chat_template(CHATML_TEMPLATE)
 
 
-def convert(model_dir: Path, out: Path, outtype: str, converter: Path) -> None:
-    """Convert `model_dir` to the GGUF file `out` with the converter at `converter`."""
+def convert(model_dir: Path, out: Path, outtype: str, converter: Path, mtp: bool = True) -> None:
+    """Convert `model_dir` to the GGUF file `out` with the converter at `converter`, the
+    MTP head included unless `mtp` is False (or the checkpoint has none)."""
     sys.path[:0] = [str(converter / "gguf-py"), str(converter)]
     import gguf
     import torch
@@ -85,8 +86,10 @@ def convert(model_dir: Path, out: Path, outtype: str, converter: Path) -> None:
         """The converter's Qwen3.5 text model with our vocabulary step."""
 
         model_arch = gguf.MODEL_ARCH.QWEN35
-        # Without an MTP head the converter would look for nextn layers that are not there.
-        no_mtp = not config.get("mtp_num_hidden_layers", 0)
+        # Without an MTP head the converter would look for nextn layers that are not there;
+        # without it by choice the file has the plain block count that servers before
+        # draft-mtp load. Converters before 0.3.24 skip the head whatever this says.
+        no_mtp = not (mtp and config.get("mtp_num_hidden_layers", 0))
 
         def set_vocab(self) -> None:
             write_vocab(self.gguf_writer, gguf, tokens)
@@ -104,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--outtype", choices=[t.value for t in OutType], default=OutType.F32)
     parser.add_argument("--converter", type=Path, required=True)
+    parser.add_argument("--no-mtp", action="store_true", help="leave the MTP head out")
     args = parser.parse_args(argv)
     try:
-        convert(args.model_dir, args.out, args.outtype, args.converter)
+        convert(args.model_dir, args.out, args.outtype, args.converter, not args.no_mtp)
     except Exception as exc:  # the parent reports the child's last line
         print(f"error: {type(exc).__name__}: {exc}".replace("\n", " "), file=sys.stderr)
         return 1

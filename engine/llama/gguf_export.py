@@ -71,10 +71,11 @@ def check_checkpoint(model_dir: Path) -> None:
 
 
 def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32",
-                build: str = DEFAULT_BUILD) -> Path:
+                build: str = DEFAULT_BUILD, mtp: bool = True) -> Path:
     """Convert the checkpoint at `model_dir` (a directory, or `shipped:NAME`) to the GGUF
     file `out` with weights in `outtype` (f32 or f16), by the converter of llama.cpp
-    `build`; return `out`. The file is written
+    `build`, with the MTP head unless `mtp` is False (servers before 0.3.24 load a target
+    only without it); return `out`. The file is written
     whole or not at all, under engine/files.py's rules (a missing folder is created; a
     directory or a device is refused before the conversion starts)."""
     model_dir, out = resolve_model(model_dir), Path(out)
@@ -96,7 +97,8 @@ def export_gguf(model_dir: str | Path, out: str | Path, outtype: str = "f32",
     # partial file of their own and rename it whole.
     with replacing(out) as partial:
         cmd = [sys.executable, "-m", "engine.llama.convert", str(model_dir), str(partial),
-               "--outtype", kind.value, "--converter", str(converter)]
+               "--outtype", kind.value, "--converter", str(converter),
+               *([] if mtp else ["--no-mtp"])]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
                                   check=False)
@@ -150,16 +152,17 @@ def model_gguf(model: str | Path, what: str = "model", build: str = DEFAULT_BUIL
                           f"shipped:target, shipped:draft or a GGUF file")
 
 
-def cached_gguf(model: str | Path, outtype: str = "f32", build: str = DEFAULT_BUILD) -> Path:
-    """The GGUF of checkpoint `model` by `build`'s converter, exported once into
-    specledger's cache. The file name carries a digest of the checkpoint's files, the
-    llama.cpp build and our conversion step, so a changed model or converter makes a new
-    export."""
+def cached_gguf(model: str | Path, outtype: str = "f32", build: str = DEFAULT_BUILD,
+                mtp: bool = True) -> Path:
+    """The GGUF of checkpoint `model` by `build`'s converter (without the MTP head when
+    `mtp` is False), exported once into specledger's cache. The file name carries a digest
+    of the checkpoint's files, the llama.cpp build and our conversion step, so a changed
+    model or converter makes a new export."""
     root = resolve_model(model)
-    h = hashlib.sha256(f"{build}/{outtype}".encode())
+    h = hashlib.sha256(f"{build}/{outtype}{'' if mtp else '/no-mtp'}".encode())
     h.update(Path(__file__).with_name("convert.py").read_bytes())
     for file in sorted([*root.glob("*.json"), *root.glob("*.safetensors")]):
         h.update(file.name.encode())
         h.update(file.read_bytes())
     path = cache_root() / "gguf" / f"{root.name}-{h.hexdigest()[:16]}-{outtype}.gguf"
-    return path if path.is_file() else export_gguf(root, path, outtype, build)
+    return path if path.is_file() else export_gguf(root, path, outtype, build, mtp)

@@ -25,7 +25,7 @@ def test_options_and_default_out() -> None:
     args = parse(["export", "gguf", "shipped:draft"])
     assert (args.format, args.model_dir, args.out, args.outtype) == ("gguf", "shipped:draft",
                                                                      None, "f32")
-    assert args.llama_build == DEFAULT_BUILD
+    assert args.llama_build == DEFAULT_BUILD and args.no_mtp is False
     assert export_cmd.default_out("shipped:draft", "f16") == Path("draft-f16.gguf")
     with pytest.raises(SystemExit):
         parse(["export", "onnx", "shipped:draft"])
@@ -41,7 +41,7 @@ def test_export_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert export_cmd.cmd_export(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"format": "gguf", "model": "shipped:draft", "out": str(out),
-                   "outtype": "f16", "llama_build": DEFAULT_BUILD,
+                   "outtype": "f16", "llama_build": DEFAULT_BUILD, "mtp": True,
                    "bytes": out.stat().st_size}
     assert out.read_bytes()[:4] == b"GGUF"
 

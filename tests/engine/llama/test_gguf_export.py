@@ -11,13 +11,16 @@ import pytest
 from tokenizers import Tokenizer, models
 
 from engine.llama import paths
+from engine.llama.builds import MATRIX
 from engine.llama.convert import CHATML_TEMPLATE, MERGES, PRE_TOKENIZER
 from engine.llama.errors import GgufExportError, LlamaNotBuiltError
+from engine.llama.gguf_compare import compare_files
 from engine.llama.gguf_export import export_gguf
 from engine.llama.options import ServerOptions
+from engine.llama.paths import DEFAULT_BUILD
 from engine.llama.server import LlamaServer
 from engine.shipped import model_dir
-from tests.engine.llama.conftest import TARGET, Ggufs
+from tests.engine.llama.conftest import TARGET, Ggufs, require_llama
 
 
 def read_gguf(path: Path) -> tuple[dict[str, object], list[str]]:
@@ -105,3 +108,39 @@ def test_converter_failure_is_one_line(llama_server_binary: Path, tmp_path: Path
         export_gguf(ckpt, tmp_path / "x.gguf")
     assert "\n" not in str(err.value)
     assert not (tmp_path / "x.gguf").exists() and not list(tmp_path.glob("x.gguf*.partial"))
+
+
+@pytest.fixture(scope="module")
+def target_without_mtp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped target exported by the default converter without its MTP head."""
+    require_llama(paths.require_converter)
+    return export_gguf(TARGET, tmp_path_factory.mktemp("nomtp") / "t.gguf", mtp=False)
+
+
+def test_target_without_mtp_head_is_the_target_less_its_nextn_block(
+        ggufs: Ggufs, target_without_mtp: Path) -> None:
+    layers = json.loads((model_dir(TARGET) / "config.json").read_text())["num_hidden_layers"]
+    diff = compare_files(ggufs.target, target_without_mtp)
+    assert diff.tensors_removed and all(t.startswith(f"blk.{layers}.")
+                                        for t in diff.tensors_removed)
+    assert not diff.tensors_added and not diff.layout_changed and diff.max_abs_diff == 0.0
+    assert set(diff.keys_removed) == {"qwen35.nextn_predict_layers"}
+    changed = {c.key: (c.old, c.new) for c in diff.keys_changed}
+    assert changed["qwen35.block_count"] == (layers + 1, layers)
+    assert set(changed) <= {"qwen35.block_count", "qwen35.attention.recurrent_layers",
+                            "general.size_label"}
+
+
+def test_a_build_before_draft_mtp_answers_on_it_as_the_default_build(
+        ggufs: Ggufs, target_without_mtp: Path, tmp_path: Path) -> None:
+    old = next((b for b in MATRIX if b < "0.3.24" and paths.built(b)), None)
+    if old is None:
+        pytest.skip("no llama.cpp build before 0.3.24 is built (specledger llama build "
+                    "0.3.21)")
+    prompt = [257, *b"user\nWhat is a tuple?", 258, 10, 257, *b"assistant\n"]
+    answers = []
+    for build, model in ((DEFAULT_BUILD, ggufs.target), (old, target_without_mtp)):
+        options = ServerOptions(model=model, verbose=False, build=build)
+        with LlamaServer(options, tmp_path / f"{build}.log") as server:
+            answers.append(server.client.complete(prompt, 24).tokens)
+    assert answers[0] == answers[1] and len(answers[0]) == 24
