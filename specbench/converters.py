@@ -9,8 +9,9 @@ server on the default build's GGUF.
 A converter that changes what the model computes is an incident: a GGUF the default
 server loads but answers differently on, or a build that answers differently on a GGUF.
 Each is listed with the first differing prompt and token and what its GGUF changed.
-Unbuilt builds are skipped, said so. `quick`: the default build and one other built one,
-the target only, two prompts.
+The default build also exports the target without its MTP head (the file builds before
+draft-mtp load). Unbuilt builds are skipped, said so. `quick`: the default build and one
+other built one, the target only, two prompts.
 """
 
 from collections.abc import Sequence
@@ -23,10 +24,13 @@ from engine.llama.gguf_compare import GgufDiff, compare_files
 from engine.llama.paths import DEFAULT_BUILD, build_hint, built, cache_root, require_server
 from specbench.common import BenchOptions, SuiteResult, md_table
 from specbench.converters_runs import (
+    COLUMNS,
     MODELS,
+    NO_MTP,
     Cell,
     Export,
     Outcome,
+    base_model,
     export,
     first_difference,
     greedy_cell,
@@ -115,9 +119,12 @@ def run(opts: BenchOptions) -> SuiteResult:
         for m in plan.models:
             opts.log(f"{SUITE}: exporting {m} with llama.cpp {b}'s converter")
             exports[b, m] = export(b, m, checkpoints[m])
+    if "target" in plan.models:
+        opts.log(f"{SUITE}: exporting the target without its MTP head (llama.cpp {DEFAULT_BUILD})")
+        exports[DEFAULT_BUILD, NO_MTP] = export(DEFAULT_BUILD, NO_MTP, opts.model)
     diffs: dict[tuple[str, str], GgufDiff] = {}
     for (b, m), e in exports.items():
-        reference = exports[DEFAULT_BUILD, m].path
+        reference = exports[DEFAULT_BUILD, base_model(m)].path
         if e.path is not None and reference is not None:
             diffs[b, m] = compare_files(reference, e.path)
     prompts = held_out_prompts(plan.prompts, opts.seed)
@@ -154,7 +161,7 @@ def _rows(plan: Plan, exports: dict[tuple[str, str], Export],
     """One row per build and model; the incidents (answered, but not as the reference)."""
     rows, incidents = [], []
     for (b, m), e in exports.items():
-        ref = cells.get((DEFAULT_BUILD, DEFAULT_BUILD, m))
+        ref = cells.get((DEFAULT_BUILD, DEFAULT_BUILD, base_model(m)))
         diff = diffs.get((b, m))
         row: dict[str, Any] = {"build": b, "model": m, "export_error": e.error}
         if diff is not None:
@@ -166,7 +173,7 @@ def _rows(plan: Plan, exports: dict[tuple[str, str], Export],
             row[column] = verdict(cell, ref) if cell and ref else "-"
         rows.append(row)
     for (server, b, m), cell in cells.items():
-        ref = cells.get((DEFAULT_BUILD, DEFAULT_BUILD, m))
+        ref = cells.get((DEFAULT_BUILD, DEFAULT_BUILD, base_model(m)))
         at = first_difference(ref.answers, cell.answers) if (
             ref and cell.outcome is Outcome.ANSWERED) else None
         if ref is not None and at is not None:
@@ -196,10 +203,11 @@ def _text(plan: Plan, rows: list[dict[str, Any]], cells: dict[tuple[str, str, st
           r.get("tensors", "-"), f"{r['max_abs_diff']:.3g}" if "max_abs_diff" in r else "-",
           r["default_server"], r["own_server"], r["on_default_gguf"]) for r in rows])
     columns = sorted({(b, m) for _, b, m in cells},
-                     key=lambda k: (MODELS.index(k[1]), MATRIX.index(k[0])))
+                     key=lambda k: (COLUMNS.index(k[1]), MATRIX.index(k[0])))
     matrix = md_table(
         ["server \\ GGUF", *(f"{b} {m}" for b, m in columns)],
-        [(s, *(_short(cells.get((s, b, m)), cells.get((DEFAULT_BUILD, DEFAULT_BUILD, m)))
+        [(s, *(_short(cells.get((s, b, m)),
+                      cells.get((DEFAULT_BUILD, DEFAULT_BUILD, base_model(m))))
                for b, m in columns)) for s in plan.builds])
     found = [f"- llama.cpp {i['server']}'s server on {i['gguf_build']}'s {i['model']} GGUF: "
              f"prompt {i['prompt']} first differs at token {i['token']} (expected "

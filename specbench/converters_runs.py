@@ -28,6 +28,15 @@ from engine.llama.options import ServerOptions
 from engine.llama.server import LlamaServer, last_error_line, log_lines
 
 MODELS = ("target", "draft")
+NO_MTP = "target-no-mtp"
+"""The target exported by the default build's converter without its MTP head: the file
+builds before draft-mtp load (they read the nextn block as one more layer)."""
+COLUMNS = ("target", NO_MTP, "draft")
+
+
+def base_model(model: str) -> str:
+    """The shipped model an export is of (`target-no-mtp` is the target)."""
+    return "target" if model == NO_MTP else model
 
 
 class Outcome(StrEnum):
@@ -115,9 +124,10 @@ def torch_answers(checkpoint: str, prompts: Sequence[Prompt], tokens: int
 
 
 def export(build: str, model: str, checkpoint: str) -> Export:
-    """`checkpoint` exported (once, into the cache) by `build`'s own converter."""
+    """`checkpoint` exported (once, into the cache) by `build`'s own converter (the MTP
+    head left out for NO_MTP)."""
     try:
-        return Export(build, model, cached_gguf(checkpoint, build=build))
+        return Export(build, model, cached_gguf(checkpoint, build=build, mtp=model != NO_MTP))
     except GgufExportError as exc:
         return Export(build, model, None, str(exc))
 

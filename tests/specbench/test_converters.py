@@ -11,7 +11,13 @@ from engine.llama.builds import MATRIX
 from engine.llama.paths import DEFAULT_BUILD, built, require_converter, require_server
 from specbench import SUITES, BenchOptions, run_suite
 from specbench.converters import plan_for, tensor_groups, verdict
-from specbench.converters_runs import Cell, Outcome, first_difference, held_out_prompts
+from specbench.converters_runs import (
+    NO_MTP,
+    Cell,
+    Outcome,
+    first_difference,
+    held_out_prompts,
+)
 from tests.engine.llama.conftest import require_llama
 
 
@@ -26,24 +32,28 @@ def test_quick_run(tmp_path: Path) -> None:
     assert builds[0] == DEFAULT_BUILD and len(builds) == min(2, sum(map(built, MATRIX)))
     assert set(data["skipped"]) == {b for b in MATRIX if not built(b)}
     assert data["diffs"][f"{DEFAULT_BUILD}/target"]["identical"] is True
-    rows = {r["build"]: r for r in data["rows"]}
-    assert set(rows) == set(builds)
-    home = rows[DEFAULT_BUILD]
+    rows = {(r["build"], r["model"]): r for r in data["rows"]}
+    assert set(rows) == {(b, "target") for b in builds} | {(DEFAULT_BUILD, NO_MTP)}
+    home = rows[DEFAULT_BUILD, "target"]
     assert (home["metadata"], home["tensors"], home["max_abs_diff"]) == ("same", "same", 0.0)
     assert home["default_server"] == home["own_server"] == home["on_default_gguf"] == "same"
-    cells = {(c["server"], c["gguf_build"]): c for c in data["cells"]}
-    assert set(cells) == {(s, b) for s in builds for b in builds}
-    reference = cells[DEFAULT_BUILD, DEFAULT_BUILD]
+    # Without the MTP head the target computes as with it; only its nextn block is gone.
+    assert rows[DEFAULT_BUILD, NO_MTP]["default_server"] == "same"
+    assert rows[DEFAULT_BUILD, NO_MTP]["tensors"].startswith("15 removed: blk.8.*")
+    cells = {(c["server"], c["gguf_build"], c["model"]): c for c in data["cells"]}
+    assert set(cells) == {(s, b, "target") for s in builds for b in builds} | {
+        (s, DEFAULT_BUILD, NO_MTP) for s in builds}
+    reference = cells[DEFAULT_BUILD, DEFAULT_BUILD, "target"]
     assert reference["outcome"] == "answered" and reference["same_prompt_ids"] is True
     assert data["reference_is_torch"] == {"target": True}  # the ground truth
     assert len(reference["answers"]) == 2 and all(0 < len(a) <= 32
                                                   for a in reference["answers"])
-    differing = {(c["server"], c["gguf_build"]) for c in data["cells"]
+    differing = {(c["server"], c["gguf_build"], c["model"]) for c in data["cells"]
                  if c["outcome"] == "answered" and c["answers"] != reference["answers"]}
-    assert {(i["server"], i["gguf_build"]) for i in data["incidents"]} == differing
+    assert {(i["server"], i["gguf_build"], i["model"]) for i in data["incidents"]} == differing
     for b in builds:  # a GGUF identical to the default's computes as it does
         if data["diffs"][f"{b}/target"]["identical"]:
-            assert (DEFAULT_BUILD, b) not in differing
+            assert (DEFAULT_BUILD, b, "target") not in differing
     text = (tmp_path / "converters" / "converters.md").read_text()
     assert f"| {DEFAULT_BUILD} | target | same | same | 0 | same | same | same |" in text
     assert result.table in text
