@@ -57,7 +57,8 @@ class Refused(Exception):
 @dataclass(frozen=True)
 class Scenario:
     """One fixture: the drafter chain (our names; `none`), its draft length, the answer
-    cap, whether the server runs with -v, and what it shows."""
+    cap, whether the server runs with -v, what it shows, and whether the draft model is
+    the target itself (`draft_self`: a hybrid draft model every build loads)."""
 
     name: str
     drafter: str
@@ -65,6 +66,7 @@ class Scenario:
     max_tokens: int
     verbose: bool
     shows: str
+    draft_self: bool = False
 
 
 SCENARIOS = (
@@ -73,6 +75,10 @@ SCENARIOS = (
              "speculative checkpoints, restores and replays (partial acceptances)"),
     Scenario("draft-model", "draft-model", 4, 32, True,
              "the draft model (-md); before 0.3.24 its own checkpoint lines"),
+    Scenario("draft-self", "draft-model", 4, 32, True,
+             "the target as its own draft model (hybrid: the draft context checkpoints its "
+             "state; before 0.3.24 it deletes that checkpoint at each request)",
+             draft_self=True),
     Scenario("mtp", "mtp", 4, 24, True, "draft-mtp: per-sequence recurrent states"),
     Scenario("chain", "ngram-mod,mtp", 4, 32, True, "the chain ngram-mod then draft-mtp"),
     Scenario("quiet", "ngram-mod", 8, 24, False, "without -v: the turn totals only"),
@@ -99,13 +105,17 @@ def capture(scenario: Scenario, version: str, out: Path, patch_keys: tuple[str, 
     config = RunConfig(backend="llama", drafter=scenario.drafter, turns=2,
                        max_answer_tokens=scenario.max_tokens, draft_max=scenario.draft_max,
                        seed=0, llama_build=version)
+    if scenario.draft_self:
+        config = replace(config, draft_model=str(model_gguf(config.model, build=version)))
     opts = replace(server_options(config), verbose=scenario.verbose)
     patched: dict[str, list[str]] = {}
     if patch_keys:
         model, added = patch_missing_keys(opts.model, config.model, patch_keys)
         patched = {model.name: added} if added else {}
         draft = opts.draft_model
-        if draft is not None:
+        if scenario.draft_self:
+            draft = model
+        elif draft is not None:
             draft, more = patch_missing_keys(draft, config.draft_model, patch_keys)
             patched |= {draft.name: more} if more else {}
         opts = replace(opts, model=model, draft_model=draft)
