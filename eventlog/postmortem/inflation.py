@@ -4,9 +4,10 @@ After a partial acceptance on a FULL-rollback target, llama-server restores its 
 checkpoint and submits the accepted drafts and the target's correction again as the next
 "draft"; that replay is accepted whole, and builds before PR 26320 count its correction
 token as one more accepted draft: the task's `n_accepted` exceeds its rounds' by exactly
-one per restore followed by a replay. The oldest such builds (llama-cpp-python 0.3.21) also
-add the replayed tokens to the drafted total, so `generated` exceeds the rounds' drafts by
-the replayed drafts. The per-round verdict line (`accepted a/k draft tokens`) and the
+one per restore followed by a replay. The oldest such builds (llama-cpp-python 0.3.21) count
+a restored round at its replay alone (its drafts generated, all of them accepted): the
+drafts the first verification rejected are never counted, so `generated` falls short of
+the rounds' drafts by those. The per-round verdict line (`accepted a/k draft tokens`) and the
 answer's `timings` repeat the inflated counts; the mean accepted length follows from them.
 
 A turn is named when its print_timing `accepted` exceeds the rounds' by its replay count,
@@ -20,7 +21,7 @@ from typing import Any
 from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import ROUND, SEQ, SLOT, TURN, Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
-from fsm.payloads import EndTurn, InvariantViolation, Replay
+from fsm.payloads import EndTurn, InvariantViolation, Replay, Verify
 from fsm.states import Trigger
 
 MEAN_TOLERANCE = 0.005 + 1e-9  # print_timing prints the mean length with 2 decimals
@@ -35,8 +36,10 @@ class _Turn:
     slot: int
     turn: int
     spec_rounds: int = 0
+    drafted: dict[int, int] = field(default_factory=dict)  # round -> its first verify's
     replays: dict[int, int] = field(default_factory=dict)  # round -> replays
     replayed: int = 0  # drafts the replays verified again (their batches less one each)
+    rejected: int = 0  # drafts the restored rounds' first verifications rejected
     counters: list[Noted] = field(default_factory=list)
 
     @property
@@ -75,15 +78,20 @@ class AcceptanceInflation:
             turn = self.turns[key] = _Turn(row[SLOT], row[TURN])
         return turn
 
-    def _on_verify(self, row: Row, _: Any) -> None:
-        self._turn(row).spec_rounds += 1
+    def _on_verify(self, row: Row, verify: Verify) -> None:
+        turn = self._turn(row)
+        turn.spec_rounds += 1
+        turn.drafted[row[ROUND]] = verify.get("drafted", 0)
 
     def _on_replay(self, row: Row, replay: Replay) -> None:
         if replay.get("mode") != "reverify":
             return  # our own engine's reconstruction: no counter of its own to inflate
         turn = self._turn(row)
+        replayed = max(0, replay["tokens"] - 1)
+        if row[ROUND] not in turn.replays:  # the first replay: what the verify rejected
+            turn.rejected += max(0, turn.drafted.get(row[ROUND], 0) - replayed)
         turn.replays[row[ROUND]] = turn.replays.get(row[ROUND], 0) + 1
-        turn.replayed += max(0, replay["tokens"] - 1)
+        turn.replayed += replayed
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
         if "source" in v["details"]:
@@ -116,7 +124,7 @@ class AcceptanceInflation:
             "rounds_accepted": ledger_acc, "rounds_drafted": drafted,
             "restores": turn.restores, "replayed_tokens": turn.replayed,
             "inflation_points": round(points, 2),
-            "generated_inflated": generated != drafted}))
+            "rejected_uncounted": drafted - generated}))
 
     @staticmethod
     def _explains(turn: _Turn, noted: Noted) -> bool:
@@ -126,7 +134,7 @@ class AcceptanceInflation:
         if check in ("accepted tokens", "draft_n_accepted"):
             return diff == turn.restores
         if check in ("drafted tokens", "draft_n"):
-            return diff == turn.replayed
+            return diff == -turn.rejected
         if check == "mean accepted length":
             return (diff is not None and turn.spec_rounds > 0
                     and abs(diff - turn.restores / turn.spec_rounds) <= MEAN_TOLERANCE)
@@ -143,10 +151,10 @@ class AcceptanceInflation:
         first_seq, _, numbers = self.named[0]
         last_seq = self.named[-1][1]
         total = sum(n["restores"] for _, _, n in self.named)
-        generated = (f"{numbers['engine_accepted']}/{numbers['engine_generated']} "
-                     f"(generated counts the {numbers['replayed_tokens']} replayed drafts "
-                     f"too)" if numbers["generated_inflated"]
-                     else f"{numbers['engine_accepted']}/{numbers['engine_generated']}")
+        generated = f"{numbers['engine_accepted']}/{numbers['engine_generated']}"
+        if numbers["rejected_uncounted"]:
+            generated += (f" (generated leaves out the {numbers['rejected_uncounted']} drafts "
+                          f"the restored rounds' first verifications rejected)")
         return [Finding(
             Kind.ACCEPTANCE_INFLATION, Severity.ERROR, first_seq, last_seq,
             f"llama-server counts the correction token of each checkpoint restore's replay "

@@ -45,7 +45,7 @@ def test_the_fixed_build_is_clean_and_a_build_before_the_fix_is_named() -> None:
     clean = cell("PR 26320", "0.3.36", text)
     assert clean.verdict is Verdict.CLEAN and clean.as_expected and clean.sessions == (7,)
     assert clean.numbers["restores"] == text.count("restoring speculative checkpoint") > 0
-    before, _ = counted_before_the_fix(text, replays_drafted=False)
+    before, _ = counted_before_the_fix(text)
     named = cell("PR 26320", "0.3.24", before)
     assert named.verdict is Verdict.NAMED and named.as_expected
     assert named.numbers["restores"] == 3 and "turn 1 round" in named.why
