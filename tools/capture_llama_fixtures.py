@@ -197,7 +197,8 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
     label = build.label() if build is not None else version
     lines = [
         f"# llama-server {label}: captured fixtures", "",
-        "Made by `tools/capture_llama_fixtures.py --build " + version + "` (do not edit): "
+        f"Made by `tools/capture_llama_fixtures.py --build {version}"
+        f"{' --patch-keys' if any(r.get('patched') for r in rows) else ''}` (do not edit): "
         "each scenario ran through specledger's llama backend (the code path of "
         f"`specledger run --backend llama --llama-build {version} --drafter D --turns 2 "
         "--max-answer-tokens N --draft-max K`, seed 0, temperature 0, one slot), the "
@@ -206,7 +207,8 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
         f"Server: `{server_version(version)}`.", "",
         "`NAME.log.gz` is the server's stdout+stderr, gzip, unchanged; `NAME.responses.json` "
         "the answers the client got (request order); `NAME.prompts.json` each request's "
-        "prompt ids as the server tokenized them.", "",
+        "prompt ids as the server tokenized them; `capture.json` the rows of this README "
+        "(the script rewrites it from them).", "",
         "| file | drafter | draft max | max tokens | -v | log bytes | gzip bytes | shows |",
         "|---|---|---|---|---|---|---|---|",
     ]
