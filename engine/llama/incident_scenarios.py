@@ -31,7 +31,8 @@ class Verdict(StrEnum):
 @dataclass(frozen=True)
 class Scenario:
     """One incident's run: `from_turn` is the first turn that can show it (the second
-    request, for what a request inherits from the one before); `measure` is
+    request, for what a request inherits from the one before); `draft_self` runs the
+    target as its own draft model (a hybrid draft, which every build loads); `measure` is
     the finding's number that must be above 0 for the incident to be named (a finding
     that measured nothing names nothing)."""
 
@@ -43,6 +44,7 @@ class Scenario:
     seed: int = 0
     from_turn: int = 1
     measure: str | None = None
+    draft_self: bool = False
     why: str = ""
 
     def config(self, build: str, *, model: str | None = None,
@@ -61,13 +63,15 @@ class Scenario:
     def run_key(self) -> tuple[object, ...]:
         """Scenarios with the same key are one run (their findings read from one
         session)."""
-        return (self.drafter, self.turns, self.max_answer_tokens, self.draft_max, self.seed)
+        return (self.drafter, self.turns, self.max_answer_tokens, self.draft_max, self.seed,
+                self.draft_self)
 
     def command(self, build: str) -> str:
         """The command line that records this scenario's session."""
         return (f"specledger run --backend llama --llama-build {build} --drafter "
                f"{self.drafter} --turns {self.turns} --max-answer-tokens "
-               f"{self.max_answer_tokens} --draft-max {self.draft_max} --seed {self.seed}")
+               f"{self.max_answer_tokens} --draft-max {self.draft_max} --seed {self.seed}"
+               + (" --draft-model TARGET.gguf" if self.draft_self else ""))
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -78,7 +82,10 @@ SCENARIOS: dict[str, Scenario] = {
             "from the second answer on"),
     "PR 22521": Scenario(
         "PR 22521", "draft-model", turns=3, max_answer_tokens=64, draft_max=4, from_turn=2,
-        why="each new request of the slot: the draft model's checkpoint kept or dropped"),
+        draft_self=True,
+        why="the target as its own draft model (hybrid: its context checkpoints its state; "
+            "the shipped draft model is one no build before 0.3.36 loads): at each new "
+            "request of the slot, that checkpoint kept or dropped"),
     "PR 26320": Scenario(
         "PR 26320", "ngram-mod", turns=2, max_answer_tokens=64, draft_max=8,
         measure="restores",
@@ -106,7 +113,7 @@ def quick_scenario(s: Scenario) -> Scenario:
     """`s` at smoke size (fewer, shorter turns)."""
     return Scenario(s.incident, s.drafter, turns=2, max_answer_tokens=min(32,
                     s.max_answer_tokens), draft_max=s.draft_max, seed=s.seed,
-                    from_turn=s.from_turn, measure=s.measure,
+                    from_turn=s.from_turn, measure=s.measure, draft_self=s.draft_self,
                     why=s.why)
 
 
