@@ -126,10 +126,10 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (rf"^generate_draft: id={_INT}, #tokens={_INT}, #draft={_INT}, pos_next={_INT}",
          lambda m, c: Draft(kind=K.DRAFT, last=_i(m, 1), n_tokens=_i(m, 2), n_draft=_i(m, 3),
                             pos_next=_i(m, 4), **c)),
-        # 0.3.20 does not name the token.
+        # 0.3.20 does not name the token, and counts it in the slot already.
         (rf"^slot decode token, (?:id={_INT}, )?n_ctx = {_INT}, n_tokens = {_INT}",
          lambda m, c: Decode(kind=K.DECODE, last=_i(m, 1) if m.group(1) is not None else None,
-                             n_tokens=_i(m, 3), **c)),
+                             n_tokens=_i(m, 3), pushed=m.group(1) is None, **c)),
         (rf"^accepted {_INT}/{_INT} draft tokens, new n_tokens = {_INT}",
          lambda m, c: Verdict(kind=K.ROUND_DONE, accepted=_i(m, 1), drafted=_i(m, 2),
                               n_tokens=_i(m, 3), **c)),

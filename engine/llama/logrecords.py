@@ -148,10 +148,17 @@ class Draft(Record):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Decode(Record):
     """A plain step: the last sampled token `last` alone (None: the line does not name
-    it, as 0.3.20's does not), at slot length `n_tokens`."""
+    it, as 0.3.20's does not), at slot length `n_tokens` as logged: before the token, or
+    with it where `pushed` (0.3.20 adds it to the slot before it logs the line)."""
 
     last: int | None
     n_tokens: int
+    pushed: bool = False
+
+    @property
+    def position(self) -> int:
+        """The slot length before the token."""
+        return self.n_tokens - self.pushed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -166,7 +166,8 @@ class _Folder:
                 self._close(slot, r)
 
     def _open(self, task: LlamaTask, r: Draft | Decode, drafted: int) -> None:
-        rnd = LlamaRound(r.line, r.t, r.last, r.n_tokens, drafted=drafted, last_line=r.line,
+        at = r.position if isinstance(r, Decode) else r.n_tokens
+        rnd = LlamaRound(r.line, r.t, r.last, at, drafted=drafted, last_line=r.line,
                          draft_recomputed=sum(d.reuse_n for d in self.draft_lost))
         self.draft_lost = []
         named = [*self.candidates.pop(task.slot, []), *self.candidates.pop(None, [])]
