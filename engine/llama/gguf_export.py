@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from engine.files import check_target, replacing
+from engine.llama.builds import facts
 from engine.llama.errors import GgufExportError
 from engine.llama.paths import DEFAULT_BUILD, cache_root, require_converter
 from engine.shipped import model_dir as resolve_model
@@ -138,11 +139,17 @@ def require_gguf(path: str | Path, what: str) -> Path:
 
 def model_gguf(model: str | Path, what: str = "model", build: str = DEFAULT_BUILD) -> Path:
     """The GGUF llama-server `build` runs for a model option (`what` names it): a GGUF file
-    as it is, a checkpoint directory (or `shipped:NAME`) exported once by that build's own
-    converter (`cached_gguf`: an older server may not load a newer converter's file)."""
+    as it is; a checkpoint directory (or `shipped:NAME`) exported once (`cached_gguf`) by
+    the default build's converter, whose file computes as our engine does on every build
+    that loads it (`bench converters`: 0.3.24's and 0.3.30's converters halve the rotary
+    width of our checkpoints, 0.3.20's and 0.3.21's write files no build loads), without the
+    MTP head for a build that has no draft-mtp (0.3.21 refuses a target with one). A
+    build's own converter is `specledger export gguf --llama-build VERSION`."""
     path = resolve_model(model)
     if path.is_dir():
-        return cached_gguf(path, build=build)
+        known = facts(build)
+        return cached_gguf(path, build=DEFAULT_BUILD,
+                           mtp=known is None or "mtp" in known.spec_types)
     if is_gguf(path):
         return path
     if path.exists():
