@@ -1,0 +1,126 @@
+"""What a llama-server log says about the server itself, as each build of the matrix
+words it: its build, log verbosity, models, slots, context checkpoints, speculative
+setup (or its refusal) and the target context's memory. `server_fact` notes one line's
+fact into a `ServerInfo`.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(p)) for name, p in (
+        ("build", r"common_params_print_info: (build \d+ \(\w+\).*?)\s*$"),
+        ("build", r"^(build: \d+ \(\w+\) with .*?)\s*$"),  # before 0.3.24, -v only
+        ("build", r"^build_info: b(\d+)-([0-9a-f]+)\s*$"),  # 0.3.21
+        # common_params_print_info (0.3.36), log_info (0.3.24, 0.3.30); none before
+        ("verbosity", r"\w+: verbosity = (\d+) \(adjust"),
+        ("loaded", r"(?:llama_server|main): (model loaded)"),  # main: before 0.3.24
+        ("model", r"load_model: loading model '(.*)'"),
+        ("draft_model", r"loading draft model '(.*)'"),
+        # Before 0.3.36 the slot length is not on this line.
+        ("n_slots", r"initializing(?: slots)?, n_slots = (\d+)(?:, n_ctx_slot = (\d+))?"),
+        ("ctx_checkpoints", r"context checkpoints enabled, max = (\d+)"),
+        ("ctx_checkpoints", r"context checkpoints (disabled)"),
+        ("implementation", r"adding speculative implementation '([\w-]+)'"),
+        ("implementation", r"adding implementation ([\w-]+)"),  # before 0.3.24 (-v)
+        ("model_drafter", r"creating (MTP) draft context"),
+        ("draft_n_max", r"^(?:spec\s+)?\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
+        ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
+        ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
+        ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
+    )
+)
+
+
+@dataclass
+class ServerInfo:
+    """What the log says about the server itself: its build line, its log verbosity
+    (`verbose`: -v, every round shown), whether it finished loading (its speculative
+    setup is logged before that), the model files it loaded, slots, context checkpoints
+    (None: not logged; 0: disabled), the speculative implementations as the setup adds them
+    (trace level: all of the chain, in llama-server's order of precedence) and the first
+    one's draft length, the model drafters named at any level (an MTP context; a draft
+    model is `draft_model`), whether verification restores checkpoints (FULL memory),
+    whether the server refused speculation on this model (`spec_refused`: 0.3.20 on a
+    hybrid target, whatever drafter was asked) and the target context's recurrent states
+    per sequence (`n_rs_seq`, RS memory). Implementation names are llama.cpp's own (with
+    underscores before 0.3.24)."""
+
+    build: str | None = None
+    verbosity: int | None = None
+    verbose: bool | None = None
+    loaded: bool = False
+    model: str | None = None
+    draft_model: str | None = None
+    n_slots: int | None = None
+    n_ctx_slot: int | None = None
+    ctx_checkpoints: int | None = None
+    implementations: list[str] = field(default_factory=list)
+    model_drafters: list[str] = field(default_factory=list)
+    draft_n_max: int | None = None
+    spec_checkpoints: bool = False
+    spec_refused: bool = False
+    n_rs_seq: int | None = None
+
+    def note(self, name: str, m: re.Match[str]) -> None:
+        """Take one matched fact line (the first occurrence of each counts)."""
+        value = m.group(1)
+        if name in ("implementation", "model_drafter"):
+            names = self.implementations if name == "implementation" else self.model_drafters
+            value = "draft-mtp" if value == "MTP" else value
+            if value not in names:
+                names.append(value)
+        elif name == "spec_checkpoints":
+            self.spec_checkpoints = True
+        elif name == "spec_refused":
+            self.spec_refused = True
+        elif name == "loaded":
+            self.loaded = True
+        elif name == "build" and m.re.groups == 2:
+            if self.build is None:  # the banner's own wording, as later builds print it
+                self.build = f"build {value} ({m.group(2)})"
+        elif name == "verbosity":
+            self.verbosity = int(value)
+            self.verbose = self.verbosity > 4  # -v sets it to INT_MAX; the default is 3
+        elif name == "n_slots":
+            if self.n_slots is None:
+                self.n_slots = int(value)
+                self.n_ctx_slot = int(m.group(2)) if m.group(2) is not None else None
+        elif name == "ctx_checkpoints":
+            if self.ctx_checkpoints is None:
+                self.ctx_checkpoints = 0 if value == "disabled" else int(value)
+        elif name == "n_rs_seq":
+            # Every context prints it (0.3.24 a memory-fitting probe first, and the draft
+            # context): the target's is the one with per-sequence states.
+            self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
+        elif getattr(self, name) is None:
+            setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max") else value)
+
+    @property
+    def spec_types(self) -> list[str]:
+        """The speculative types the log names: the implementations the setup added (the
+        whole chain, in order), else the model drafters it shows at any level (a part of
+        the chain at most)."""
+        if self.implementations:
+            return list(self.implementations)
+        drafters = list(self.model_drafters)
+        if self.draft_model is not None and "draft-simple" not in drafters:
+            drafters.append("draft-simple")
+        return drafters
+
+
+# With -v the server echoes each request and answer: client text, where only the answer's
+# fingerprint is a fact (0.3.20 prints no build line: this names it).
+_ECHO = re.compile(r"^srv\s+log_server_r: ")
+_ECHO_FACTS = (("build", re.compile(r"^srv\s+log_server_r: response: .*\"system_fingerprint\":"
+                                    r"\"b(\d+)-([0-9a-f]+)\"")),)
+
+
+def server_fact(body: str, server: ServerInfo) -> bool:
+    """Note a server-level fact found in `body`; whether there was one."""
+    for name, pattern in _ECHO_FACTS if _ECHO.match(body) else _FACTS:
+        m = pattern.search(body)
+        if m is not None:
+            server.note(name, m)
+            return True
+    return False
