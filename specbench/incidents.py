@@ -16,13 +16,13 @@ Writes results.json, results.md and incidents.md (the table and every cell's why
 """
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.llama.builds import MATRIX, Build, facts
-from engine.llama.errors import LlamaError, ModelRefusedError
+from engine.llama.errors import LlamaError
 from engine.llama.incident_scenarios import (
     QUICK,
     SCENARIOS,
@@ -34,7 +34,7 @@ from engine.llama.incident_scenarios import (
 )
 from engine.llama.incidents import INCIDENTS, Incident
 from engine.llama.options import BuildLacksDrafterError
-from engine.llama.paths import DEFAULT_BUILD, built
+from engine.llama.paths import built
 from eventlog import open_db
 from eventlog.postmortem import postmortem_session
 from eventlog.reader import scan_events
@@ -49,39 +49,20 @@ COMMAND = "specledger bench incidents"
 @dataclass(frozen=True)
 class Outcome:
     """One recorded run: its session, postmortem and turns; or why it did not run
-    (`refused`: the build refuses the drafter; `error`: the run failed). `note` says what
-    the run stood on where it differs from the scenario's plain form."""
+    (`refused`: the build refuses the drafter; `error`: the run failed)."""
 
     session: int | None = None
     postmortem: dict[str, Any] | None = None
     turns: tuple[dict[str, Any], ...] = ()
     refused: str | None = None
     error: str | None = None
-    note: str = ""
 
 
 def record(scenario: Scenario, build: str, opts: BenchOptions) -> Outcome:
-    """Run and record one scenario on `build`; its postmortem. A build that refuses its own
-    converter's target (0.3.21) runs on the default build's export without the MTP head,
-    which it loads, and the outcome says so."""
-    from engine.llama.gguf_export import cached_gguf, model_gguf
-
+    """Run and record one scenario on `build`; its postmortem."""
     config = scenario.config(build, model=opts.model, draft_model=opts.draft_model)
-    if scenario.draft_self:
-        config = config.replace(draft_model=str(model_gguf(opts.model, build=build)))
     try:
         return _recorded(config, opts)
-    except ModelRefusedError as refused:
-        fallback = str(cached_gguf(opts.model, build=DEFAULT_BUILD, mtp=False))
-        said = str(refused).splitlines()[0].split(" (log ")[0]
-        note = (f"on the {DEFAULT_BUILD} export without its MTP head: this build refuses "
-                f"its own converter's target: {said.rsplit('error loading model', 1)[-1]}")
-        config = config.replace(model=fallback, **(
-            {"draft_model": fallback} if scenario.draft_self else {}))
-        try:
-            return replace(_recorded(config, opts), note=note)
-        except (LlamaError, ConfigError) as exc:
-            return Outcome(error=f"{type(exc).__name__}: {exc}", note=note)
     except BuildLacksDrafterError as exc:
         return Outcome(refused=str(exc))
     except (LlamaError, ConfigError) as exc:
@@ -105,12 +86,10 @@ def cell(incident: Incident, scenario: Scenario, build: Build, outcome: Outcome)
     exp = expected(build, incident)
     if outcome.refused is not None:
         return Cell(Verdict.ABSENT, f"the build refuses the scenario: {outcome.refused}", exp)
-    note = f" ({outcome.note})" if outcome.note else ""
     if outcome.error is not None or outcome.session is None or outcome.postmortem is None:
-        return Cell(Verdict.FAILED, (outcome.error or "no session") + note, exp)
-    judged = judge(incident, scenario, exp, outcome.session, outcome.postmortem,
-                   list(outcome.turns))
-    return replace(judged, why=judged.why + note)
+        return Cell(Verdict.FAILED, outcome.error or "no session", exp)
+    return judge(incident, scenario, exp, outcome.session, outcome.postmortem,
+                 list(outcome.turns))
 
 
 def run_build(version: str, incidents: tuple[Incident, ...], opts: BenchOptions,

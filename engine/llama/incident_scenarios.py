@@ -55,7 +55,9 @@ class Scenario:
                         seed=self.seed, llama_build=build)
         if model is not None:
             cfg = cfg.replace(model=model)
-        if draft_model is not None:
+        if self.draft_self:
+            cfg = cfg.replace(draft_model=cfg.model)
+        elif draft_model is not None:
             cfg = cfg.replace(draft_model=draft_model)
         return cfg
 
@@ -71,7 +73,7 @@ class Scenario:
         return (f"specledger run --backend llama --llama-build {build} --drafter "
                f"{self.drafter} --turns {self.turns} --max-answer-tokens "
                f"{self.max_answer_tokens} --draft-max {self.draft_max} --seed {self.seed}"
-               + (" --draft-model TARGET.gguf" if self.draft_self else ""))
+               + (" --draft-model <the target>" if self.draft_self else ""))
 
 
 SCENARIOS: dict[str, Scenario] = {

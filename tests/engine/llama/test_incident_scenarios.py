@@ -52,3 +52,12 @@ def test_what_each_builds_source_expects() -> None:
     assert expected(new, by_key("PR 26320")) is Verdict.NAMED
     assert expected(fixed, by_key("PR 26320")) is Verdict.CLEAN
     assert expected(fixed, by_key("#28060")) is Verdict.NOT_ON_CPU
+
+
+def test_draft_self_drafts_with_the_target() -> None:
+    s = SCENARIOS["PR 22521"]
+    assert s.draft_self and s.drafter == "draft-model"
+    cfg = s.config("0.3.24", model="/m/target", draft_model="/m/draft")
+    assert cfg.draft_model == cfg.model == "/m/target"
+    other = SCENARIOS["PR 26320"].config("0.3.24", model="/m/target", draft_model="/m/draft")
+    assert other.draft_model == "/m/draft"
