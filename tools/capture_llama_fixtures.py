@@ -216,6 +216,11 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
         lines.append(f"| `{r['name']}` | `{r['drafter']}` | {r['draft_max']} | "
                      f"{r['max_tokens']} | {'yes' if r['verbose'] else 'no'} | "
                      f"{r['log_bytes']} | {r['gz_bytes']} | {r['shows']} |")
+    if build is not None and not build.spec_checkpoints:
+        lines += ["", "This build has no speculative checkpoints, so its server refuses "
+                  "speculation on the hybrid target whatever drafter is asked (`speculative "
+                  "decoding not supported by this context`): the drafter scenarios show that "
+                  "refusal and plain decoding, not what their `shows` column says."]
     for r in rows:
         for name, keys in (r.get("patched") or {}).items():
             lines += ["", f"`{r['name']}` ran on `{name}`: this build's own export with "
