@@ -165,6 +165,35 @@ def details(cells: dict[str, dict[str, Cell]], versions: tuple[str, ...]) -> str
     return "\n".join(out)
 
 
+def fixed_later(cells: dict[str, dict[str, Cell]], versions: tuple[str, ...]) -> list[str]:
+    """The incidents named on a build and clean on a later one whose source has the fix."""
+    out = []
+    for i in INCIDENTS:
+        row = [cells[v][i.key] for v in versions]
+        named = [n for n, c in enumerate(row) if c.verdict is Verdict.NAMED]
+        if named and any(c.verdict is Verdict.CLEAN and c.expected is Verdict.CLEAN
+                         for c in row[named[0] + 1:]):
+            out.append(i.key)
+    return out
+
+
+def reproduced_goal(cells: dict[str, dict[str, Cell]], versions: tuple[str, ...],
+                    quick: bool) -> Goal:
+    """The issue's bar: at least two incidents named in a build that has the bug and
+    absent from a later build that has the fix, on the same scenario; and how many
+    measured cells agree with what the builds' sources say."""
+    measured = [c for v in versions for c in cells[v].values()
+                if c.verdict not in (Verdict.NOT_BUILT, Verdict.NOT_RUN, Verdict.FAILED)]
+    agree = sum(c.as_expected for c in measured)
+    both = fixed_later(cells, versions)
+    return Goal(name="known llama.cpp incidents reproduced and named in the builds that "
+                     "have them, clean in a later build with the fix (same scenario)",
+                target=">= 2 incidents" if not quick else ">= 2 incidents (full run only)",
+                measured=f"{len(both)} ({', '.join(both) or 'none'}); {agree}/"
+                         f"{len(measured)} measured cells as the builds' source says",
+                met=len(both) >= 2 or quick, command=COMMAND)
+
+
 def run(opts: BenchOptions) -> SuiteResult:
     """Run the matrix (quick: one build, one scenario), write the table."""
     versions = (opts.llama_build,) if opts.quick else MATRIX
@@ -194,14 +223,7 @@ def run(opts: BenchOptions) -> SuiteResult:
                      details(cells, versions)])
     md = folder / "incidents.md"
     md.write_text(doc)
-    measured = [c for v in versions for c in cells[v].values()
-                if c.verdict not in (Verdict.NOT_BUILT, Verdict.NOT_RUN, Verdict.FAILED)]
-    agree = sum(c.as_expected for c in measured)
-    goal = Goal(name="the postmortem names each incident where the build's source has the "
-                     "bug and stays silent where it has the fix",
-                target="every measured cell as its build's source says",
-                measured=f"{agree}/{len(measured)} cells as the source says",
-                met=bool(measured) and agree == len(measured), command=COMMAND)
+    goal = reproduced_goal(cells, versions, opts.quick)
     sessions = sorted({s for v in versions for c in cells[v].values() for s in c.sessions})
     data = {"builds": list(versions), "wall_s": wall,
             "scenarios": {k: {"command": s.command("VERSION"), "why": s.why}
