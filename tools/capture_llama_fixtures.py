@@ -2,9 +2,9 @@
 
 For each build given (default: every build of the matrix that is built), run a small fixed
 set of scenarios through specledger's own llama backend (the code path of `specledger run
---backend llama --llama-build VERSION`: the shipped models exported by that build's own
-converter, `server_args` in the build's flag dialect, the held-out conversation of seed 0
-asked with the `openai` client) and write, per scenario NAME:
+--backend llama --llama-build VERSION`: the shipped models' GGUF files as it serves them,
+`server_args` in the build's flag dialect, the held-out conversation of seed 0 asked with
+the `openai` client) and write, per scenario NAME:
 
     <out>/<VERSION>/<NAME>.log.gz          the server's stdout+stderr, gzip, unchanged
     <out>/<VERSION>/<NAME>.responses.json  the answers the client got, in request order
@@ -14,11 +14,10 @@ asked with the `openai` client) and write, per scenario NAME:
 and a README.md per build saying how each file was made, and which scenarios the build
 cannot run (and why). Nothing in these files is typed by hand.
 
-A build whose server refuses its own converter's GGUF for a metadata key the converter
-did not write (0.3.21: `qwen35.rope.dimension_sections`) is run, with `--patch-keys`, on
-that GGUF plus the missing keys copied from the default build's export of the same model
-(every tensor and every other key unchanged); its README says so. The refusal itself is a
-converter finding, not hidden: the README quotes it.
+A build whose server refuses a GGUF for a metadata key it lacks is run, with
+`--patch-keys`, on that GGUF plus the missing keys copied from the default build's export
+of the same model (every tensor and every other key unchanged); its README says so. A
+scenario the server refuses to start is listed in the README with the server's error.
 
     .venv/bin/python tools/capture_llama_fixtures.py [--build 0.3.21 ...] [--only NAME ...]
 """
@@ -201,9 +200,10 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
         f"{' --patch-keys' if any(r.get('patched') for r in rows) else ''}` (do not edit): "
         "each scenario ran through specledger's llama backend (the code path of "
         f"`specledger run --backend llama --llama-build {version} --drafter D --turns 2 "
-        "--max-answer-tokens N --draft-max K`, seed 0, temperature 0, one slot), the "
-        "shipped target and draft model exported to f32 GGUF by this build's own "
-        f"converter ({converter_dir(version)}).", "",
+        "--max-answer-tokens N --draft-max K`, seed 0, temperature 0, one slot), on the "
+        "shipped models' f32 GGUF files as that command serves them "
+        "(engine/llama/gguf_export.py `model_gguf`: the default build's export, without "
+        "the MTP head for a build that has no draft-mtp).", "",
         f"Server: `{server_version(version)}`.", "",
         "`NAME.log.gz` is the server's stdout+stderr, gzip, unchanged; `NAME.responses.json` "
         "the answers the client got (request order); `NAME.prompts.json` each request's "
@@ -223,10 +223,10 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
                   "refusal and plain decoding, not what their `shows` column says."]
     for r in rows:
         for name, keys in (r.get("patched") or {}).items():
-            lines += ["", f"`{r['name']}` ran on `{name}`: this build's own export with "
+            lines += ["", f"`{r['name']}` ran on `{name}`: the served GGUF with "
                       f"{', '.join(f'`{k}`' for k in keys)} copied from the "
                       f"{DEFAULT_BUILD} export (`--patch-keys`): this build's server "
-                      f"refuses its own converter's file without them."]
+                      f"refuses the file without them."]
     lines += ["", "Flags (`server_args`; model paths shortened to the file name, the port the "
               "server chose shown as PORT):", ""]
     lines += [f"- `{r['name']}`: `{r['flags']}`" for r in rows]
