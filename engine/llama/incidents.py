@@ -86,9 +86,11 @@ INCIDENTS: tuple[Incident, ...] = (
     Incident(
         key="#24055", title="context checkpoints invalidated on hybrid models: re-prefill",
         finding="history_reprefill", needs=(),
-        bug_code=Code(SERVER, r"near_prompt_end"), fix_code=None,
-        fix="PR 25592 (open): restore a hybrid checkpoint at an exact position of the "
-            "common prefix"),
+        bug_code=Code(SERVER, r"near_prompt_end"),
+        fix_code=Code(SERVER, r"\[TAG_CHECKPOINTS_FIX_POS_MIN\]"),
+        fix="PR 24411's [TAG_CHECKPOINTS_FIX_POS_MIN] (in 0.3.30) stops restoring a "
+            "checkpoint of a history the cache still matches; PR 25592 (open) restores a "
+            "hybrid checkpoint at an exact position of the common prefix"),
 )
 
 
