@@ -23,7 +23,7 @@ from engine.llama.crosscheck import response_violations, totals_violations, verd
 from engine.llama.ledger_prompt import SlotState, TurnState, start_steps
 from engine.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
 from engine.llama.logread import LogReading
-from engine.llama.logrecords import DraftTotals, RecordKind, TimingPhase
+from engine.llama.logrecords import DraftTotals, RecordKind, StopReason, TimingPhase
 from engine.llama.responses import ResponseFacts, match_responses
 from engine.llama.taskfold import fold_tasks
 from engine.llama.tasks import LlamaTask, TaskFold, Truncation
@@ -178,7 +178,7 @@ class _Ledger:
             transcript = [*turn.prompt, *emitted]
             stats.generated_tokens = len(emitted)
             stats.stray_tokens = max(0, len(s.tokens) - len(transcript))
-            found += check_turn_end(s.tokens, transcript)
+            found += _stop_named(check_turn_end(s.tokens, transcript), task.stop)
             if s.position != task.released.n_tokens:
                 found.append(Violation(
                     Invariant.BOOKKEEPING, f"llama-server released the slot with "
@@ -250,3 +250,14 @@ def record_log(reading: LogReading, journal: Sink, *,
             heapq.heappush(heap, (step[0], i, step[1]))
     return LedgerResult(ledger.turns, fold, ledger.violations,
                         sum(r is not None for r in matched), ledger.events, fold.truncated)
+
+
+def _stop_named(found: list[Violation], stop: StopReason | None) -> list[Violation]:
+    """Turn-end violations with the task's stop reason in their details: tokens left behind
+    a length limit (llama.cpp 0.3.21 counts a whole verified block toward `n_predict` and
+    keeps it in the slot while it sends only the answer's head) are not #28049's tokens
+    behind an EOG, and the postmortem tells them apart."""
+    if stop is None or stop is StopReason.EOS:
+        return found
+    return [replace(v, message=v.message.replace("behind EOG", f"behind the {stop.value} stop"),
+                    details={**v.details, "stop": stop.value}) for v in found]

@@ -21,6 +21,11 @@ class Cause(StrEnum):
 ADVICE: dict[Kind, str] = {
     Kind.EOG_STRAY_TOKENS: "Cut the accepted block at the first EOG before any rollback "
                            "accounting (--eog-policy truncate; llama.cpp #28049, PR #28232).",
+    Kind.STOP_STRAY_TOKENS: "Count only the tokens a turn sends toward its length limit, and "
+                            "cut the verified block where the limit falls before it enters "
+                            "the slot (llama.cpp 0.3.21 adds the whole block to n_decoded; "
+                            "later builds stop inside it), or send the next request with the "
+                            "answer as the server kept it.",
     Kind.HISTORY_REPREFILL: "Send the conversation back exactly as the server produced it (an "
                             "edited or re-rendered past answer, or a chat template that drops "
                             "past turns' reasoning, changes the history the slot holds); save "

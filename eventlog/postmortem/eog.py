@@ -43,6 +43,7 @@ class _StrayTurn:
     f_keep: float | None = None
     checkpoint: int | None = None
     tokens: list[int] = field(default_factory=list)
+    stop: str | None = None  # a stop other than EOG (a length limit) the tokens stay behind
 
     def note(self, row: Row, n: int, tokens: list[int]) -> None:
         """`n` stray tokens (`tokens`) left behind EOG by the event `row`."""
@@ -70,6 +71,7 @@ class EogTail:
         self._awaiting: dict[int, _StrayTurn] = {}  # stray turns whose next turn has begun
         self._start: dict[int, tuple[int, int, float]] = {}  # slot -> (kept, old length, f_keep)
         self.strays: list[_StrayTurn] = []
+        self.stop_strays: list[_StrayTurn] = []
         self.other: list[dict[str, Any]] = []
 
     def handlers(self) -> dict[Trigger, Handler]:
@@ -105,7 +107,7 @@ class EogTail:
         cur = self._turn.pop(slot, None)
         if cur is not None and cur.stray:
             cur.answer = end["metrics"]["generated_tokens"] or 0
-            self.strays.append(cur)
+            (self.stop_strays if cur.stop else self.strays).append(cur)
             self._awaiting[slot] = cur
 
     def _on_violation(self, row: Row, v: pl.InvariantViolation) -> None:
@@ -115,6 +117,7 @@ class EogTail:
         if not cur.stray:  # no EOG index in the log: the violation is the evidence
             stray = list(v["details"]["stray"])
             cur.note(row, len(stray), stray)
+            cur.stop = v["details"].get("stop")
 
     def _current(self, row: Row) -> _StrayTurn:
         slot, turn = row[SLOT], row[TURN]
@@ -157,6 +160,8 @@ class EogTail:
         out = []
         if self.strays:
             out.append(self._stray_finding())
+        if self.stop_strays:
+            out.append(self._stop_stray_finding())
         if self.other:
             out.append(self._reprefill_finding())
         return out
@@ -190,6 +195,23 @@ class EogTail:
              "answer_tokens": sum(t.answer for t in charged),
              "min_f_keep": min(f_keeps) if f_keeps else None, "eog_policy": self.policy,
              "per_turn": examples([t.row() for t in s])},
+            first.slot, first.turn, first.round)
+
+    def _stop_stray_finding(self) -> Finding:
+        s = self.stop_strays
+        total, first = sum(t.stray for t in s), s[0]
+        reprefill = sum(t.reprefill for t in s)
+        return Finding(
+            Kind.STOP_STRAY_TOKENS, Severity.ERROR, first.first_seq,
+            max(t.last_seq for t in s),
+            f"{total} token(s) stayed in the slot behind a {first.stop} stop in {len(s)} "
+            f"turn(s): the stop fell inside a verified block, the whole block went into the "
+            f"slot and the state, and only the answer's head was sent, so the slot no longer "
+            f"equals the transcript ({reprefill} history tokens prefilled again because of "
+            f"it). Not an EOG: #28049's fix would not remove these.",
+            ADVICE[Kind.STOP_STRAY_TOKENS],
+            {"turns": len(s), "stray_tokens": total, "stop": first.stop,
+             "reprefill_tokens": reprefill, "per_turn": examples([t.row() for t in s])},
             first.slot, first.turn, first.round)
 
     def _reprefill_finding(self) -> Finding:

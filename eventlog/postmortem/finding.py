@@ -21,6 +21,7 @@ class Kind(StrEnum):
     """The kinds of finding, one per failure pattern the log can show."""
 
     EOG_STRAY_TOKENS = "eog_stray_tokens"                  # llama.cpp #28049
+    STOP_STRAY_TOKENS = "stop_stray_tokens"                # llama.cpp 0.3.21's length stop
     HISTORY_REPREFILL = "history_reprefill"
     REPLAY_LIVELOCK = "replay_livelock"                    # llama.cpp #28060
     RESTORE_STORM = "restore_storm"

@@ -12,6 +12,7 @@ from fsm.invariants import Invariant
 SUBJECT = {
     Kind.EOG_STRAY_TOKENS: "EOG",
     Kind.HISTORY_REPREFILL: "history",
+    Kind.STOP_STRAY_TOKENS: "length limit",
     Kind.REPLAY_LIVELOCK: "--livelock-guard",
     Kind.RESTORE_STORM: "repeated restore",
     Kind.STATE_CONTAMINATION: "recurrent state back",

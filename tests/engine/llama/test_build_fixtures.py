@@ -273,3 +273,25 @@ def test_draft_model_checkpoints_discarded_where_the_build_has_pr_22521s_bug(
         assert named.turn == 2
     else:
         assert not lost and Kind.DRAFT_CHECKPOINT_DISCARD not in found
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if p.name.startswith("ngram-mod")],
+                         ids=case_id)
+def test_tokens_behind_a_length_stop_are_not_named_an_eog(path: Path) -> None:
+    """A limit that falls inside a verified block: 0.3.21 counts and keeps the whole block
+    while it sends the answer's head, so tokens stay in the slot behind the stop. The
+    postmortem names that `stop_stray_tokens`, never #28049's `eog_stray_tokens` (no EOG
+    was there); later builds stop inside the block and leave nothing behind."""
+    case = imported(path)
+    config = {"provides": provides(case.reading, True), "drafter": "ngram-mod",
+              "engine": "llama.cpp", "replay_policy": "reverify"}
+    found = {f.kind: f for f in analyze(case.events, config)[0]}
+    limit_in_block = [t for t in case.result.fold.tasks
+                      if t.stop is StopReason.LIMIT and t.rounds and t.rounds[-1].kept
+                      and t.rounds[-1].kept.ids > len(t.rounds[-1].tokens)]
+    assert Kind.EOG_STRAY_TOKENS not in found
+    if case.version in BLOCK_DECODED and limit_in_block:
+        named = found[Kind.STOP_STRAY_TOKENS]
+        assert named.numbers["stop"] == "limit" and named.numbers["stray_tokens"] > 0
+    else:
+        assert Kind.STOP_STRAY_TOKENS not in found
