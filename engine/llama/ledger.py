@@ -115,7 +115,7 @@ class _Ledger:
         m = s.machine
         m.turn += 1
         m.round = 0
-        turn = yield from start_steps(s, task, prompt_ids, resp, self.clock)
+        turn = yield from start_steps(s, task, prompt_ids, resp, self.clock, self.server.n_swa)
         self.journal.end_unit()
         for i, rnd in enumerate(task.rounds):
             if not rnd.complete:

@@ -50,9 +50,11 @@ class TurnState:
 
 
 def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
-                resp: ResponseFacts | None, now: Callable[[], float]
+                resp: ResponseFacts | None, now: Callable[[], float], n_swa: int | None = None
                 ) -> Generator[Step, None, TurnState]:
-    """start_turn, the prompt phase and the prefill that samples the first token."""
+    """start_turn, the prompt phase and the prefill that samples the first token (`n_swa`:
+    the target's sliding window, which turns a checkpoint check's threshold into the kept
+    prefix)."""
     m = s.machine
     n_prompt = task.prompt_tokens or (resp.prompt_tokens if resp is not None else None)
     n_past = task.n_past if task.n_past is not None else (
@@ -63,7 +65,7 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
                                 else [None] * (n_prompt or 0))
     turn = TurnState(TurnMetrics(slot=task.slot, turn=m.turn, prompt_tokens=n_prompt or 0),
                  prompt)
-    kept = task.lcp.lcp if task.lcp is not None else (0 if s.length == 0 else None)
+    kept = kept_prefix(task, s.length, n_swa)
     if kept is not None and s.length is not None:
         f_keep: float | None = kept / s.length if s.length else 1.0
     else:
@@ -147,3 +149,14 @@ def _ctx_restore(m: RoundMachine, r: Record, s: SlotState, turn: TurnState,
 def _since(now: Callable[[], float], t: float | None) -> float:
     """Seconds from log time `t` to now (0 without timestamps)."""
     return max(0.0, now() - t) if t is not None else 0.0
+
+
+def kept_prefix(task: LlamaTask, slot_length: int | None, n_swa: int | None) -> int | None:
+    """The slot's tokens the new prompt keeps: the LCP line's count (0.3.36), else the first
+    checkpoint check's threshold plus n_swa + 1 (server-context.cpp: `pos_min_thold =
+    pos_next - n_swa - 1`, earlier builds), 0 for an empty slot, else None (unknown)."""
+    if task.lcp is not None:
+        return task.lcp.lcp
+    if task.ckpt_threshold is not None and n_swa is not None:
+        return task.ckpt_threshold + n_swa + 1
+    return 0 if slot_length == 0 else None

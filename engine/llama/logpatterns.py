@@ -113,6 +113,8 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
         (r"^failed to truncate tokens with position >= -?\d+ - clearing the memory",
          lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
         (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
+        (rf"^Checking checkpoint with \[{_INT}, {_INT}\] against {_INT}\.\.\.",
+         lambda m, c: Count(kind=K.CKPT_CHECK, n=_i(m, 3), **c)),
         # The draft model's share is logged from 0.3.24 on.
         (rf"^created speculative checkpoint \({_GEOM}, size = {_NUM} MiB"
          rf"(?:, draft = {_NUM} MiB)?\)",
@@ -180,7 +182,7 @@ SLOT_NOISE = (
     "processing pre-alora", "stop prompt batch filling", "slot is not processing",
     "selected slot by", "clearing cache for lora", "keeping cache for alora",
     # builds before 0.3.36
-    "Checking checkpoint with", "n_past = ", "ignoring small draft", "draft size ",
+    "n_past = ", "ignoring small draft", "draft size ",
     "n_decoded = ", "the max possible draft", "prompt processing",
     "speculative decoding context initialized",
 )

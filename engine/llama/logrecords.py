@@ -20,6 +20,7 @@ class RecordKind(StrEnum):
     TASK_STARTED = "task_started"          # "processing task"
     PROMPT = "prompt"                      # "new prompt, ... task.n_tokens = N"
     CACHED = "cached"                      # "cached n_tokens = N, memory_seq_rm [p0, end)"
+    CKPT_CHECK = "ckpt_check"              # "Checking checkpoint with [a, b] against T..."
     CTX_CREATED = "ctx_created"            # "created context checkpoint i of n (...)"
     CTX_RESTORED = "ctx_restored"          # "restored context checkpoint (...)"
     CTX_ERASED = "ctx_erased"              # "erased invalidated" / "erasing old" / ...
@@ -98,7 +99,8 @@ class LcpCheck(Record):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Count(Record):
     """A record whose content is one count: PROMPT (task.n_tokens), CACHED (n_tokens
-    kept when a prompt batch begins), N_PAST_SET, TASK_STARTED (is_child),
+    kept when a prompt batch begins), N_PAST_SET, CKPT_CHECK (the threshold a context
+    checkpoint is checked against: the common prefix less n_swa + 1), TASK_STARTED (is_child),
     DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's draft model, no slot)."""
 
     n: int

@@ -28,6 +28,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
+        ("n_swa", r"print_info: n_swa\s+= (\d+)"),  # the target's: printed first
     )
 )
 
@@ -61,6 +62,9 @@ class ServerInfo:
     spec_checkpoints: bool = False
     spec_refused: bool = False
     n_rs_seq: int | None = None
+    n_swa: int | None = None
+    """The target's sliding window (0: none), which the prompt phase's checkpoint check
+    subtracts from the common prefix."""
 
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""
@@ -94,7 +98,8 @@ class ServerInfo:
             # context): the target's is the one with per-sequence states.
             self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
         elif getattr(self, name) is None:
-            setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max") else value)
+            setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max", "n_swa")
+                    else value)
 
     @property
     def spec_types(self) -> list[str]:

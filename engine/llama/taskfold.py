@@ -123,6 +123,10 @@ class _Folder:
         if r.kind is K.PROMPT:
             assert isinstance(r, Count)
             task.prompt_tokens = r.n
+        elif r.kind is K.CKPT_CHECK:
+            assert isinstance(r, Count)
+            if task.ckpt_threshold is None:
+                task.ckpt_threshold = r.n
         elif r.kind in PROMPT_PHASE:
             task.prompt_phase.append(r)
         elif r.kind is K.SPEC_CREATED:

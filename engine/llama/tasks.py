@@ -95,6 +95,9 @@ class LlamaTask:
     sampler_chain: SamplerChain | None = None
     sampler_params: SamplerParams | None = None
     prompt_tokens: int | None = None
+    ckpt_threshold: int | None = None
+    """The first `Checking checkpoint ... against T` threshold (T = the common prefix less
+    n_swa + 1): the kept prefix where the log has no LCP line (builds before 0.3.36)."""
     prompt_phase: list[Record] = field(default_factory=list)
     first_token: Token | None = None
     rounds: list[LlamaRound] = field(default_factory=list)

@@ -295,3 +295,28 @@ def test_tokens_behind_a_length_stop_are_not_named_an_eog(path: Path) -> None:
         assert named.numbers["stop"] == "limit" and named.numbers["stray_tokens"] > 0
     else:
         assert Kind.STOP_STRAY_TOKENS not in found
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if p.name.startswith("plain")], ids=case_id)
+def test_a_matching_history_restored_from_a_checkpoint_is_measured(path: Path) -> None:
+    """#24055 as 0.3.24 shows it: the client sends the history back as the server wrote it,
+    yet the server restores the checkpoint at the end of the previous prompt and prefills
+    the answer again. Builds without the LCP line (before 0.3.36) give the kept prefix by
+    their checkpoint check's threshold (`against T`: the prefix less n_swa + 1), so the
+    re-prefill is counted, not unknown; builds with PR 24411's guard restore nothing, and
+    builds before PR 22929 keep no checkpoint to restore."""
+    case = imported(path)
+    config = {"provides": provides(case.reading, True), "drafter": "none",
+              "engine": "llama.cpp"}
+    found = {f.kind: f for f in analyze(case.events, config)[0]}
+    build = facts(case.version)
+    assert build is not None and case.reading.server.n_swa == 0
+    starts = [e.payload for e in case.events if e.trigger is Trigger.START_TURN]
+    if build.exposures["#24055"] is Exposure.BUG:
+        named = found[Kind.HISTORY_REPREFILL]
+        second = starts[1]
+        assert second["kept"] is not None
+        restored = next(e.payload for e in case.events if e.trigger is Trigger.CTX_RESTORE)
+        assert named.numbers["reprefill_tokens"] == second["kept"] - restored["position"] > 0
+    else:
+        assert Kind.HISTORY_REPREFILL not in found
