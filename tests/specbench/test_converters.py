@@ -3,13 +3,11 @@ exports the target, the exports are compared, every server answers on every GGUF
 table, the answer matrix and the incidents agree; plus the pure pieces that judge a
 cell."""
 
-import json
 from pathlib import Path
 
 from engine.hybrid.tokenizer import decode
 from engine.llama.builds import MATRIX
-from engine.llama.paths import DEFAULT_BUILD, built, require_converter, require_server
-from specbench import SUITES, BenchOptions, run_suite
+from engine.llama.paths import DEFAULT_BUILD, built
 from specbench.converters import plan_for, tensor_groups, verdict
 from specbench.converters_runs import (
     NO_MTP,
@@ -18,16 +16,11 @@ from specbench.converters_runs import (
     first_difference,
     held_out_prompts,
 )
-from tests.engine.llama.conftest import require_llama
+from tests.specbench.llama_quick import run_quick
 
 
 def test_quick_run(tmp_path: Path) -> None:
-    require_llama(require_server)
-    require_llama(require_converter)
-    assert "converters" in SUITES
-    opts = BenchOptions(out=tmp_path, db=str(tmp_path / "b.db"), quick=True)
-    result = run_suite("converters", opts)
-    data = json.loads((tmp_path / "converters" / "results.json").read_text())
+    result, data = run_quick("converters", tmp_path)
     builds = data["plan"]["builds"]
     assert builds[0] == DEFAULT_BUILD and len(builds) == min(2, sum(map(built, MATRIX)))
     assert set(data["skipped"]) == {b for b in MATRIX if not built(b)}

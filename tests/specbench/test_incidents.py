@@ -2,30 +2,23 @@
 recorded and judged (clean: 0.3.36 has the fix), the table with every incident and the
 cells it left out, incidents.md, the goal, and the recorded sessions."""
 
-import json
 from pathlib import Path
 
 from engine.llama.incidents import INCIDENTS
-from engine.llama.paths import DEFAULT_BUILD, require_converter, require_server
+from engine.llama.paths import DEFAULT_BUILD
 from eventlog import list_sessions, open_db
-from specbench import SUITES, BenchOptions, run_suite
-from tests.engine.llama.conftest import require_llama
+from tests.specbench.llama_quick import run_quick
 
 
 def test_quick_run(tmp_path: Path) -> None:
-    require_llama(require_server)
-    require_llama(require_converter)
-    assert "incidents" in SUITES
-    opts = BenchOptions(out=tmp_path, db=str(tmp_path / "b.db"), quick=True)
-    result = run_suite("incidents", opts)
-    data = json.loads((tmp_path / "incidents" / "results.json").read_text())
+    result, data = run_quick("incidents", tmp_path)
     assert data["quick"] is True and data["builds"] == [DEFAULT_BUILD]
     cells = data["cells"][DEFAULT_BUILD]
     assert set(cells) == {i.key for i in INCIDENTS}
     measured = cells.pop("PR 26320")
     assert measured["verdict"] == "clean" and measured["as_expected"] is True
     assert all(c["verdict"] == "not run (--quick)" for c in cells.values())
-    recorded = {s.id for s in list_sessions(open_db(opts.db, create=False))}
+    recorded = {s.id for s in list_sessions(open_db(str(tmp_path / "b.db"), create=False))}
     assert set(measured["sessions"]) == set(result.sessions) == recorded and len(recorded) == 1
     md = (tmp_path / "incidents" / "incidents.md").read_text()
     for incident in INCIDENTS:

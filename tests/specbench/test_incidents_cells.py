@@ -9,26 +9,17 @@ from typing import Any
 from engine.llama.builds import facts
 from engine.llama.incident_scenarios import SCENARIOS, Verdict, expected
 from engine.llama.incidents import by_key
-from engine.llama.ledger import record_log
-from engine.llama.logread import parse_log
-from engine.llama.provenance import drafter_name, provides
-from engine.session import MemoryJournal
-from eventlog.postmortem import analyze
 from fsm.states import Trigger
 from specbench.incidents_cells import Cell, judge
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
+from tests.engine.llama.test_postmortem import imported_text
 from tests.eventlog.test_postmortem_inflation import counted_before_the_fix
 
 
 def postmortem(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The postmortem (its JSON form's findings) and turn metrics of a log's import."""
-    reading = parse_log(text)
-    journal = MemoryJournal()
-    record_log(reading, journal)
-    config = {"provides": provides(reading, False), "drafter": drafter_name(reading),
-              "engine": "llama.cpp", "replay_policy": "reverify"}
-    found, _ = analyze(journal.events, config)
-    turns = [ev.payload["metrics"] for ev in journal.events if ev.trigger is Trigger.END_TURN]
+    found, events = imported_text(text)
+    turns = [ev.payload["metrics"] for ev in events if ev.trigger is Trigger.END_TURN]
     return {"findings": [f.to_dict() for f in found]}, turns
 
 

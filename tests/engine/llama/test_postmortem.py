@@ -12,18 +12,24 @@ from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
+from fsm.event import Event
 from tests.engine.llama.test_logread import fixture_text, with_number
 
 
-def findings(text: str) -> dict[Kind, Finding]:
-    """The postmortem of a log's text, by kind, with the config an import stores."""
+def imported_text(text: str) -> tuple[list[Finding], list[Event]]:
+    """A log's text imported: the postmortem's findings (with the config an import
+    stores) and the events."""
     reading = parse_log(text)
     journal = MemoryJournal()
     record_log(reading, journal)
     config = {"provides": provides(reading, False), "drafter": drafter_name(reading),
               "engine": "llama.cpp", "replay_policy": "reverify"}
-    found, _ = analyze(journal.events, config)
-    return {f.kind: f for f in found}
+    return analyze(journal.events, config)[0], list(journal.events)
+
+
+def findings(text: str) -> dict[Kind, Finding]:
+    """The postmortem of a log's text, by kind."""
+    return {f.kind: f for f in imported_text(text)[0]}
 
 
 def test_real_logs_have_no_warning_and_say_what_was_not_checked() -> None:
