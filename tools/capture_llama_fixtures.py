@@ -14,10 +14,7 @@ the `openai` client) and write, per scenario NAME:
 and a README.md per build saying how each file was made, and which scenarios the build
 cannot run (and why). Nothing in these files is typed by hand.
 
-A build whose server refuses a GGUF for a metadata key it lacks is run, with
-`--patch-keys`, on that GGUF plus the missing keys copied from the default build's export
-of the same model (every tensor and every other key unchanged); its README says so. A
-scenario the server refuses to start is listed in the README with the server's error.
+A scenario the server refuses to start is listed in the README with the server's error.
 
     .venv/bin/python tools/capture_llama_fixtures.py [--build 0.3.21 ...] [--only NAME ...]
 """
@@ -25,7 +22,6 @@ scenario the server refuses to start is listed in the README with the server's e
 import argparse
 import gzip
 import json
-import re
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -41,12 +37,11 @@ from engine.llama.conversation import Messages, Sampling, converse  # noqa: E402
 from engine.llama.errors import ModelRefusedError  # noqa: E402
 from engine.llama.gguf_export import model_gguf  # noqa: E402
 from engine.llama.options import server_args  # noqa: E402
-from engine.llama.paths import DEFAULT_BUILD, built, converter_dir  # noqa: E402
+from engine.llama.paths import built  # noqa: E402
 from engine.llama.server import LlamaServer, log_lines  # noqa: E402
 from specledger.llama_run import questions, server_options, server_version  # noqa: E402
 
 OUT = ROOT / "tests" / "engine" / "llama" / "fixtures" / "builds"
-_MISSING_KEY = re.compile(r"key not found in model: (\S+?);?(?:\s|$)")
 
 
 class Refused(Exception):
@@ -97,27 +92,14 @@ def unavailable(scenario: Scenario, version: str) -> str | None:
     return None
 
 
-def capture(scenario: Scenario, version: str, out: Path, patch_keys: tuple[str, ...] = ()
-            ) -> dict[str, Any]:
-    """Run one scenario on one build (its GGUF files given `patch_keys` from the default
-    build's export where they lack them); write its files; return its README row."""
+def capture(scenario: Scenario, version: str, out: Path) -> dict[str, Any]:
+    """Run one scenario on one build; write its files; return its README row."""
     config = RunConfig(backend="llama", drafter=scenario.drafter, turns=2,
                        max_answer_tokens=scenario.max_tokens, draft_max=scenario.draft_max,
                        seed=0, llama_build=version)
     if scenario.draft_self:
         config = replace(config, draft_model=str(model_gguf(config.model, build=version)))
     opts = replace(server_options(config), verbose=scenario.verbose)
-    patched: dict[str, list[str]] = {}
-    if patch_keys:
-        model, added = patch_missing_keys(opts.model, config.model, patch_keys)
-        patched = {model.name: added} if added else {}
-        draft = opts.draft_model
-        if scenario.draft_self:
-            draft = model
-        elif draft is not None:
-            draft, more = patch_missing_keys(draft, config.draft_model, patch_keys)
-            patched |= {draft.name: more} if more else {}
-        opts = replace(opts, model=model, draft_model=draft)
     asked = questions(config)
     sampling = Sampling(config.temperature, config.top_k, config.top_p, config.seed,
                         config.answer_cap)
@@ -154,40 +136,7 @@ def capture(scenario: Scenario, version: str, out: Path, patch_keys: tuple[str, 
     return {"name": scenario.name, "drafter": scenario.drafter, "draft_max": scenario.draft_max,
             "max_tokens": scenario.max_tokens, "verbose": scenario.verbose,
             "shows": scenario.shows, "flags": " ".join(shown), "log_bytes": len(data),
-            "gz_bytes": log_gz.stat().st_size, "patched": patched}
-
-
-def patch_missing_keys(gguf_path: Path, model: str, keys: tuple[str, ...]
-                       ) -> tuple[Path, list[str]]:
-    """`gguf_path` with those of `keys` it lacks and the default build's export of `model`
-    has, written beside it (tensors and other keys unchanged), and their names; the file
-    itself when it lacks none."""
-    sys.path.insert(0, str(converter_dir(DEFAULT_BUILD) / "gguf-py"))
-    import gguf
-
-    reference = gguf.GGUFReader(model_gguf(model, build=DEFAULT_BUILD))
-    reader = gguf.GGUFReader(gguf_path)
-    missing = [k for k in keys if k in reference.fields and k not in reader.fields]
-    if not missing:
-        return gguf_path, []
-    dst = gguf_path.with_name(gguf_path.stem + ".patched.gguf")
-    writer = gguf.GGUFWriter(dst, arch=reader.fields["general.architecture"].contents(),
-                             endianess=reader.endianess)
-    for field in [*reader.fields.values(), *(reference.fields[k] for k in missing)]:
-        if field.name == "general.architecture" or field.name.startswith("GGUF."):
-            continue  # written by GGUFWriter itself
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
-    for t in reader.tensors:
-        writer.add_tensor_info(t.name, t.data.shape, t.data.dtype, t.data.nbytes, t.tensor_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    for t in reader.tensors:
-        writer.write_tensor_data(t.data, tensor_endianess=reader.endianess)
-    writer.close()
-    return dst, missing
+            "gz_bytes": log_gz.stat().st_size}
 
 
 def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) -> str:
@@ -196,8 +145,7 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
     label = build.label() if build is not None else version
     lines = [
         f"# llama-server {label}: captured fixtures", "",
-        f"Made by `tools/capture_llama_fixtures.py --build {version}"
-        f"{' --patch-keys' if any(r.get('patched') for r in rows) else ''}` (do not edit): "
+        f"Made by `tools/capture_llama_fixtures.py --build {version}` (do not edit): "
         "each scenario ran through specledger's llama backend (the code path of "
         f"`specledger run --backend llama --llama-build {version} --drafter D --turns 2 "
         "--max-answer-tokens N --draft-max K`, seed 0, temperature 0, one slot), on the "
@@ -221,12 +169,6 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
                   "speculation on the hybrid target whatever drafter is asked (`speculative "
                   "decoding not supported by this context`): the drafter scenarios show that "
                   "refusal and plain decoding, not what their `shows` column says."]
-    for r in rows:
-        for name, keys in (r.get("patched") or {}).items():
-            lines += ["", f"`{r['name']}` ran on `{name}`: the served GGUF with "
-                      f"{', '.join(f'`{k}`' for k in keys)} copied from the "
-                      f"{DEFAULT_BUILD} export (`--patch-keys`): this build's server "
-                      f"refuses the file without them."]
     lines += ["", "Flags (`server_args`; model paths shortened to the file name, the port the "
               "server chose shown as PORT):", ""]
     lines += [f"- `{r['name']}`: `{r['flags']}`" for r in rows]
@@ -245,10 +187,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="scenario names to (re)capture (the README lists the others as "
                         "they are on disk)")
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--patch-keys", action="store_true",
-                   help="when the server refuses a GGUF for a missing metadata key, add "
-                        "that key from the default build's export and retry (said in the "
-                        "README)")
     args = p.parse_args(argv)
     versions = args.build or [v for v in MATRIX if built(v)]
     for version in versions:
@@ -265,20 +203,11 @@ def main(argv: list[str] | None = None) -> int:
                 meta["rows"].pop(scenario.name, None)
                 continue
             print(f"{version} {scenario.name} ...", flush=True)
-            keys: tuple[str, ...] = ()
-            while True:
-                try:
-                    meta["rows"][scenario.name] = capture(scenario, version, out, keys)
-                    break
-                except Refused as exc:  # what the build cannot load is a result too
-                    key = _MISSING_KEY.search(str(exc))
-                    if args.patch_keys and key is not None and key.group(1) not in keys:
-                        keys += (key.group(1),)
-                        continue
-                    meta["skipped"][scenario.name] = f"the server refused to start: {exc}"
-                    meta["rows"].pop(scenario.name, None)
-                    break
-            if scenario.name not in meta["rows"]:
+            try:
+                meta["rows"][scenario.name] = capture(scenario, version, out)
+            except Refused as exc:  # what the build cannot load is a result too
+                meta["skipped"][scenario.name] = f"the server refused to start: {exc}"
+                meta["rows"].pop(scenario.name, None)
                 continue
             meta["skipped"].pop(scenario.name, None)
             meta_path.write_text(json.dumps(meta, indent=1) + "\n")
