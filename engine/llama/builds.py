@@ -15,8 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from engine.llama.paths import DEFAULT_BUILD
-
 MATRIX = ("0.3.20", "0.3.21", "0.3.24", "0.3.30", "0.3.36")
 """The pinned builds, oldest first: 0.3.20 refuses speculation on a hybrid model; 0.3.21
 is the first with speculative checkpoints; 0.3.24 the first with draft-mtp and chains."""
@@ -97,8 +95,3 @@ def match_banner(banner: str | None) -> Build | None:
         return None
     commit = m.group(2)
     return next((b for b in matrix() if b.commit.startswith(commit)), None)
-
-
-def is_default(version: str) -> bool:
-    """Whether `version` is the build `make llama` builds."""
-    return version == DEFAULT_BUILD
