@@ -313,11 +313,11 @@ def _stored_version(engine: Engine, shown: str) -> str | None:
         hint = f" ({shown} is read-only here: {why}; copy it somewhere writable)" if why else ""
         if path is not None and path.is_dir():
             hint = " (it is a directory: pass the path of a ledger file)"
-        raise DatabaseUnavailableError(f"cannot use {shown}: {_first_line(exc)}{hint}"
+        raise DatabaseUnavailableError(f"cannot use {shown}: {first_line(exc)}{hint}"
                                        ) from exc
     except DBAPIError as exc:
         raise NotASpecledgerDatabaseError(
-            f"{shown} is not a specledger database: {_first_line(exc)}"
+            f"{shown} is not a specledger database: {first_line(exc)}"
         ) from exc
 
 
@@ -362,9 +362,12 @@ def _create_schema(engine: Engine, shown: str) -> str | None:
             return str(SCHEMA_VERSION)
     except DBAPIError as exc:
         raise DatabaseUnavailableError(
-            f"cannot create the schema in {shown}: {_first_line(exc)}"
+            f"cannot create the schema in {shown}: {first_line(exc)}"
         ) from exc
 
 
-def _first_line(exc: DBAPIError) -> str:
-    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]
+def first_line(exc: BaseException) -> str:
+    """The first line of what the database (or the system) said."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__

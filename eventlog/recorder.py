@@ -25,7 +25,7 @@ from typing import Any, Self
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from eventlog.db import begin_waiting
+from eventlog.db import begin_waiting, first_line
 from eventlog.errors import RecordingFailedError, StaleWriterError, UnknownSessionError
 from eventlog.inserts import event_row, integrity_errors, row_inserter
 from eventlog.interrupts import interrupts_deferred
@@ -33,7 +33,6 @@ from eventlog.liveness import WriterLock, hold_writer_lock
 from eventlog.schema import SessionStatus, events, sessions
 from eventlog.unclosed import (
     CLOSING_WAIT_S,
-    first_line,
     mark_failed,
     not_marked_failed,
     track,

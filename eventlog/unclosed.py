@@ -9,9 +9,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
-from eventlog.db import begin_waiting
+from eventlog.db import begin_waiting, first_line
 from eventlog.errors import StaleWriterError
 from eventlog.interrupts import interrupts_deferred
 from eventlog.schema import SessionStatus, sessions
@@ -67,10 +67,3 @@ def fail_unclosed(wait_s: float | None = CLOSING_WAIT_S) -> list[str]:
 def not_marked_failed(err: BaseException) -> str:
     """What became of a session whose closing write failed with `err`."""
     return f"it could not be marked failed ({first_line(err)}): it shows as incomplete"
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of what the database (or the system) said."""
-    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
