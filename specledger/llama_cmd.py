@@ -38,14 +38,16 @@ def _row(version: str, build: Build | None) -> dict[str, Any]:
 
 def _builds(as_json: bool) -> int:
     """The matrix, with which builds are in the cache."""
-    rows = [_row(v, facts(v)) for v in MATRIX]
+    known = {b.version: b for b in matrix()}  # builds.json read once
+    builds = [known.get(v) for v in MATRIX]
+    rows = [_row(v, b) for v, b in zip(MATRIX, builds, strict=True)]
     if as_json:
         output.emit_json({"builds": rows})
         return 0
     table = Table(title="llama.cpp builds (llama-cpp-python version)")
     for col in ("build", "llama.cpp", "date", "speculation", "built"):
         table.add_column(col)
-    for row, build in zip(rows, [facts(v) for v in MATRIX], strict=True):
+    for row, build in zip(rows, builds, strict=True):
         spec = ("-" if build is None else
                 "refused on hybrid" if not build.spec_checkpoints else
                 ", ".join(t for t in build.spec_types if t != "none"))
@@ -53,7 +55,7 @@ def _builds(as_json: bool) -> int:
         table.add_row(name, build.short if build else "?", (build.date[:10] if build else "?"),
                       spec, "yes" if row["built"] else f"specledger llama build {row['version']}")
     output.console.print(table)
-    if not matrix():
+    if not known:
         output.console.print("no build facts: run tools/llama_matrix.py")
     return 0
 
