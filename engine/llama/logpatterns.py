@@ -175,7 +175,7 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
 SLOT_NOISE = (
     "launching slot", "init sampler", "main/do_checkpoint",
     "checking checkpoint with", "max possible draft", "new slot", " - skipping",
-    "prompt processing, n_tokens", "n_gen = ", "total time", "graphs reused",
+    "n_gen = ", "total time", "graphs reused",
     "need to evaluate at least 1 token", "waiting for parent", " - copying state",
     "clearing prompt", "saving idle slot", "__TEST_TAG", "alora", "trying to reuse chunks",
     "after context reuse", "reusing chunk", "only caching to alora", "cache reuse is not",
@@ -188,6 +188,7 @@ SLOT_NOISE = (
 )
 # Known slot messages that begin with a number or a function name (builds before 0.3.24).
 SLOT_NOISE_INSIDE = ("tokens since last checkpoint at", ": n_draft=")
+_NOISE_STRIPPED = tuple(p.strip() for p in SLOT_NOISE)  # stripped once, not per line
 
 # Speculative lines: 0.3.36 prefixes them `spec <func>: `, older builds `<func>: ` or nothing
 # (logread strips either); candidates name their sequence from 0.3.24 on; 0.3.20/0.3.21
@@ -210,7 +211,7 @@ _DELETED = re.compile(rf"^delete checkpoint, prompt\.size={_INT}")
 
 
 def _chain(text: str, c: dict[str, Any]) -> SamplerChain:
-    names = [n for n in text.replace("->", " ").split() if n]
+    names = text.replace("->", " ").split()
     return SamplerChain(kind=K.SAMPLER_CHAIN, active=tuple(n for n in names if n[0] != "?"),
                         idle=tuple(n[1:] for n in names if n[0] == "?"), **c)
 
@@ -237,9 +238,9 @@ def is_slot_noise(message: str) -> bool:
     """Whether an unmatched slot message is a known one the ledger does not need (an empty
     message is `reset`'s)."""
     stripped = message.strip()
-    return not stripped or any(message.startswith(p) or stripped.startswith(p.strip())
-                               for p in SLOT_NOISE) or any(p in message
-                                                           for p in SLOT_NOISE_INSIDE)
+    return (not stripped or message.startswith(SLOT_NOISE)
+            or stripped.startswith(_NOISE_STRIPPED)
+            or any(p in message for p in SLOT_NOISE_INSIDE))
 
 
 def spec_record(message: str, line: int, t: float | None) -> Record | None:
