@@ -22,9 +22,6 @@ _EXAMPLES = 5  # violations quoted per invariant
 # Explained with their cause by the EOG and contamination detectors.
 _EXPLAINED = {Invariant.SLOT_PREFIX.value, Invariant.STATE_TRUTH.value}
 
-# The group of an engine's counter mismatches (its violations name their `source`).
-_COUNTERS = "engine counters"
-
 
 class Violations:
     """Groups the remaining violations by invariant; notes FAIL events. The engine's
@@ -59,30 +56,27 @@ class Violations:
         self.by_invariant[name] = (firsts, count + 1, noted.seq)
 
     def finish(self) -> list[Finding]:
-        """One finding per invariant, one per failure."""
-        for noted in self.counters:
-            if noted.seq not in self.inflation.explained:
-                self._count(_COUNTERS, noted)
+        """One finding per invariant, one for the engine's counter mismatches that
+        `inflation` does not explain, one per failure."""
         out = []
         for name, (evs, count, last_seq) in self.by_invariant.items():
             first = evs[0]
             v: InvariantViolation = first.detail
-            quoted = examples([{"seq": e.seq, "turn": e.turn, "round": e.round,
-                                **e.detail["details"]} for e in evs], _EXAMPLES)
-            if name == _COUNTERS:
-                out.append(Finding(
-                    Kind.ENGINE_COUNTER_MISMATCH, Severity.ERROR, first.seq, last_seq,
-                    f"The engine's own counters disagree with the rounds its log shows "
-                    f"{count} time(s); first: {v['message']}",
-                    ADVICE[Kind.ENGINE_COUNTER_MISMATCH],
-                    {"count": count, "first": quoted}, first.slot, first.turn, first.round))
-                continue
-            advice = (INVARIANT_ADVICE[Invariant(name)] if name in set(Invariant)
-                      else ADVICE[Kind.INVARIANT_VIOLATION])
             out.append(Finding(
                 Kind.INVARIANT_VIOLATION, Severity.ERROR, first.seq, last_seq,
-                f"Invariant {name} failed {count} time(s); first: {v['message']}", advice,
-                {"invariant": name, "count": count, "first": quoted},
+                f"Invariant {name} failed {count} time(s); first: {v['message']}",
+                INVARIANT_ADVICE.get(name, ADVICE[Kind.INVARIANT_VIOLATION]),
+                {"invariant": name, "count": count, "first": _quoted(evs)},
+                first.slot, first.turn, first.round))
+        counters = [n for n in self.counters if n.seq not in self.inflation.explained]
+        if counters:
+            first = counters[0]
+            out.append(Finding(
+                Kind.ENGINE_COUNTER_MISMATCH, Severity.ERROR, first.seq, counters[-1].seq,
+                f"The engine's own counters disagree with the rounds its log shows "
+                f"{len(counters)} time(s); first: {first.detail['message']}",
+                ADVICE[Kind.ENGINE_COUNTER_MISMATCH],
+                {"count": len(counters), "first": _quoted(counters)},
                 first.slot, first.turn, first.round))
         for ev in self.failures:
             fail: Fail = ev.detail
@@ -93,3 +87,9 @@ class Violations:
                 CAUSE_ADVICE[Cause.CUT_LOG] if fail.get("truncated") else ADVICE[Kind.RUN_FAILED],
                 {"error": fail["error"]}, ev.slot, ev.turn, ev.round))
         return out
+
+
+def _quoted(evs: list[Noted]) -> list[dict[str, Any]]:
+    """The violations `evs` as a finding quotes them."""
+    return examples([{"seq": e.seq, "turn": e.turn, "round": e.round, **e.detail["details"]}
+                     for e in evs], _EXAMPLES)
