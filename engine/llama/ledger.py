@@ -23,12 +23,11 @@ from engine.llama.crosscheck import response_violations, totals_violations, verd
 from engine.llama.ledger_prompt import SlotState, TurnState, start_steps
 from engine.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
 from engine.llama.logread import LogReading
-from engine.llama.logrecords import DraftTotals, RecordKind, StopReason, TimingPhase
+from engine.llama.logrecords import RecordKind, StopReason, TimingPhase
 from engine.llama.responses import ResponseFacts, match_responses
 from engine.llama.taskfold import fold_tasks
 from engine.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
-from fsm.draft_profile import DraftProfile
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
@@ -184,8 +183,7 @@ class _Ledger:
                     Invariant.BOOKKEEPING, f"llama-server released the slot with "
                     f"{task.released.n_tokens} tokens, the imported turn leaves "
                     f"{s.position}", {"engine": task.released.n_tokens, "ledger": s.position}))
-            found += totals_violations(turn.profile, _printed(task.totals, turn.profile),
-                                       task.acc_per_pos)
+            found += totals_violations(turn.profile, task.totals, task.acc_per_pos)
         else:
             stats.generated_tokens = evals.tokens if evals is not None else 0
             stats.drafted = task.totals.generated if task.totals is not None else 0
@@ -215,14 +213,6 @@ class _Ledger:
         m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics})
         s.length = task.released.n_tokens
         self.turns.append(TurnMetrics.from_dict(metrics))
-
-
-def _printed(totals: DraftTotals | None, profile: DraftProfile) -> DraftTotals | None:
-    """print_timing's totals as the checks take them: a build before 0.3.36 prints no mean
-    length, so the rounds' own stands in for it and that one check is not made."""
-    if totals is None or totals.mean_len is not None:
-        return totals
-    return replace(totals, mean_len=profile.mean_accept_len or 1.0)
 
 
 def record_log(reading: LogReading, journal: Sink, *,
