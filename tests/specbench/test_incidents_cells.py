@@ -64,7 +64,7 @@ def test_the_report_built_livelock_is_named() -> None:
     assert "run_failed" in c.others  # the log ends inside the loop
 
 
-def test_a_reprefill_is_named_measured_or_said_unmeasured() -> None:
+def test_a_reprefill_is_named_with_its_size() -> None:
     edited = cell("#24055", "0.3.36", fixture_text("edited-history"))
     assert edited.verdict is Verdict.NAMED and edited.numbers["reprefill_tokens"] > 0
     assert "unknown" not in edited.why
