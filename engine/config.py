@@ -1,13 +1,12 @@
 """The run configuration: one typed dataclass, validated once at the edge."""
 
 import math
-import re
 from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.llama.paths import DEFAULT_BUILD
+from engine.llama.paths import DEFAULT_BUILD, is_version
 
 
 class BackendKind(StrEnum):
@@ -54,7 +53,6 @@ DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
 SHIPPED_TARGET = "shipped:target"
 SHIPPED_DRAFT = "shipped:draft"
-_VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 def option(default: Any, help: str, *, lo: float | None = None, hi: float | None = None,
@@ -167,7 +165,7 @@ class RunConfig:
         if unknown or ("none" in names and len(names) > 1):
             raise ConfigError(f"drafter: '{self.drafter}' is not 'none' or a comma-separated "
                               f"chain of {', '.join(DRAFTERS[1:])}")
-        if not _VERSION.fullmatch(self.llama_build):
+        if not is_version(self.llama_build):
             raise ConfigError(f"llama_build: '{self.llama_build}' is not a llama-cpp-python "
                               f"version such as {DEFAULT_BUILD}")
         if self.schedule is Schedule.BATCHED and self.backend is BackendKind.LLAMA:

@@ -27,9 +27,14 @@ CACHE_ENV = "SPECLEDGER_CACHE"
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
+def is_version(build: object) -> bool:
+    """Whether `build` names a llama-cpp-python version (X.Y.Z), as a build is named."""
+    return isinstance(build, str) and _VERSION.fullmatch(build) is not None
+
+
 def check_build(build: str) -> str:
     """`build` if it names a llama-cpp-python version (X.Y.Z), else UnknownBuildError."""
-    if not isinstance(build, str) or not _VERSION.fullmatch(build):
+    if not is_version(build):
         raise UnknownBuildError(f"llama build: '{build}' is not a llama-cpp-python version "
                                 f"such as {DEFAULT_BUILD} (`specledger llama builds` lists "
                                 f"the matrix)")
