@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.llama.builds import Exposure, facts
+from engine.llama.builds import MATRIX, Exposure, facts
 from engine.llama.incidents import INCIDENTS
 from specledger.cli import main
 from tests.engine.llama.test_logread import FIXTURES, fixture_text
@@ -69,8 +69,7 @@ def test_our_own_engine_names_no_llama_build(tmp_path: Path,
     assert "llama_build" not in doc and "llama.cpp build" not in text
 
 
-@pytest.mark.parametrize("version", sorted(p.parent.name for p in
-                                           (FIXTURES / "builds").glob("*/plain.log.gz")))
+@pytest.mark.parametrize("version", MATRIX)  # every build has its captures
 def test_each_builds_capture_names_its_own_build(
         version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "b.db")
