@@ -21,6 +21,7 @@ from typing import Any
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
+from engine.files import write_file
 from engine.llama.builds import MATRIX, Build, facts
 from engine.llama.errors import LlamaError
 from engine.llama.incident_scenarios import (
@@ -222,7 +223,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     doc = "\n".join(["# Incidents x builds", "", intro, "", text, "",
                      details(cells, versions)])
     md = folder / "incidents.md"
-    md.write_text(doc)
+    write_file(md, doc)
     goal = reproduced_goal(cells, versions, opts.quick)
     sessions = sorted({s for v in versions for c in cells[v].values() for s in c.sessions})
     data = {"builds": list(versions), "wall_s": wall,
