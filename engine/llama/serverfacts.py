@@ -49,7 +49,6 @@ class ServerInfo:
 
     build: str | None = None
     verbosity: int | None = None
-    verbose: bool | None = None
     loaded: bool = False
     model: str | None = None
     draft_model: str | None = None
@@ -85,7 +84,6 @@ class ServerInfo:
                 self.build = f"build {value} ({m.group(2)})"
         elif name == "verbosity":
             self.verbosity = int(value)
-            self.verbose = self.verbosity > 4  # -v sets it to INT_MAX; the default is 3
         elif name == "n_slots":
             if self.n_slots is None:
                 self.n_slots = int(value)
@@ -98,8 +96,14 @@ class ServerInfo:
             # context): the target's is the one with per-sequence states.
             self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
         elif getattr(self, name) is None:
-            setattr(self, name, int(value) if name in ("n_rs_seq", "draft_n_max", "n_swa")
+            setattr(self, name, int(value) if name in ("draft_n_max", "n_swa")
                     else value)
+
+    @property
+    def verbose(self) -> bool | None:
+        """Whether the server ran with -v, every round shown (None: its verbosity is not
+        logged): -v sets the verbosity to INT_MAX, the default is 3."""
+        return None if self.verbosity is None else self.verbosity > 4
 
     @property
     def spec_types(self) -> list[str]:
