@@ -60,7 +60,7 @@ class Cell:
 def _scalars(numbers: dict[str, Any]) -> dict[str, Any]:
     """The finding's plain numbers (no lists, no nested examples), the first few."""
     flat = {k: v for k, v in numbers.items()
-            if isinstance(v, (int, float, str, bool)) and not isinstance(v, bool)
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool)
             and k not in ("cycle", "slot", "turn", "round")}
     return dict(list(flat.items())[:_QUOTED])
 
