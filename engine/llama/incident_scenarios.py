@@ -8,7 +8,7 @@ so it tells no build from another). `bench incidents` runs every scenario on eve
 built build of the matrix; the verdict of one (incident, build) cell is one of `Verdict`.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from engine.config import RunConfig
@@ -113,10 +113,7 @@ QUICK = ("PR 26320",)
 
 def quick_scenario(s: Scenario) -> Scenario:
     """`s` at smoke size (fewer, shorter turns)."""
-    return Scenario(s.incident, s.drafter, turns=2, max_answer_tokens=min(32,
-                    s.max_answer_tokens), draft_max=s.draft_max, seed=s.seed,
-                    from_turn=s.from_turn, measure=s.measure, draft_self=s.draft_self,
-                    why=s.why)
+    return replace(s, turns=2, max_answer_tokens=min(32, s.max_answer_tokens))
 
 
 def absent_reason(incident: Incident, build: Build) -> str:
