@@ -26,6 +26,7 @@ from engine.llama.errors import (
 from engine.llama.gguf_export import cached_gguf
 from engine.llama.options import ServerOptions
 from engine.llama.server import LlamaServer, last_error_line, log_lines
+from engine.speculative import common_prefix
 
 MODELS = ("target", "draft")
 NO_MTP = "target-no-mtp"
@@ -165,7 +166,5 @@ def first_difference(reference: Sequence[Sequence[int]], got: Sequence[Sequence[
     goes on)."""
     for i, (a, b) in enumerate(zip(reference, got, strict=True)):
         if list(a) != list(b):
-            at = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                      min(len(a), len(b)))
-            return i, at
+            return i, common_prefix(a, b)
     return None
