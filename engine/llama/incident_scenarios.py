@@ -120,8 +120,7 @@ def absent_reason(incident: Incident, build: Build) -> str:
     """Why `build` cannot run into `incident` (its exposure is absent)."""
     if "spec_checkpoints" in incident.needs and not build.spec_checkpoints:
         return "no speculative checkpoints (speculation on a hybrid target is refused)"
-    missing = [n for n in incident.needs if n not in ("spec_checkpoints", "chains")
-               and n not in build.spec_types]
+    missing = [n for n in incident.drafters if n not in build.spec_types]
     if missing:
         return f"no {', '.join(missing)} drafter"
     return f"the code the incident is about is not in this build ({incident.bug_code.pattern})"

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from engine.llama.builds import Exposure
 
+BUILD_FLAGS = ("spec_checkpoints", "chains")
+"""The needs that are build facts (builds.json booleans); every other need is a drafter."""
 SERVER = "tools/server/server-context.cpp"
 SPECULATIVE = "common/speculative.cpp"
 
@@ -44,6 +46,11 @@ class Incident:
     fix_code: Code | None
     fix: str
     cpu: str | None = None
+
+    @property
+    def drafters(self) -> tuple[str, ...]:
+        """The drafters (our names) among `needs`; the rest are BUILD_FLAGS."""
+        return tuple(n for n in self.needs if n not in BUILD_FLAGS)
 
 
 REUSE = r"we have a previous \(partial\) draft to reuse"
@@ -99,11 +106,9 @@ def exposure(incident: Incident, build: Mapping[str, object],
     """What one build's facts (`build`, as builds.json holds them) and source (`text(file)`)
     say of `incident`."""
     offered = set(build["spec_types"])  # type: ignore[call-overload]
-    for need in incident.needs:
-        if need in ("spec_checkpoints", "chains") and not build[need]:
-            return Exposure.ABSENT
-        if need not in ("spec_checkpoints", "chains") and need not in offered:
-            return Exposure.ABSENT
+    if (any(not build[n] for n in incident.needs if n in BUILD_FLAGS)
+            or not offered.issuperset(incident.drafters)):
+        return Exposure.ABSENT
     if incident.fix_code is not None and incident.fix_code.found(text):
         return Exposure.FIXED
     return Exposure.BUG if incident.bug_code.found(text) else Exposure.ABSENT
