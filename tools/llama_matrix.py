@@ -26,15 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.llama.builds import FACTS_FILE, MATRIX, Dialect
 from engine.llama.incidents import INCIDENTS, Incident, exposure
-from engine.llama.options import Drafter
+from engine.llama.options import Drafter, our_drafter
 from engine.llama.paths import cache_root
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "llama-builds.md"
 VENDOR = "vendor/llama.cpp/"
 SUBMODULE_GIT = ".git/modules/vendor/llama.cpp"
-# Our drafter names, as each build's --spec-type (or -md) offers them.
-_SPEC_TYPE_OF = {"draft-mtp": Drafter.MTP, "ngram-simple": Drafter.NGRAM_SIMPLE,
-                 "ngram-map-k": Drafter.NGRAM_MAP_K, "ngram-mod": Drafter.NGRAM_MOD}
 
 
 @dataclass
@@ -47,6 +44,7 @@ class Sdist:
 
     @property
     def prefix(self) -> str:
+        """The folder every member of the sdist lies under."""
         return f"llama_cpp_python-{self.version}/"
 
     def text(self, rel: str) -> str:
@@ -90,7 +88,7 @@ def drafters(src: Sdist) -> list[str]:
     """Our drafters this build's server offers: its --spec-type values, and a draft model."""
     names = set(re.findall(r'"(draft-mtp|ngram-simple|ngram-map-k|ngram-mod)"',
                            src.text("common/arg.cpp") + src.text("common/speculative.cpp")))
-    offered = {_SPEC_TYPE_OF[n] for n in names} | {Drafter.DRAFT_MODEL}
+    offered = {Drafter(our_drafter(n)) for n in names} | {Drafter.DRAFT_MODEL}
     return [d.value for d in Drafter if d in offered]
 
 
