@@ -48,6 +48,12 @@ class _Turn:
         return sum(self.replays.values())
 
 
+def is_counter_mismatch(v: InvariantViolation) -> bool:
+    """Whether `v` is an imported engine's own counter disagreeing with its rounds (such
+    a violation names the counter's `source`), not a slot out of step."""
+    return "source" in v["details"]
+
+
 def _diff(v: InvariantViolation) -> float | None:
     """engine - ledger of a numeric counter mismatch, else None."""
     engine, ledger = v["details"].get("engine"), v["details"].get("ledger")
@@ -94,7 +100,7 @@ class AcceptanceInflation:
         turn.replayed += replayed
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
-        if "source" in v["details"]:
+        if is_counter_mismatch(v):
             self._turn(row).counters.append(Noted(*row[:4], v))
 
     def _on_end_turn(self, row: Row, end: EndTurn) -> None:

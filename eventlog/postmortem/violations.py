@@ -12,7 +12,7 @@ from typing import Any
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, INVARIANT_ADVICE, Cause
 from eventlog.postmortem.detector import Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
-from eventlog.postmortem.inflation import AcceptanceInflation
+from eventlog.postmortem.inflation import AcceptanceInflation, is_counter_mismatch
 from fsm.invariants import Invariant
 from fsm.payloads import Fail, InvariantViolation
 from fsm.states import Trigger
@@ -44,7 +44,7 @@ class Violations:
         self.failures.append(Noted(*row[:4], fail))
 
     def _on_violation(self, row: Row, v: InvariantViolation) -> None:
-        if "source" in v["details"]:
+        if is_counter_mismatch(v):
             self.counters.append(Noted(*row[:4], v))
         elif v["invariant"] not in _EXPLAINED:
             self._count(v["invariant"], Noted(*row[:4], v))
