@@ -67,7 +67,7 @@ def name_cycle(path: list[str]) -> str:
             unit = _period(tail[head:])
             if unit is not None:
                 times = (len(tail) - head) // len(unit)
-                shown = [*tail[:head + 2 * len(unit)]]
+                shown = tail[:head + 2 * len(unit)]
                 more = f" -> ... ({' -> '.join(unit)}: {times} times)" if times > 2 else ""
                 return " -> ".join(shown) + more
         unit = tail
