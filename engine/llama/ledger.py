@@ -62,12 +62,12 @@ class LedgerResult:
 
 
 class _Ledger:
-    def __init__(self, reading: LogReading, journal: Sink) -> None:
+    def __init__(self, reading: LogReading, journal: Sink, draft_reuse_logged: bool) -> None:
         self.server = reading.server
         self.journal = journal
         self.rounds_visible = any(r.kind in (K.DRAFT, K.DECODE, K.TOKEN)
                                   for r in reading.records)
-        self.draft_reuse_logged = False  # set from the fold
+        self.draft_reuse_logged = draft_reuse_logged
         self.now = 0.0
         self.events = 0
         self.violations = 0
@@ -222,8 +222,7 @@ def record_log(reading: LogReading, journal: Sink, *,
     i-th task's prompt where the caller knows them (a run that tokenized its requests);
     `responses` are the client's answers, matched to tasks by shape and cross-checked."""
     fold = fold_tasks(reading.records)
-    ledger = _Ledger(reading, journal)
-    ledger.draft_reuse_logged = fold.draft_reuse_logged
+    ledger = _Ledger(reading, journal, fold.draft_reuse_logged)
     shapes = [(t.prompt_tokens, t.generated_logged) for t in fold.tasks]
     matched = match_responses(shapes, list(responses)) if responses else [None] * len(shapes)
     cuts = {c.task: c for c in fold.truncated}
