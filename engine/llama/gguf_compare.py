@@ -2,9 +2,10 @@
 added or removed, tensors whose shape or type changed, and for every tensor the two share
 the largest absolute difference of its values.
 
-The files are read with one build's own gguf-py reader (the default build's unless told;
-`read_gguf`), tensors dequantized to float32 so an f16 file compares with an f32 one;
-`compare` is pure over what was read, so it is tested on files written in a test.
+The files are read with the default build's own gguf-py reader (`read_gguf`: one `gguf`
+package per process, so one build's), tensors dequantized to float32 so an f16 file
+compares with an f32 one; `compare` is pure over what was read, so it is tested on files
+written in a test.
 """
 
 import importlib
@@ -193,20 +194,20 @@ def compare(a: GgufContents, b: GgufContents) -> GgufDiff:
                     layout_changed=layout, max_abs=diffs)
 
 
-def gguf_module(build: str = DEFAULT_BUILD) -> ModuleType:
-    """The `gguf` package of `build`'s converter (imported once per process)."""
+def gguf_module() -> ModuleType:
+    """The `gguf` package of the default build's converter (imported once per process)."""
     if "gguf" in sys.modules:
         return sys.modules["gguf"]
-    sys.path.insert(0, str(require_converter(build) / "gguf-py"))
+    sys.path.insert(0, str(require_converter(DEFAULT_BUILD) / "gguf-py"))
     try:
         return importlib.import_module("gguf")
     finally:
         sys.path.pop(0)
 
 
-def read_gguf(path: str | Path, build: str = DEFAULT_BUILD) -> GgufContents:
-    """The metadata and tensors of the GGUF file at `path`, read by `build`'s reader."""
-    gguf = gguf_module(build)
+def read_gguf(path: str | Path) -> GgufContents:
+    """The metadata and tensors of the GGUF file at `path`, read by `gguf_module`'s reader."""
+    gguf = gguf_module()
     try:
         reader = gguf.GGUFReader(Path(path))
     except (OSError, ValueError) as exc:
@@ -218,6 +219,6 @@ def read_gguf(path: str | Path, build: str = DEFAULT_BUILD) -> GgufContents:
     return GgufContents(meta, tensors)
 
 
-def compare_files(a: str | Path, b: str | Path, build: str = DEFAULT_BUILD) -> GgufDiff:
-    """What differs from the GGUF file `a` to `b`, both read by `build`'s reader."""
-    return compare(read_gguf(a, build), read_gguf(b, build))
+def compare_files(a: str | Path, b: str | Path) -> GgufDiff:
+    """What differs from the GGUF file `a` to `b`, both read by `read_gguf`."""
+    return compare(read_gguf(a), read_gguf(b))
