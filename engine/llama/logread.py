@@ -41,6 +41,7 @@ _TIMING_KINDS = (RecordKind.TIMING, RecordKind.DRAFT_TOTALS)
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_CHUNK = 1 << 12  # fed to zlib piecewise, so a corrupt stream keeps what came before
 
+
 class LogFormatError(LlamaError):
     """The input is not a llama-server log (or cannot be read as text)."""
 
