@@ -100,17 +100,24 @@ def check_commit(f: CommitFacts) -> list[Violation]:
     return out
 
 
-def check_turn_end(slot_tokens: Sequence[int], transcript: Sequence[int]) -> list[Violation]:
-    """Invariant 1: after a turn the slot holds exactly the external transcript."""
+def check_turn_end(slot_tokens: Sequence[int], transcript: Sequence[int],
+                   stop: str | None = None) -> list[Violation]:
+    """Invariant 1: after a turn the slot holds exactly the external transcript. `stop`
+    names a stop other than EOG that ended the turn (a length limit): tokens behind it are
+    not #28049's, and the violation says which stop they stayed behind."""
     if list(slot_tokens) == list(transcript):
         return []
     stray = len(slot_tokens) - len(transcript)
+    details: dict[str, Any] = {"slot_len": len(slot_tokens), "transcript_len": len(transcript),
+                               "stray": list(slot_tokens[len(transcript):]) if stray > 0
+                               else []}
+    if stop is not None:
+        details["stop"] = stop
     return [Violation(
         Invariant.SLOT_PREFIX,
         f"slot holds {len(slot_tokens)} tokens, transcript {len(transcript)}: "
-        f"{max(stray, 0)} stray token(s) behind EOG",
-        {"slot_len": len(slot_tokens), "transcript_len": len(transcript),
-         "stray": list(slot_tokens[len(transcript):]) if stray > 0 else []})]
+        f"{max(stray, 0)} stray token(s) behind {'EOG' if stop is None else f'the {stop} stop'}",
+        details)]
 
 
 class ProgressGuard:

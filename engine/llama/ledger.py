@@ -16,7 +16,7 @@ imported rounds; a disagreement is an `invariant_violation`, never a correction.
 import heapq
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.llama.crosscheck import response_violations, totals_violations, verdict_violations
@@ -177,7 +177,10 @@ class _Ledger:
             transcript = [*turn.prompt, *emitted]
             stats.generated_tokens = len(emitted)
             stats.stray_tokens = max(0, len(s.tokens) - len(transcript))
-            found += _stop_named(check_turn_end(s.tokens, transcript), task.stop)
+            # A length stop inside a verified block (0.3.21 keeps the whole block) is not
+            # #28049's EOG: the violation names the stop, the postmortem tells them apart.
+            stop = None if task.stop in (None, StopReason.EOS) else task.stop.value
+            found += check_turn_end(s.tokens, transcript, stop)
             if s.position != task.released.n_tokens:
                 found.append(Violation(
                     Invariant.BOOKKEEPING, f"llama-server released the slot with "
@@ -240,13 +243,3 @@ def record_log(reading: LogReading, journal: Sink, *,
     return LedgerResult(ledger.turns, fold, ledger.violations,
                         sum(r is not None for r in matched), ledger.events, fold.truncated)
 
-
-def _stop_named(found: list[Violation], stop: StopReason | None) -> list[Violation]:
-    """Turn-end violations with the task's stop reason in their details: tokens left behind
-    a length limit (llama.cpp 0.3.21 counts a whole verified block toward `n_predict` and
-    keeps it in the slot while it sends only the answer's head) are not #28049's tokens
-    behind an EOG, and the postmortem tells them apart."""
-    if stop is None or stop is StopReason.EOS:
-        return found
-    return [replace(v, message=v.message.replace("behind EOG", f"behind the {stop.value} stop"),
-                    details={**v.details, "stop": stop.value}) for v in found]
