@@ -24,7 +24,7 @@ demo: install
 	$(PY) -m specledger demo
 
 # llama.cpp's llama-server, built once from the pinned llama-cpp-python sdist into a cache
-# outside git (tools/build_llama.sh; about 10 minutes on 2 cores, then skipped).
+# outside git (tools/build_llama.sh; 10-16 minutes on 2 cores, then skipped).
 llama: install
 	@PYTHON=$(PY) sh $(ROOT)/tools/build_llama.sh
 

@@ -1,6 +1,6 @@
 """`specledger llama builds` and `specledger llama build VERSION`: the llama.cpp build
 matrix (engine/llama/builds.py) and building one of its servers into the cache, side by
-side with the others (tools/build_llama.sh, about 10 minutes on 2 cores, then skipped).
+side with the others (tools/build_llama.sh, 10-16 minutes on 2 cores, then skipped).
 """
 
 import argparse

@@ -34,7 +34,7 @@ src="$work/llama_cpp_python-$version/vendor/llama.cpp"
 test -f "$src/CMakeLists.txt" || { echo "error: no vendored llama.cpp in the sdist" >&2; exit 1; }
 
 jobs=${LLAMA_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
-echo "building llama-server with $jobs jobs (about 10 minutes on 2 cores)"
+echo "building llama-server with $jobs jobs (10-16 minutes on 2 cores)"
 cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
