@@ -5,8 +5,8 @@ from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from adapters.llama.paths import DEFAULT_BUILD, is_version
 from engine.errors import ConfigError
-from engine.llama.paths import DEFAULT_BUILD, is_version
 
 
 class BackendKind(StrEnum):

@@ -177,10 +177,10 @@ def plot(rows: list[Row], held: list[Row], profile: CostProfile, mtp_token_s: fl
 
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure llama-server, fit, validate on held-out prompts, write the profile."""
+    from adapters.llama.gguf_export import cached_gguf
+    from adapters.llama.paths import cache_root
     from engine.hybrid.loader import load_checkpoint
     from engine.hybrid.tokenizer import chat_template, encode
-    from engine.llama.gguf_export import cached_gguf
-    from engine.llama.paths import cache_root
     from specbench.calibration_measure import machine
     from specbench.llama_runs import WARMUP_QUESTION, session_prompts
 

@@ -3,7 +3,7 @@ GGUF on this CPU, per request, and the shape of every round from its -v log.
 
 Two kinds of server run, each on fresh servers (llama-server keeps n-gram pools across
 requests): one verbose pass per drafter, read by the llama ledger's log reader and task
-fold (engine/llama), gives each request's rounds (context, drafted, accepted, whether a
+fold (adapters/llama), gives each request's rounds (context, drafted, accepted, whether a
 speculative checkpoint was saved, its restores and replays) and its context checkpoints;
 then `repeat` interleaved passes without -v (verbose logging costs llama-server about a
 quarter of its speed) give the timings: the response's `timings` (prompt_n / prompt_ms,
@@ -20,14 +20,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.llama.client import Completion
+from adapters.llama.logread import read_log
+from adapters.llama.logrecords import Checkpoint, RecordKind
+from adapters.llama.options import ServerOptions
+from adapters.llama.server import LlamaServer
+from adapters.llama.taskfold import fold_tasks
+from adapters.llama.tasks import LlamaTask
 from engine.config import RunConfig
-from engine.llama.client import Completion
-from engine.llama.logread import read_log
-from engine.llama.logrecords import Checkpoint, RecordKind
-from engine.llama.options import ServerOptions
-from engine.llama.server import LlamaServer
-from engine.llama.taskfold import fold_tasks
-from engine.llama.tasks import LlamaTask
 
 
 class MeasureError(RuntimeError):

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file
-from engine.llama.paths import DEFAULT_BUILD, check_build
 from specbench.record import DEFAULT_OUT, results_folder
 
 

@@ -15,17 +15,17 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from engine.config import RunConfig
-from engine.llama.errors import (
+from adapters.llama.errors import (
     GgufExportError,
     ModelRefusedError,
     ServerDiedError,
     ServerRequestError,
     ServerTimeoutError,
 )
-from engine.llama.gguf_export import cached_gguf
-from engine.llama.options import ServerOptions
-from engine.llama.server import LlamaServer, last_error_line, log_lines
+from adapters.llama.gguf_export import cached_gguf
+from adapters.llama.options import ServerOptions
+from adapters.llama.server import LlamaServer, last_error_line, log_lines
+from engine.config import RunConfig
 from engine.speculative import common_prefix
 
 MODELS = ("target", "draft")

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.paths import cache_root
 from engine.config import RunConfig
-from engine.llama.paths import cache_root
 from eventlog import open_db
 from specbench.common import (
     BenchOptions,

@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.client import Completion
+from adapters.llama.gguf_export import cached_gguf
+from adapters.llama.options import SPEC_TYPES, Drafter, ServerOptions
+from adapters.llama.server import LlamaServer
 from engine.config import RunConfig
 from engine.hybrid.tokenizer import chat_template, encode
-from engine.llama.client import Completion
-from engine.llama.gguf_export import cached_gguf
-from engine.llama.options import SPEC_TYPES, Drafter, ServerOptions
-from engine.llama.server import LlamaServer
 from specbench.common import BenchOptions
 
 WARMUP_TOKENS = 8

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markdown import Markdown
 
+from adapters.llama.paths import DEFAULT_BUILD
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import write_file
-from engine.llama.paths import DEFAULT_BUILD
 from specledger import output
 from specledger.cli_common import add_common
 

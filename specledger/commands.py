@@ -4,10 +4,10 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from adapters.llama.exposed import build_exposure
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from engine.files import check_target, write_file
-from engine.llama.exposed import build_exposure
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
 from eventlog.fold import fold_profiles

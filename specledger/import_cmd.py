@@ -7,10 +7,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from engine.llama.gguf_export import require_gguf
-from engine.llama.logread import read_log
-from engine.llama.provenance import Provenance, file_sha256
-from engine.llama.responses import read_responses
+from adapters.llama.gguf_export import require_gguf
+from adapters.llama.logread import read_log
+from adapters.llama.provenance import Provenance, file_sha256
+from adapters.llama.responses import read_responses
 from eventlog import open_db
 from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events

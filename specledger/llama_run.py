@@ -1,11 +1,11 @@
 """`specledger run --backend llama`: the torch backend's conversations (the same held-out
 questions, chosen by the same seed, answered under the same sampling) asked of llama.cpp's
 llama-server, running the shipped models' GGUF export with the drafter our name maps to
-(engine/llama/options.py), through the OpenAI-compatible API with the `openai` client;
+(adapters/llama/options.py), through the OpenAI-compatible API with the `openai` client;
 then the server's -v log and the answers are recorded as the session, by the same ledger
 that `specledger import llama-server` uses.
 
-llama-server runs one slot here (engine/llama/server.py starts it with `-np 1`), so a run
+llama-server runs one slot here (adapters/llama/server.py starts it with `-np 1`), so a run
 is one conversation. The server is stopped before its log is read: it writes a task's
 release after the answer is sent.
 """
@@ -16,22 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.config import RunConfig
-from engine.errors import ConfigError
-from engine.files import write_file
-from engine.llama.conversation import Exchange, Messages, Sampling, converse
-from engine.llama.logread import read_log
-from engine.llama.options import (
+from adapters.llama.conversation import Exchange, Messages, Sampling, converse
+from adapters.llama.logread import read_log
+from adapters.llama.options import (
     ChainOrderError,
     Drafter,
     ServerOptions,
     parse_drafters,
     server_args,
 )
-from engine.llama.paths import require_server
-from engine.llama.provenance import Provenance, file_sha256
-from engine.llama.responses import parse_responses
-from engine.llama.server import LlamaServer
+from adapters.llama.paths import require_server
+from adapters.llama.provenance import Provenance, file_sha256
+from adapters.llama.responses import parse_responses
+from adapters.llama.server import LlamaServer
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from engine.files import write_file
 from engine.progress import Progress
 from eventlog import open_db
 from eventlog.fold import fold_profiles
@@ -73,7 +73,7 @@ def server_options(config: RunConfig) -> ServerOptions:
     """The server for `config`: the target's GGUF (and the draft model's, when its
     drafter runs: a GGUF file as given, a checkpoint exported once), sizes from the
     configuration, -v so the log shows every round."""
-    from engine.llama.gguf_export import model_gguf
+    from adapters.llama.gguf_export import model_gguf
 
     if config.slots != 1:
         raise ConfigError(f"slots: the llama backend runs one conversation (llama-server "

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.llama.ledger import LedgerResult, record_log
-from engine.llama.logread import LogFormatError, LogReading
-from engine.llama.provenance import BACKEND, Provenance, session_config
-from engine.llama.responses import Responses
+from adapters.llama.ledger import LedgerResult, record_log
+from adapters.llama.logread import LogFormatError, LogReading
+from adapters.llama.provenance import BACKEND, Provenance, session_config
+from adapters.llama.responses import Responses
 from eventlog import Recorder, SessionStatus, create_session, open_db
 from fsm.event import Event
 from specledger.api import code_version

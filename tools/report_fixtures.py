@@ -1,4 +1,4 @@
-"""Write the two llama-server logs of tests/engine/llama/fixtures/reports/: incidents that
+"""Write the two llama-server logs of tests/adapters/llama/fixtures/reports/: incidents that
 cannot happen on a CPU, built from the reports' own log lines. THESE LOGS ARE NOT
 CAPTURED RUNS: every line is a real 0.3.36 -v line, but the loop in them is the reports'.
 
@@ -41,7 +41,7 @@ import gzip
 import re
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests/engine/llama/fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests/adapters/llama/fixtures"
 OUT = FIXTURES / "reports"
 BASE = FIXTURES / "ngram-mod.log.gz"
 
@@ -102,7 +102,7 @@ def write(out: Path) -> list[Path]:
 
 
 def main() -> None:
-    """Write both logs into tests/engine/llama/fixtures/reports/."""
+    """Write both logs into tests/adapters/llama/fixtures/reports/."""
     for path in write(OUT):
         print(path)
 

@@ -4,15 +4,15 @@ imported logs, and to our engine's own turn counts on a sim session."""
 
 import pytest
 
+from adapters.llama.ledger import record_log
+from adapters.llama.logread import read_log
+from adapters.llama.taskfold import fold_tasks
 from engine.config import RunConfig
-from engine.llama.ledger import record_log
-from engine.llama.logread import read_log
-from engine.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal, Session
 from eventlog.fold import fold_profiles
 from fsm.draft_profile import DraftProfile
 from fsm.states import Trigger
-from tests.engine.llama.test_logread import FIXTURES
+from tests.adapters.llama.test_logread import FIXTURES
 
 
 @pytest.mark.parametrize("name", ["mtp", "ngram-mod", "draft-simple", "two-slots"])

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from adapters.llama.ledger import record_log
+from adapters.llama.logread import parse_log, read_log
+from adapters.llama.responses import read_responses
 from engine.config import EogPolicy, ReplayPolicy, Strategy
-from engine.llama.ledger import record_log
-from engine.llama.logread import parse_log, read_log
-from engine.llama.responses import read_responses
 from engine.session import Session
 from eventlog import Recorder, count_events, create_session, open_db, scan_events
 from fsm.errors import PayloadError
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
-from tests.engine.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text
 from tests.eventlog.sim import sim_config
 
 LOGS = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet", "edited-history",

@@ -1,6 +1,6 @@
 """Every kind of finding has advice of its own that fits it: no kind borrows another's
 text, and each names what its finding is about (the findings that carry it are checked on
-real logs in tests/engine/llama/test_postmortem.py and tests/eventlog/test_postmortem.py)."""
+real logs in tests/adapters/llama/test_postmortem.py and tests/eventlog/test_postmortem.py)."""
 
 import itertools
 

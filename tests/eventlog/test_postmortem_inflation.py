@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from engine.llama.builds import MATRIX, Exposure, facts
+from adapters.llama.builds import MATRIX, Exposure, facts
 from eventlog.postmortem import Kind, Severity
-from tests.engine.llama.test_logread import FIXTURES, fixture_text
-from tests.engine.llama.test_postmortem import findings
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.test_postmortem import findings
 
 _TASK = re.compile(r"\| task (\d+) \|")
 _VERDICT = re.compile(r"accepted (\d+)/(\d+) draft tokens, new n_tokens")

@@ -177,11 +177,11 @@ def test_sessions_of_different_backends_compare_tokens() -> None:
 
 
 def _imported(name: str) -> list[Event]:
-    """A captured llama-server log (tests/engine/llama/fixtures) imported into memory."""
-    from engine.llama.ledger import record_log
-    from engine.llama.logread import read_log
+    """A captured llama-server log (tests/adapters/llama/fixtures) imported into memory."""
+    from adapters.llama.ledger import record_log
+    from adapters.llama.logread import read_log
     from engine.session import MemoryJournal
-    from tests.engine.llama.test_logread import FIXTURES
+    from tests.adapters.llama.test_logread import FIXTURES
 
     journal = MemoryJournal()
     record_log(read_log(FIXTURES / f"{name}.log.gz"), journal)

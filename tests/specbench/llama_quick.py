@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.llama.paths import require_converter, require_server
+from adapters.llama.paths import require_converter, require_server
 from specbench import SUITES, BenchOptions, SuiteResult, run_suite
-from tests.engine.llama.conftest import require_llama
+from tests.adapters.llama.conftest import require_llama
 
 
 def run_quick(name: str, tmp_path: Path) -> tuple[SuiteResult, dict[str, Any]]:

@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from adapters.llama.paths import require_converter, require_server
 from engine.config import RunConfig
 from engine.errors import ConfigError
-from engine.llama.paths import require_converter, require_server
 from engine.sim.backend import SimBackend
 from engine.sim.costs import PROFILES, get_profile, load_profile_file
 from specbench import BenchOptions, run_suite
 from specbench.calibration_llama_fit import Row, decode_s, fit, nnls, predict
 from specbench.calibration_llama_measure import Round, Trace
 from specbench.calibration_llama_validate import sim_replay
-from tests.engine.llama.conftest import require_llama
+from tests.adapters.llama.conftest import require_llama
 
 # The shipped model's sizes under llama.cpp's placement, made-up rates.
 TRUE = replace(PROFILES["tiny-cpu"], name="llama-test", peak_flops=1e18, launch_s=2e-3,

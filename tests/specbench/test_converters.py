@@ -5,9 +5,9 @@ cell."""
 
 from pathlib import Path
 
+from adapters.llama.builds import MATRIX
+from adapters.llama.paths import DEFAULT_BUILD, built
 from engine.hybrid.tokenizer import decode
-from engine.llama.builds import MATRIX
-from engine.llama.paths import DEFAULT_BUILD, built
 from specbench.converters import plan_for, tensor_groups, verdict
 from specbench.converters_runs import (
     NO_MTP,

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.llama.paths import require_converter, require_server
+from adapters.llama.paths import require_converter, require_server
 from eventlog import list_sessions, open_db
 from specbench import SUITES, BenchOptions, run_suite
 from specbench.llama import DRAFTERS, QUICK_DRAFTERS
 from specbench.llama_runs import llama_name
-from tests.engine.llama.conftest import require_llama
+from tests.adapters.llama.conftest import require_llama
 
 
 def test_quick_run(tmp_path: Path) -> None:

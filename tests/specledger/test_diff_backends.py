@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from adapters.llama.paths import require_converter, require_server
 from engine.config import RunConfig
-from engine.llama.paths import require_converter, require_server
 from eventlog import Recorder, create_session, get_session, open_db
 from eventlog.reader import scan_events
 from fsm.event import Event
@@ -20,7 +20,7 @@ from fsm.states import Trigger
 from specledger.cli import main
 from specledger.llama_run import run_llama
 from specledger.token_text import decoders, session_tokenizer
-from tests.engine.llama.conftest import require_llama
+from tests.adapters.llama.conftest import require_llama
 
 SIM = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
        "--answer-tokens", "40"]

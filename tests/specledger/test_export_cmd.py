@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.llama.errors import GgufExportError, LlamaNotBuiltError, UnknownBuildError
-from engine.llama.paths import CACHE_ENV, DEFAULT_BUILD, require_converter
+from adapters.llama.errors import GgufExportError, LlamaNotBuiltError, UnknownBuildError
+from adapters.llama.paths import CACHE_ENV, DEFAULT_BUILD, require_converter
 from specledger import export_cmd
-from tests.engine.llama.conftest import require_llama
+from tests.adapters.llama.conftest import require_llama
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.llama.logread import read_log
+from adapters.llama.logread import read_log
 from eventlog import get_session, open_db
 from eventlog.reader import scan_events
 from fsm.states import Trigger
 from specledger.cli import main
-from tests.engine.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text
 
 
 def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.llama import paths
-from engine.llama.builds import MATRIX
+from adapters.llama import paths
+from adapters.llama.builds import MATRIX
 from specledger import llama_cmd
 from tests.specledger.helpers import exit_status
 

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from adapters.llama.logread import read_log
+from adapters.llama.paths import require_converter, require_server
+from adapters.llama.provenance import file_sha256
 from engine.config import RunConfig
 from engine.errors import ConfigError
-from engine.llama.logread import read_log
-from engine.llama.paths import require_converter, require_server
-from engine.llama.provenance import file_sha256
 from eventlog import get_session, open_db
 from eventlog.postmortem import Kind, postmortem_session
 from eventlog.reader import scan_events
 from fsm.states import Trigger
 from specledger.cli import main
 from specledger.llama_run import questions, run_llama
-from tests.engine.llama.conftest import require_llama
+from tests.adapters.llama.conftest import require_llama
 
 
 def config(**changes: object) -> RunConfig:

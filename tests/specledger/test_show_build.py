@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.llama.builds import MATRIX, Exposure, facts
-from engine.llama.incidents import INCIDENTS
+from adapters.llama.builds import MATRIX, Exposure, facts
+from adapters.llama.incidents import INCIDENTS
 from specledger.cli import main
-from tests.engine.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text
 
 
 def _show(db: str, session: int, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:  # type: ignore[type-arg]

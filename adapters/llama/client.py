@@ -1,0 +1,139 @@
+"""A small JSON client of one llama-server on the loopback: tokenize / detokenize, the
+chat template, and greedy completions over token ids, on one kept-alive connection.
+
+Completions go through the raw `/completion` endpoint with a token-id prompt and
+`return_tokens`, so a comparison with our engine is over ids, never re-tokenized text;
+`cache_prompt` is off so every request is prefilled from scratch, as ours are, and the
+sampler chain is the temperature sampler alone at 0: the argmax, with no repetition
+penalty or top-k/p cut (llama.cpp's defaults) in the way.
+"""
+
+import http.client
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.llama.errors import ServerDiedError, ServerRequestError
+from adapters.llama.options import HOST
+
+# tokenize_mixed passes numbers through untouched: one between texts splits the answer.
+_SEPARATOR = -1
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One greedy completion: the generated ids and the server's own timings
+    (`timings` of the response: decode tokens/s over the predicted tokens, drafts)."""
+
+    tokens: list[int]
+    stop_type: str
+    prompt_n: int
+    prompt_ms: float
+    predicted_n: int
+    predicted_ms: float
+    predicted_per_second: float
+    draft_n: int
+    draft_accepted: int
+
+    @property
+    def acceptance(self) -> float:
+        """Accepted over drafted tokens (0 when nothing was drafted)."""
+        return self.draft_accepted / self.draft_n if self.draft_n else 0.0
+
+    @classmethod
+    def from_response(cls, doc: dict[str, Any]) -> "Completion":
+        """Read `/completion`'s JSON answer."""
+        t = doc.get("timings", {})
+        return cls(tokens=list(doc.get("tokens", [])), stop_type=str(doc.get("stop_type", "")),
+                   prompt_n=int(t.get("prompt_n", 0)), prompt_ms=float(t.get("prompt_ms", 0.0)),
+                   predicted_n=int(t.get("predicted_n", 0)),
+                   predicted_ms=float(t.get("predicted_ms", 0.0)),
+                   predicted_per_second=float(t.get("predicted_per_second", 0.0)),
+                   draft_n=int(t.get("draft_n", 0)),
+                   draft_accepted=int(t.get("draft_n_accepted", 0)))
+
+
+class LlamaClient:
+    """Requests to the server at 127.0.0.1:`port`. `lost` is called when the connection
+    fails and returns the error to raise (the server handle says whether its process
+    died, and why)."""
+
+    def __init__(self, port: int, lost: Callable[[str], Exception],
+                 timeout_s: float = 600.0) -> None:
+        self.port = port
+        self._lost = lost
+        self._timeout = timeout_s
+        self._conn: http.client.HTTPConnection | None = None
+
+    def close(self) -> None:
+        """Drop the kept-alive connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """Status and decoded JSON (None when the body is empty) of one request."""
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        for attempt in (0, 1):  # a kept-alive connection the server closed: reconnect once
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection(HOST, self.port, timeout=self._timeout)
+            try:
+                self._conn.request(method, path, body=payload, headers=headers)
+                resp = self._conn.getresponse()
+                raw = resp.read()
+                break
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                if attempt:
+                    raise self._lost(f"{method} {path}: {type(exc).__name__}: {exc}") from None
+        return resp.status, (json.loads(raw) if raw else None)
+
+    def post(self, path: str, body: Any) -> Any:
+        """POST `body`; the JSON answer, or ServerRequestError with the server's message."""
+        status, doc = self.request("POST", path, body)
+        if status != 200:
+            message = doc.get("error", {}).get("message", doc) if isinstance(doc, dict) else doc
+            raise ServerRequestError(f"llama-server: POST {path} answered {status}: {message}")
+        return doc
+
+    def healthy(self) -> bool:
+        """Whether `/health` says the model is loaded."""
+        try:
+            status, _ = self.request("GET", "/health")
+        except ServerDiedError:
+            return False
+        return status == 200
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, specials parsed, no BOS: one request for all."""
+        content: list[str | int] = []
+        for text in texts:
+            content += [text, _SEPARATOR]
+        ids: list[int] = self.post("/tokenize", {"content": content, "add_special": False,
+                                                 "parse_special": True})["tokens"]
+        out: list[list[int]] = [[]]
+        for token in ids:
+            if token == _SEPARATOR:
+                out.append([])
+            else:
+                out[-1].append(token)
+        return out[:len(texts)]
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of `ids`, specials spelled out."""
+        return str(self.post("/detokenize", {"tokens": list(ids)})["content"])
+
+    def apply_template(self, messages: Sequence[dict[str, str]]) -> str:
+        """The prompt the server's chat template builds for `messages` (with the
+        generation header)."""
+        return str(self.post("/apply-template", {"messages": list(messages)})["prompt"])
+
+    def complete(self, prompt: Sequence[int], n_predict: int) -> Completion:
+        """The greedy continuation of the token ids `prompt`: at most `n_predict` tokens,
+        ending after an end-of-generation token."""
+        body = {"prompt": list(prompt), "n_predict": n_predict, "temperature": 0.0,
+                "samplers": ["temperature"], "cache_prompt": False, "return_tokens": True,
+                "stream": False}
+        return Completion.from_response(self.post("/completion", body))

@@ -1,0 +1,103 @@
+"""Where specledger finds llama.cpp: the one place that knows the cache layout.
+
+`tools/build_llama.sh` (`make llama`, `specledger llama build VERSION`) builds `llama-server`
+from the llama.cpp vendored in the PyPI sdist of llama-cpp-python VERSION and keeps it,
+with that tree's GGUF converter, under the cache root, one folder per build side by side:
+
+    <cache>/llama.cpp/<VERSION>/bin/llama-server
+    <cache>/llama.cpp/<VERSION>/convert/{convert_hf_to_gguf.py,gguf-py[,conversion]}
+
+A build is named by its llama-cpp-python version (adapters/llama/builds.py pins the matrix);
+DEFAULT_BUILD is the one `make llama` builds and every command uses unless told otherwise.
+`SPECLEDGER_CACHE` moves the cache root (default `$XDG_CACHE_HOME/specledger`, else
+`~/.cache/specledger`); `SPECLEDGER_LLAMA_SERVER` names another `llama-server` binary for
+the default build.
+"""
+
+import os
+import re
+from pathlib import Path
+
+from adapters.llama.errors import LlamaNotBuiltError, UnknownBuildError
+
+DEFAULT_BUILD = "0.3.36"
+LLAMA_PY_VERSION = DEFAULT_BUILD  # the name tools/build_llama.sh's environment uses
+SERVER_ENV = "SPECLEDGER_LLAMA_SERVER"
+CACHE_ENV = "SPECLEDGER_CACHE"
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+
+def is_version(build: object) -> bool:
+    """Whether `build` names a llama-cpp-python version (X.Y.Z), as a build is named."""
+    return isinstance(build, str) and _VERSION.fullmatch(build) is not None
+
+
+def check_build(build: str) -> str:
+    """`build` if it names a llama-cpp-python version (X.Y.Z), else UnknownBuildError."""
+    if not is_version(build):
+        raise UnknownBuildError(f"llama build: '{build}' is not a llama-cpp-python version "
+                                f"such as {DEFAULT_BUILD} (`specledger llama builds` lists "
+                                f"the matrix)")
+    return build
+
+
+def build_hint(build: str) -> str:
+    """The command that builds `build`."""
+    return ("run make llama" if build == DEFAULT_BUILD
+            else f"run specledger llama build {build}")
+
+
+def cache_root() -> Path:
+    """specledger's cache folder (it may not exist yet)."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "specledger"
+
+
+def llama_root(build: str = DEFAULT_BUILD) -> Path:
+    """The folder of one llama.cpp build."""
+    return cache_root() / "llama.cpp" / check_build(build)
+
+
+def server_path(build: str = DEFAULT_BUILD) -> Path:
+    """Where `llama-server` of `build` should be (for the default build
+    `SPECLEDGER_LLAMA_SERVER` wins)."""
+    explicit = os.environ.get(SERVER_ENV)
+    if explicit and build == DEFAULT_BUILD:
+        return Path(explicit).expanduser()
+    return llama_root(build) / "bin" / "llama-server"
+
+
+def converter_dir(build: str = DEFAULT_BUILD) -> Path:
+    """Where the vendored GGUF converter of `build` (convert_hf_to_gguf.py, gguf-py/, and
+    from 0.3.24 on conversion/) should be."""
+    return llama_root(build) / "convert"
+
+
+def built(build: str) -> bool:
+    """Whether `build`'s llama-server is in the cache."""
+    path = server_path(build)
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def require_server(build: str = DEFAULT_BUILD) -> Path:
+    """The `llama-server` binary of `build`, or LlamaNotBuiltError saying how to get it."""
+    path = server_path(build)
+    if not built(build):
+        origin = (f"${SERVER_ENV}" if os.environ.get(SERVER_ENV) and build == DEFAULT_BUILD
+                  else "the cache")
+        raise LlamaNotBuiltError(f"llama-server {build} not found at {path} ({origin}): "
+                                 f"{build_hint(build)}")
+    return path
+
+
+def require_converter(build: str = DEFAULT_BUILD) -> Path:
+    """The converter folder of `build`, or LlamaNotBuiltError saying how to get it."""
+    root = converter_dir(build)
+    missing = [p for p in ("convert_hf_to_gguf.py", "gguf-py") if not (root / p).exists()]
+    if missing:
+        raise LlamaNotBuiltError(f"the llama.cpp {build} GGUF converter is missing from "
+                                 f"{root} (no {missing[0]}): {build_hint(build)}")
+    return root

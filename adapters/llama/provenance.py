@@ -1,0 +1,138 @@
+"""The stored configuration of a llama.cpp session: which engine and build ran, with which
+flags and model files, what the imported source was (its digest and how its lines were
+counted), and which fields the source provides at all, so every reader can tell an
+unknown value from a zero.
+
+Our drafter and rollback names stand for llama.cpp's: `draft-mtp` is `mtp`,
+`draft-simple` is `draft-model`; the rollback is `checkpoint` when the log says
+verification uses checkpoints (FULL memory, then every restore verifies the accepted
+tokens again: replay policy `reverify`), `per_token` when the target keeps per-sequence
+recurrent states (`n_rs_seq`).
+"""
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.llama.logread import LogReading
+from adapters.llama.logrecords import RecordKind
+from adapters.llama.options import our_drafter
+from adapters.llama.responses import Responses
+from adapters.llama.sampler import claimed
+from adapters.llama.tasks import TaskFold
+from engine.config import ReplayPolicy, Strategy
+
+ENGINE = "llama.cpp"
+BACKEND = "llama"
+TRACE_VERBOSITY = 4  # common/log.h: LOG_LEVEL_TRACE; the server's default is 3
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file, read in chunks (GGUF files are large)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What is known about a session besides its log: the source files, the server's
+    flags and version output, the model files' digests, the run settings."""
+
+    log_path: str | None = None
+    responses_path: str | None = None
+    flags: tuple[str, ...] | None = None
+    version: str | None = None
+    model_sha256: str | None = None
+    draft_model_sha256: str | None = None
+    prompt_ids: bool = False
+    run: dict[str, Any] | None = None
+
+
+def provides(reading: LogReading, prompt_ids: bool) -> dict[str, Any]:
+    """Which payload fields the source fills: what `-v` shows and what no log shows."""
+    kinds = {r.kind for r in reading.records}
+    verbose = bool(kinds & {RecordKind.DRAFT, RecordKind.DECODE, RecordKind.TOKEN})
+    rs = verbose and not reading.server.spec_checkpoints and bool(reading.server.n_rs_seq)
+    return {
+        "rounds": verbose,
+        "answer_ids": verbose,
+        "prompt_ids": prompt_ids,
+        "draft_ids": "logged" if RecordKind.CANDIDATE in kinds else
+                     "accepted only" if verbose else False,
+        "targets": "through the first rejection" if verbose else False,
+        "context_checkpoints": verbose,
+        "select_restores": "inferred from n_rs_seq" if rs else False,
+        "timestamps": any(r.t is not None for r in reading.records),
+        "sampler": RecordKind.SAMPLER_CHAIN in kinds,
+        "digests": False,
+        "rollback_time": False,
+    }
+
+
+def drafter_name(reading: LogReading) -> str | None:
+    """Our drafter chain as the log's speculative setup names it, in llama-server's order
+    of precedence (the order it tries them in each round, whatever order it was given), or
+    None (unknown). The setup names the chain at trace level (-v, or -lv 4 and up) while
+    the server loads; below it only a model drafter shows (an MTP context, a draft model),
+    never an n-gram drafter chained with it, so such a log names no chain. 'none' is known
+    only from a log that shows the trace level and goes past the load without a drafter:
+    one cut before, or without trace lines, names no drafter it did not see."""
+    server = reading.server
+    if server.implementations:
+        return ",".join(our_drafter(t) for t in server.implementations)
+    traced = server.verbosity is not None and server.verbosity >= TRACE_VERBOSITY
+    if traced and server.loaded and not server.spec_types:
+        return "none"
+    return None
+
+
+def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
+                   responses: Responses | None, matched: int) -> dict[str, Any]:
+    """The session's stored configuration."""
+    server = reading.server
+    speculative = drafter_name(reading) != "none"
+    strategy = (Strategy.CHECKPOINT if server.spec_checkpoints else
+                Strategy.PER_TOKEN if server.n_rs_seq else None) if speculative else None
+    source: dict[str, Any] = {
+        "kind": "llama-server log", "path": prov.log_path, "sha256": reading.sha256,
+        "lines": reading.lines, "parsed": reading.parsed, "skipped": reading.skipped,
+        "unknown": reading.unknown, "unknown_examples": reading.unknown_examples,
+        "partial_line": reading.partial_line,
+        "gzip_cut": reading.gzip_cut.to_dict() if reading.gzip_cut is not None else None,
+        "tasks": len(fold.tasks),
+        "truncated_tasks": [t.to_dict() for t in fold.truncated], "orphan_records": fold.orphans,
+        "drafter_resets": fold.resets,
+    }
+    if responses is not None:
+        source["responses"] = {"path": prov.responses_path, "sha256": responses.sha256,
+                               "answers": len(responses.facts),
+                               "without_timings": responses.without_timings,
+                               "matched": matched}
+    fingerprints = sorted({f.fingerprint for f in responses.facts if f.fingerprint}
+                          ) if responses is not None else []
+    run = prov.run or {}
+    return {
+        "backend": BACKEND, "engine": ENGINE, "build": server.build,
+        "version": prov.version, "fingerprint": fingerprints[0] if fingerprints else None,
+        "flags": list(prov.flags) if prov.flags is not None else None,
+        "drafter": drafter_name(reading), "spec_types": server.spec_types,
+        "draft_max": server.draft_n_max,
+        "strategy": strategy.value if strategy is not None else None,
+        "replay_policy": ReplayPolicy.REVERIFY.value if strategy is Strategy.CHECKPOINT
+        else None,
+        "eog_policy": None, "slots": server.n_slots, "n_ctx_slot": server.n_ctx_slot,
+        "ctx_checkpoints": server.ctx_checkpoints, "n_rs_seq": server.n_rs_seq,
+        "spec_refused": server.spec_refused,  # the build refused speculation on this model
+        "model": server.model, "model_sha256": prov.model_sha256,
+        "draft_model": server.draft_model, "draft_model_sha256": prov.draft_model_sha256,
+        "temperature": run.get("temperature"), "seed": run.get("seed"),
+        "sampler": claimed(run["temperature"], run["top_k"], run["top_p"])
+        if run else None,
+        "turns": run.get("turns"), "source": source,
+        "log_verbose": server.verbose, "provides": provides(reading, prov.prompt_ids),
+        "run": prov.run,
+    }

@@ -1,0 +1,234 @@
+"""Fold a llama-server log's records into tasks (one request each) and their speculative
+rounds: pure bookkeeping over the records, in line order, per slot.
+
+A round opens at `generate_draft` (a verify batch) or `slot decode token` (a plain step);
+the draft candidates and the speculative checkpoint logged before it belong to it, and so
+does the line naming the drafter of the chain that drafted (it names no slot: it is the
+one whose history length and draft size are the batch's). After
+a partial acceptance that restored the speculative checkpoint, the next `generate_draft`
+of the slot is that round's replay (the accepted tokens verified again), not a new
+round. A round is whole once every token it kept was emitted (`add accepted tokens`
+says how many), or once the task stopped inside it. A log cut mid-round leaves that
+round open: it is taken out of the task's rounds and reported (`Truncation`).
+
+Builds before 0.3.24 name no slot on their draft candidates, and 0.3.21's draft model
+logs its prefix reuse with no slot either: those belong to the next round a slot opens
+(its drafter runs just before). A drafter's statistics, printed with the task's totals,
+belong to the task that printed them.
+"""
+
+from adapters.llama.logrecords import (
+    Accepted,
+    AccPerPos,
+    Candidate,
+    Checkpoint,
+    Count,
+    Decode,
+    Draft,
+    DrafterCalled,
+    DraftReuse,
+    DraftTotals,
+    LcpCheck,
+    Record,
+    RecordKind,
+    Released,
+    SamplerChain,
+    SamplerParams,
+    SlotSelected,
+    SpecStats,
+    Stopped,
+    Timing,
+    Token,
+    Verdict,
+)
+from adapters.llama.tasks import PROMPT_PHASE, LlamaRound, LlamaTask, TaskFold, Truncation
+
+K = RecordKind
+_PENDING = 64  # drafter lines kept while their batches are awaited
+
+
+class _Folder:
+    """The per-slot state of the fold."""
+
+    def __init__(self) -> None:
+        self.out = TaskFold()
+        self.by_id: dict[int, LlamaTask] = {}
+        self.current: dict[int, LlamaTask] = {}
+        self.selection: dict[int, SlotSelected] = {}
+        self.lcp: dict[int, LcpCheck] = {}
+        self.candidates: dict[int | None, list[Candidate]] = {}
+        self.draft_lost: list[DraftReuse] = []  # 0.3.21 draft model, before its round
+        self.timed: LlamaTask | None = None  # the task whose totals were printed last
+        self.spec: dict[int, Checkpoint] = {}
+        self.open: dict[int, LlamaRound] = {}
+        self.called: list[DrafterCalled] = []
+        self.chain: dict[int, SamplerChain] = {}  # logged as the slot launches its task
+        self.params: dict[int, SamplerParams] = {}
+
+    def apply(self, r: Record) -> None:
+        """Fold one record."""
+        if r.kind is K.DRAFTER_RESET:
+            self.out.resets += 1
+        elif isinstance(r, DrafterCalled):
+            # One per slot drafting now; older ones drafted batches that never ran.
+            self.called = [*self.called[-_PENDING:], r]
+        elif r.kind is K.CANDIDATE:
+            assert isinstance(r, Candidate)
+            self.candidates.setdefault(r.slot, []).append(r)
+        elif isinstance(r, SpecStats):
+            if self.timed is not None:
+                self.timed.spec_stats[r.spec_type] = r
+        elif isinstance(r, DraftReuse):
+            self.out.draft_reuse_logged = True
+            if r.kind is K.DRAFT_CKPT_LOST:
+                self.draft_lost.append(r)
+        elif r.kind is K.DRAFT_CKPT_DELETED:
+            self.out.draft_reuse_logged = True
+        elif r.kind is K.SLOT_SELECTED:
+            assert isinstance(r, SlotSelected) and r.slot is not None
+            self.selection[r.slot] = r
+            self.lcp = {s: c for s, c in self.lcp.items() if s == r.slot}
+        elif r.kind is K.LCP_CHECK:
+            assert isinstance(r, LcpCheck) and r.slot is not None
+            self.lcp[r.slot] = r
+        elif isinstance(r, SamplerChain):
+            assert r.slot is not None
+            self.chain[r.slot] = r
+        elif isinstance(r, SamplerParams):
+            assert r.slot is not None
+            self.params[r.slot] = r
+        elif r.kind is K.TASK_STARTED:
+            self._start(r)
+        else:
+            task = self.by_id.get(r.task if r.task is not None else -1)
+            if task is None:
+                self.out.orphans += 1
+                return
+            task.last_line = r.line
+            self._task_record(task, r)
+
+    def _start(self, r: Record) -> None:
+        assert r.slot is not None and r.task is not None
+        task = LlamaTask(r.slot, r.task, r.line, r.t, selection=self.selection.pop(r.slot, None),
+                         lcp=self.lcp.pop(r.slot, None), last_line=r.line,
+                         sampler_chain=self.chain.pop(r.slot, None),
+                         sampler_params=self.params.pop(r.slot, None))
+        self.by_id[r.task] = self.current[r.slot] = task
+        self.candidates.pop(r.slot, None)
+        self.out.tasks.append(task)
+
+    def _task_record(self, task: LlamaTask, r: Record) -> None:
+        slot = task.slot
+        rnd = self.open.get(slot)
+        if r.kind is K.PROMPT:
+            assert isinstance(r, Count)
+            task.prompt_tokens = r.n
+        elif r.kind is K.CKPT_CHECK:
+            assert isinstance(r, Count)
+            if task.ckpt_threshold is None:
+                task.ckpt_threshold = r.n
+        elif r.kind in PROMPT_PHASE:
+            task.prompt_phase.append(r)
+        elif r.kind is K.SPEC_CREATED:
+            assert isinstance(r, Checkpoint)
+            self.spec[slot] = r
+        elif isinstance(r, Draft):
+            if rnd is not None and rnd.restores and rnd.kept is None:
+                rnd.replays.append(r.n_draft)
+            else:
+                self._open(task, r, r.n_draft)
+        elif isinstance(r, Decode):
+            self._open(task, r, 0)
+        elif r.kind is K.SPEC_RESTORED and rnd is not None:
+            assert isinstance(r, Checkpoint)
+            rnd.restores.append(r)
+        elif r.kind is K.VERDICT and rnd is not None:
+            assert isinstance(r, Verdict)
+            rnd.verdicts.append(r)
+        elif isinstance(r, Accepted) and rnd is not None:
+            rnd.kept = r
+        elif isinstance(r, Token):
+            self._token(task, rnd, r)
+        elif isinstance(r, Stopped):
+            task.stop = r.reason
+            if rnd is not None:
+                rnd.stop = r.reason
+        elif r.kind is K.ROUND_DONE and rnd is not None:
+            assert isinstance(r, Verdict)
+            rnd.done = r
+            self._close(slot, r)
+        elif isinstance(r, Timing):
+            task.timings[r.phase] = r
+        elif isinstance(r, DraftTotals):
+            task.totals = r
+            self.timed = task
+        elif isinstance(r, AccPerPos):
+            task.acc_per_pos = r
+        elif isinstance(r, Released):
+            task.released = r
+            if rnd is not None and rnd.complete:
+                self._close(slot, r)
+
+    def _open(self, task: LlamaTask, r: Draft | Decode, drafted: int) -> None:
+        at = r.position if isinstance(r, Decode) else r.n_tokens
+        rnd = LlamaRound(r.line, r.t, r.last, at, drafted=drafted, last_line=r.line,
+                         draft_recomputed=sum(d.reuse_n for d in self.draft_lost))
+        self.draft_lost = []
+        named = [*self.candidates.pop(task.slot, []), *self.candidates.pop(None, [])]
+        cands = sorted((c for c in named if c.rank == 0), key=lambda c: c.pos)
+        if drafted and [c.pos for c in cands[:drafted]] == list(range(drafted)):
+            rnd.draft_ids = [c.token for c in cands[:drafted]]
+        if drafted:
+            rnd.spec_ckpt = self.spec.pop(task.slot, None)
+            rnd.spec_type, rnd.spec_gen = self._drafter(r.n_tokens, drafted)
+        self.open[task.slot] = rnd
+        task.rounds.append(rnd)
+
+    def _drafter(self, hist: int, gen: int) -> tuple[str | None, int | None]:
+        """The drafter named for a batch of `gen` drafts after `hist` tokens, and the
+        draft size it logged (None, None: not logged); the drafts of every slot are made
+        before their batches are verified, so the match is taken out of the pending ones.
+        Before 0.3.24 the server cut a draft longer than the answer's remaining tokens
+        after the drafter logged it: a longer draft after the same history is that one."""
+        for cut in (False, True):
+            for i, c in enumerate(self.called):
+                if c.hist == hist and (c.gen > gen if cut else c.gen == gen):
+                    del self.called[i]
+                    return c.spec_type, c.gen
+        return None, None
+
+    def _token(self, task: LlamaTask, rnd: LlamaRound | None, r: Token) -> None:
+        if rnd is None:
+            if task.first_token is None:
+                task.first_token = r
+            return
+        rnd.tokens.append(r.token)
+        rnd.last_line, rnd.t_end = r.line, r.t
+        if not rnd.speculative or rnd.stop is not None:
+            self._close(task.slot, r)
+
+    def _close(self, slot: int, r: Record) -> None:
+        rnd = self.open.pop(slot, None)
+        if rnd is not None:
+            rnd.last_line, rnd.t_end = r.line, r.t
+
+    def finish(self) -> TaskFold:
+        """The fold, with each task the log ends inside reported and its open round
+        dropped."""
+        for task in self.out.tasks:
+            if task.released is not None:
+                continue
+            rnd = self.open.pop(task.slot, None) if self.current.get(task.slot) is task else None
+            partial = rnd if rnd is not None and not rnd.complete else None
+            if partial is not None:
+                task.rounds.remove(partial)
+            self.out.truncated.append(Truncation(task.slot, task.task, task.last_line, partial))
+        return self.out
+
+
+def fold_tasks(records: list[Record]) -> TaskFold:
+    """The tasks and rounds of a log's records."""
+    folder = _Folder()
+    for r in records:
+        folder.apply(r)
+    return folder.finish()
