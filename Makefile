@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo test llama lint clean
+.PHONY: install demo test llama vllm lint clean
 
 install: $(STAMP)
 
@@ -27,6 +27,11 @@ demo: install
 # outside git (tools/build_llama.sh; 10-16 minutes on 2 cores, then skipped).
 llama: install
 	@PYTHON=$(PY) sh $(ROOT)/tools/build_llama.sh
+
+# vLLM's CPU build in a virtual environment of its own, cached outside git
+# (tools/install_vllm.sh; about 4 minutes, then skipped).
+vllm:
+	@PYTHON=$(PYTHON) sh $(ROOT)/tools/install_vllm.sh
 
 # The tests' models are tiny: one intra-op thread is faster, and far faster on a busy machine.
 # Two workers, a test file each at a time (a file's session fixtures, such as the

@@ -18,12 +18,12 @@ import os
 import re
 from pathlib import Path
 
+from adapters.cache import cache_root
 from adapters.llama.errors import LlamaNotBuiltError, UnknownBuildError
 
 DEFAULT_BUILD = "0.3.36"
 LLAMA_PY_VERSION = DEFAULT_BUILD  # the name tools/build_llama.sh's environment uses
 SERVER_ENV = "SPECLEDGER_LLAMA_SERVER"
-CACHE_ENV = "SPECLEDGER_CACHE"
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
@@ -45,15 +45,6 @@ def build_hint(build: str) -> str:
     """The command that builds `build`."""
     return ("run make llama" if build == DEFAULT_BUILD
             else f"run specledger llama build {build}")
-
-
-def cache_root() -> Path:
-    """specledger's cache folder (it may not exist yet)."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "specledger"
 
 
 def llama_root(build: str = DEFAULT_BUILD) -> Path:

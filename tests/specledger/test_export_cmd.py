@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.cache import CACHE_ENV
 from adapters.llama.errors import GgufExportError, LlamaNotBuiltError, UnknownBuildError
-from adapters.llama.paths import CACHE_ENV, DEFAULT_BUILD, require_converter
+from adapters.llama.paths import DEFAULT_BUILD, require_converter
 from specledger import export_cmd
 from tests.adapters.llama.conftest import require_llama
 

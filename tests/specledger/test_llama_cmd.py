@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.cache import CACHE_ENV
 from adapters.llama import paths
 from adapters.llama.builds import MATRIX
 from specledger import llama_cmd
@@ -14,7 +15,7 @@ from tests.specledger.helpers import exit_status
 def test_builds_lists_the_matrix_and_what_is_built(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     monkeypatch.delenv(paths.SERVER_ENV, raising=False)
     server = paths.server_path("0.3.30")
     server.parent.mkdir(parents=True)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.cache import CACHE_ENV
 from adapters.llama import paths
 from adapters.llama.builds import MATRIX, Dialect, Exposure, facts, match_banner, matrix
 from adapters.llama.errors import LlamaNotBuiltError, UnknownBuildError
@@ -57,7 +58,7 @@ def test_the_banner_names_its_build_by_commit() -> None:
 
 
 def test_builds_live_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     monkeypatch.setenv(paths.SERVER_ENV, str(tmp_path / "elsewhere"))
     assert paths.server_path("0.3.21") == tmp_path / "llama.cpp/0.3.21/bin/llama-server"
     assert paths.converter_dir("0.3.30") == tmp_path / "llama.cpp/0.3.30/convert"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models
 
+from adapters.cache import CACHE_ENV
 from adapters.llama import paths
 from adapters.llama.builds import MATRIX
 from adapters.llama.convert import CHATML_TEMPLATE, MERGES, PRE_TOKENIZER
@@ -70,7 +71,7 @@ def test_f16_export_loads(ggufs: Ggufs, tmp_path: Path) -> None:
 
 
 def test_converter_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
     with pytest.raises(LlamaNotBuiltError, match=r"converter is missing.*run make llama"):
         export_gguf(TARGET, tmp_path / "x.gguf")
 

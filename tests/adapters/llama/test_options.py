@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.cache import CACHE_ENV
 from adapters.llama import paths
 from adapters.llama.errors import LlamaNotBuiltError
 from adapters.llama.options import (
@@ -124,10 +125,10 @@ def test_missing_model(tmp_path: Path) -> None:
 
 def test_paths_follow_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(paths.SERVER_ENV, raising=False)
-    monkeypatch.delenv(paths.CACHE_ENV, raising=False)
+    monkeypatch.delenv(CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert paths.cache_root() == tmp_path / "xdg" / "specledger"
-    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     root = tmp_path / "cache" / "llama.cpp" / paths.LLAMA_PY_VERSION
     assert paths.server_path() == root / "bin" / "llama-server"
     assert paths.converter_dir() == root / "convert"
