@@ -16,7 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from engine.hybrid import load_checkpoint
 from engine.hybrid.mtp import load_mtp
-from engine.training.configs import TrainConfig
+from engine.training.configs import ModelFamily, TrainConfig
 from engine.training.evaluate import evaluate
 from engine.training.train import save, train
 
@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=30.0,
                         help="wall-clock budget of the whole training (default 30)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--family", choices=[f.value for f in ModelFamily],
+                        default=ModelFamily.DEFAULT.value,
+                        help="model shapes: default, or wide (heads vLLM's CPU kernels take)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--eval-only", action="store_true",
                         help="skip training; evaluate the models in --out")
@@ -40,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
 
     target_dir, draft_dir = args.out / "target", args.out / "draft"
     if not args.eval_only:
-        config = TrainConfig(seed=args.seed, minutes=args.minutes, threads=args.threads)
+        config = TrainConfig(seed=args.seed, minutes=args.minutes, threads=args.threads,
+                             family=ModelFamily(args.family))
         trained = train(config, log)
         save(trained, args.out, config)
         log(f"trained in {trained.wall_s:.0f}s; saved to {args.out}")

@@ -2,6 +2,7 @@
 of each phase, and how a time budget is shared between the phases."""
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 from engine.hybrid.config import FULL, LINEAR, HybridConfig
@@ -15,27 +16,51 @@ def hybrid_layers(n: int, interval: int = 4) -> tuple[str, ...]:
     return tuple(FULL if (i + 1) % interval == 0 else LINEAR for i in range(n))
 
 
+class ModelFamily(Enum):
+    """Which pair of shipped shapes a training run builds. DEFAULT is the original small
+    target/draft; WIDE has the head widths vLLM's CPU kernels accept (attention heads of
+    64, GDN key/value heads of 128; they refuse 32), so three engines run the same weights."""
+
+    DEFAULT = "default"
+    WIDE = "wide"
+
+
 def _config(hidden: int, intermediate: int, layers: tuple[str, ...], heads: int, kv_heads: int,
-            k_heads: int, v_heads: int, head_dim: int) -> HybridConfig:
+            k_heads: int, v_heads: int, head_dim: int, linear_head_dim: int | None = None,
+            rotary_factor: float = 0.5) -> HybridConfig:
+    linear = head_dim if linear_head_dim is None else linear_head_dim
     return HybridConfig(
         vocab_size=VOCAB_SIZE, hidden_size=hidden, intermediate_size=intermediate,
         num_hidden_layers=len(layers), num_attention_heads=heads, num_key_value_heads=kv_heads,
-        head_dim=head_dim, linear_conv_kernel_dim=4, linear_key_head_dim=head_dim,
-        linear_value_head_dim=head_dim, linear_num_key_heads=k_heads,
+        head_dim=head_dim, linear_conv_kernel_dim=4, linear_key_head_dim=linear,
+        linear_value_head_dim=linear, linear_num_key_heads=k_heads,
         linear_num_value_heads=v_heads, layer_types=layers,
-        # Tiny heads: rotate half of each (Qwen3.5 rotates a quarter of 256-wide heads).
-        partial_rotary_factor=0.5, tie_word_embeddings=True, eos_token_ids=EOS_TOKEN_IDS,
+        partial_rotary_factor=rotary_factor, tie_word_embeddings=True,
+        eos_token_ids=EOS_TOKEN_IDS,
     )
 
 
-def target_config() -> HybridConfig:
-    """The target: 8 layers (GDN x3 + attention, twice), ~1.7M parameters."""
+def target_config(family: ModelFamily = ModelFamily.DEFAULT) -> HybridConfig:
+    """The target. DEFAULT: 8 layers (GDN x3 + attention, twice), ~1.7M parameters, heads
+    of 32 rotated by half (Qwen3.5 rotates a quarter of 256-wide heads). WIDE: 4 layers
+    (GDN x3 + attention), hidden 256, ~2.7M parameters, heads of 64 rotated by a quarter
+    (the same 16 rotated dims)."""
+    if family is ModelFamily.WIDE:
+        return _config(hidden=256, intermediate=512, layers=hybrid_layers(4), heads=4,
+                       kv_heads=2, k_heads=1, v_heads=2, head_dim=64, linear_head_dim=128,
+                       rotary_factor=0.25)
     return _config(hidden=128, intermediate=384, layers=hybrid_layers(8), heads=4, kv_heads=2,
                    k_heads=2, v_heads=4, head_dim=32)
 
 
-def draft_config() -> HybridConfig:
-    """The draft: 3 layers (GDN, GDN, attention), about 8x fewer parameters."""
+def draft_config(family: ModelFamily = ModelFamily.DEFAULT) -> HybridConfig:
+    """The draft. DEFAULT: 3 layers (GDN, GDN, attention), about 8x fewer parameters than
+    its target. WIDE: 2 layers (GDN, attention), hidden 128, with the wide target's head
+    widths (vLLM's kernels take no narrower heads), so it is only ~5x smaller."""
+    if family is ModelFamily.WIDE:
+        return _config(hidden=128, intermediate=256, layers=hybrid_layers(2, interval=2),
+                       heads=2, kv_heads=1, k_heads=1, v_heads=2, head_dim=64,
+                       linear_head_dim=128, rotary_factor=0.25)
     return _config(hidden=72, intermediate=216, layers=hybrid_layers(3, interval=3), heads=2,
                    kv_heads=1, k_heads=1, v_heads=2, head_dim=36)
 
@@ -65,6 +90,7 @@ class TrainConfig:
 
     seed: int = 0
     minutes: float = 30.0
+    family: ModelFamily = ModelFamily.DEFAULT
     threads: int = 2
     # The target is the one whose quality is promised, so it gets most of the time.
     target: PhaseConfig = field(default_factory=lambda: PhaseConfig("target", share=0.7))
@@ -75,4 +101,4 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (recorded next to the weights)."""
-        return asdict(self)
+        return {**asdict(self), "family": self.family.value}

@@ -79,12 +79,12 @@ def train(config: TrainConfig, log: Log = print) -> Trained:
                          _generator(config, index), log)
 
     torch.manual_seed(config.seed)
-    target = HybridModel(target_config())
+    target = HybridModel(target_config(config.family))
     init_weights(target)
     phases = {"target": phase(config.target, target,
                               lm_loss(target, config.target.prompt_weight), 1)}
     torch.manual_seed(config.seed + 1)
-    draft = HybridModel(draft_config())
+    draft = HybridModel(draft_config(config.family))
     init_weights(draft)
     phases["draft"] = phase(config.draft, draft, lm_loss(draft, config.draft.prompt_weight), 2)
     target.eval().requires_grad_(False)
