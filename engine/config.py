@@ -48,6 +48,15 @@ class Schedule(StrEnum):
     BATCHED = "batched"
 
 
+class DType(StrEnum):
+    """The torch backend's weights and activations (the GDN recurrent state stays float32
+    either way). bfloat16 is what vLLM's CPU build runs: a comparison with it in bfloat16
+    is like for like."""
+
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+
+
 DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
 DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
@@ -120,6 +129,8 @@ class RunConfig:
     device: str = option("auto", "torch: where the models run (auto: CUDA when torch sees "
                                  "one); the resolved device is recorded",
                          choices=("auto", "cpu", "cuda"))
+    dtype: DType = option(DType.FLOAT32, "torch: the models' dtype (the target's, its MTP "
+                                         "head's and the draft model's)")
     threads: int = option(1, "torch: intra-op threads (the shipped model is tiny: one is "
                              "fastest, and far faster on a busy machine)", lo=1)
     temperature: float = option(0.0, "0: greedy verification; > 0: lossless rejection "

@@ -107,21 +107,22 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
             return NgramMod(params, pool)
         case "mtp":
             from engine.drafters.mtp import MtpDrafter
-            from engine.hybrid.device import resolve_device
+            from engine.hybrid.device import resolve_device, torch_dtype
             from engine.hybrid.mtp import load_mtp
 
             if "mtp" not in shared:
-                shared["mtp"] = load_mtp(config.model, device=resolve_device(config.device))
+                shared["mtp"] = load_mtp(config.model, device=resolve_device(config.device),
+                                         dtype=torch_dtype(config.dtype))
             return MtpDrafter(shared["mtp"])
         case "draft-model":
             from engine.drafters.draft_model import DraftModelDrafter
-            from engine.hybrid.device import resolve_device
+            from engine.hybrid.device import resolve_device, torch_dtype
             from engine.hybrid.loader import load_checkpoint
 
             if "draft-model" not in shared:
-                device = resolve_device(config.device)
-                shared["draft-model"] = load_checkpoint(config.draft_model,
-                                                        device=device).model.eval()
+                shared["draft-model"] = load_checkpoint(
+                    config.draft_model, dtype=torch_dtype(config.dtype),
+                    device=resolve_device(config.device)).model.eval()
             return DraftModelDrafter(shared["draft-model"],
                                      keep_checkpoints=config.draft_checkpoints == "keep")
     raise ConfigError(f"drafter: '{name}' is not available on the {config.backend} backend")

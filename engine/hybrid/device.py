@@ -1,11 +1,13 @@
 """Which device the torch backend runs on: one setting (`auto`, `cpu`, `cuda`) resolved
-once, and recorded resolved with the session, like the kernel switch."""
+once, and recorded resolved with the session, like the kernel switch; and the torch dtype
+of the `dtype` setting."""
 
 import torch
 
 from engine.errors import BackendError
 
 DEVICES = ("auto", "cpu", "cuda")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 def resolve_device(name: str) -> torch.device:
@@ -19,6 +21,13 @@ def resolve_device(name: str) -> torch.device:
     if name not in DEVICES:
         raise BackendError(f"device: '{name}' is not one of {', '.join(DEVICES)}")
     return torch.device(name)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype a `dtype` setting names (float32 or bfloat16)."""
+    if name not in DTYPES:
+        raise BackendError(f"dtype: '{name}' is not one of {', '.join(DTYPES)}")
+    return DTYPES[name]
 
 
 def synchronize(device: torch.device) -> None:

@@ -99,12 +99,13 @@ class MtpHead(nn.Module):
 
 
 def load_mtp(path: str | Path, target: HybridModel | None = None,
-             device: str | torch.device = "cpu") -> MtpHead:
+             device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> MtpHead:
     """The MTP head stored under `mtp.` in the checkpoint at `path`, bound to `target`
-    (loaded from the same directory onto `device` when None; the head goes where its
-    target is); eval mode, no grad."""
+    (loaded from the same directory onto `device` in `dtype` when None; the head takes its
+    target's device and dtype); eval mode, no grad."""
     root = model_dir(path)
-    target = load_checkpoint(root, device=device).model if target is None else target
+    if target is None:
+        target = load_checkpoint(root, dtype=dtype, device=device).model
     head = MtpHead(target)
     weights = {}
     for file in sorted(root.glob("*.safetensors")):
@@ -127,7 +128,8 @@ def load_mtp(path: str | Path, target: HybridModel | None = None,
                 f"mtp.{name} has shape {tuple(tensor.shape)}, the config implies "
                 f"{tuple(expected[name].shape)}"
             )
-    dtype = target.dtype
-    head.load_state_dict({k: v.to(dtype) for k, v in weights.items()})
-    head.to(target.embed_tokens.weight.device)
+    # Built in the default dtype: move the head itself, since load_state_dict copies the
+    # tensors into its existing parameters, keeping their dtype.
+    head.to(device=target.embed_tokens.weight.device, dtype=target.dtype)
+    head.load_state_dict(weights)
     return head.eval().requires_grad_(False)

@@ -171,3 +171,64 @@ def test_backends_on_one_model_share_one_hidden_state_hook(
     for _ in range(3):
         TorchBackend(config, ckpt)
     assert len(ckpt.model.norm._forward_hooks) == 1
+
+
+@pytest.fixture(scope="module")
+def bf16(models: tuple[LoadedCheckpoint, Path]) -> tuple[LoadedCheckpoint, Path]:
+    """The same target, loaded in bfloat16."""
+    ckpt, draft = models
+    return load_checkpoint(ckpt.path, dtype=torch.bfloat16), draft
+
+
+@pytest.fixture(scope="module")
+def plain_bf16(bf16: tuple[LoadedCheckpoint, Path]) -> list[int]:
+    return _answers(_run(bf16, drafter="none", dtype="bfloat16")[1])
+
+
+def test_dtype_option_loads_the_target_in_bfloat16(models: tuple[LoadedCheckpoint, Path]
+                                                   ) -> None:
+    ckpt, _ = models
+    config = RunConfig(backend="torch", model=str(ckpt.path), dtype="bfloat16")
+    assert TorchBackend(config).model.dtype == torch.bfloat16
+    assert TorchBackend(config.replace(dtype="float32")).model.dtype == torch.float32
+
+
+@pytest.mark.parametrize("strategy", ["checkpoint", "per_token", "input_replay"])
+def test_bfloat16_speculative_equals_plain_and_state_stays_true(
+    bf16: tuple[LoadedCheckpoint, Path], plain_bf16: list[int], strategy: str
+) -> None:
+    slots, spec = _run(bf16, drafter="draft-model", strategy=strategy, dtype="bfloat16")
+    assert slots[0].drafter.model.dtype == torch.bfloat16
+    assert _answers(spec) == plain_bf16
+    assert [e for e in spec.events if e.trigger is Trigger.REJECT]
+    assert not [e for e in spec.events if e.trigger is Trigger.INVARIANT_VIOLATION]
+
+
+def test_bfloat16_audit_still_catches_a_contaminated_state(
+        bf16: tuple[LoadedCheckpoint, Path]) -> None:
+    # bfloat16's audit tolerance is wider (its rounding is); a stray token still exceeds it.
+    _, journal = _run(bf16, drafter="draft-model", strategy="none", dtype="bfloat16")
+    violations = [e.payload["invariant"] for e in journal.events
+                  if e.trigger is Trigger.INVARIANT_VIOLATION]
+    assert "state_truth" in violations
+
+
+def test_bfloat16_mtp_drafter_is_lossless(bf16: tuple[LoadedCheckpoint, Path],
+                                          plain_bf16: list[int]) -> None:
+    from engine.drafters.mtp import MtpDrafter
+    from engine.hybrid.mtp import MtpHead
+
+    ckpt = bf16[0]
+    torch.manual_seed(5)
+    head = MtpHead(ckpt.model).to(torch.bfloat16).eval().requires_grad_(False)
+    config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
+                       draft_max=3, model=str(ckpt.path), drafter="ngram-simple",
+                       strategy="checkpoint", dtype="bfloat16")
+    journal = MemoryJournal()
+    session = Session(config, journal, backend=TorchBackend(config, ckpt),
+                      conversation=_Questions())
+    session.slots[0].drafter = MtpDrafter(head)
+    session.run()
+    assert _answers(journal) == plain_bf16
+    assert [e for e in journal.events if e.trigger is Trigger.VERIFY]
+    assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]

@@ -8,7 +8,7 @@ import torch
 
 from engine.config import RunConfig
 from engine.errors import BackendError, ConfigError
-from engine.hybrid.device import resolve_device
+from engine.hybrid.device import resolve_device, torch_dtype
 from engine.shipped import ROOT as SHIPPED_ROOT
 from eventlog import get_session, open_db
 from specledger.api import run_session
@@ -31,6 +31,16 @@ def test_cuda_without_a_gpu_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_device("cuda")
     with pytest.raises(ConfigError, match="device: 'gpu' is not one of auto, cpu, cuda"):
         RunConfig(device="gpu")
+
+
+def test_dtype_names_a_torch_dtype_and_is_checked_at_the_edge() -> None:
+    assert torch_dtype("float32") is torch.float32
+    assert torch_dtype("bfloat16") is torch.bfloat16
+    assert RunConfig(dtype="bfloat16").to_dict()["dtype"] == "bfloat16"
+    with pytest.raises(ConfigError, match="dtype: 'float16' is not one of float32, bfloat16"):
+        RunConfig(dtype="float16")
+    with pytest.raises(BackendError, match="dtype: 'half' is not one of"):
+        torch_dtype("half")
 
 
 def test_the_session_records_the_device_that_ran(tmp_path: Path) -> None:

@@ -67,6 +67,21 @@ def test_checkpoint_round_trip(model: HybridModel, tmp_path: Path) -> None:
     torch.testing.assert_close(got, want)
 
 
+def test_head_loads_in_its_targets_dtype(model: HybridModel, tmp_path: Path) -> None:
+    head = _head(model)
+    save_checkpoint(tmp_path, model, head.state_dict())
+    again = load_mtp(tmp_path, dtype=torch.bfloat16)
+    assert {p.dtype for p in again.parameters()} == {torch.bfloat16}
+    assert again.target.dtype == torch.bfloat16
+    ids = torch.randint(0, model.config.vocab_size, (1, 10))
+    with torch.no_grad():
+        _, hidden = model.train_logits(ids)
+        want, _ = head(hidden[:, :-1], ids[:, 1:])
+        got, _ = again(hidden[:, :-1].bfloat16(), ids[:, 1:])
+    # bfloat16 keeps 8 bits of mantissa: the head's logits agree to its rounding.
+    torch.testing.assert_close(got.float(), want, atol=0.1, rtol=0.05)
+
+
 def test_a_checkpoint_without_mtp_is_refused(model: HybridModel, tmp_path: Path) -> None:
     save_checkpoint(tmp_path, model)
     with pytest.raises(CheckpointFormatError, match="no usable MTP head"):
