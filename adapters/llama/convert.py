@@ -18,9 +18,10 @@ Why its vocabulary step cannot run as is, for the byte-level tokenizer the model
   drops an empty array: MERGES holds one merge of two multi-character pieces, which can
   never fire (a symbol grows past one byte only by a merge, and there is no other), so
   the key is there and no tokenization changes;
-- the checkpoint has no tokenizer_config.json, hence no chat template: CHATML_TEMPLATE is
-  written, the ChatML of `engine.template`, in the Jinja form llama-server renders by
-  default (`--jinja` is on) and also recognises as `chatml` without it.
+- the checkpoint has no tokenizer_config.json, hence no chat template: CHATML_TEMPLATE
+  (adapters/chatml.py) is written, the ChatML of `engine.template`, in the Jinja form
+  llama-server renders by default (`--jinja` is on) and also recognises as `chatml`
+  without it.
 """
 
 import argparse
@@ -29,15 +30,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from adapters.chatml import CHATML_TEMPLATE
 from adapters.llama.gguf_export import OutType
 from engine.hybrid.tokenizer import END_OF_TEXT, IM_END, SPECIALS
 
-CHATML_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
-)
 PRE_TOKENIZER = "default"
 MERGES = ("<|im_start|> <|im_end|>",)
 

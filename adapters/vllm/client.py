@@ -1,0 +1,143 @@
+"""A small JSON client of one vLLM server on the loopback, on one kept-alive connection:
+health, version, the Prometheus metrics page, and greedy completions over token ids with
+the top logprobs of every generated position (what a comparison of engines needs).
+
+Completions go through `/v1/completions` with a token-id prompt, so nothing is tokenized
+again; `return_tokens_as_token_ids` makes vLLM name each logprob's token by id
+(`token_id:N`), never by a text that several byte tokens can share. Temperature 0 is
+vLLM's greedy sampling: the argmax, with no penalty or top-k/p cut in the way. Stops are
+the model's end-of-generation ids (its generation_config.json, which vLLM reads).
+"""
+
+import http.client
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.vllm.errors import ServerDiedError, ServerRequestError
+from adapters.vllm.options import HOST, SERVED_NAME
+
+_TOKEN_ID = "token_id:"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One greedy completion: the generated ids, per position the top candidates as
+    (id, logprob), best first, why it stopped, and the prompt's length as vLLM saw it."""
+
+    tokens: list[int]
+    top: list[list[tuple[int, float]]]
+    finish_reason: str
+    prompt_tokens: int
+
+    def gap(self, i: int) -> float | None:
+        """The logprob gap between the best and the second candidate at position `i`
+        (None when vLLM gave fewer than two)."""
+        cands = self.top[i]
+        return cands[0][1] - cands[1][1] if len(cands) > 1 else None
+
+
+def _token_id(key: str) -> int:
+    """The id of a logprob key `token_id:N`."""
+    if not key.startswith(_TOKEN_ID):
+        raise ServerRequestError(f"vLLM named a logprob's token {key!r}, not by id: the "
+                                 "server ignored return_tokens_as_token_ids")
+    return int(key[len(_TOKEN_ID):])
+
+
+def parse_completion(doc: dict[str, Any]) -> Completion:
+    """Read `/v1/completions`' answer (one choice, logprobs by token id)."""
+    choice = doc["choices"][0]
+    logprobs = choice.get("logprobs") or {}
+    top = [sorted(((_token_id(k), float(v)) for k, v in (pos or {}).items()),
+                  key=lambda c: (-c[1], c[0]))
+           for pos in logprobs.get("top_logprobs") or []]
+    tokens = [int(t) for t in choice.get("token_ids") or []]
+    usage = doc.get("usage") or {}
+    return Completion(tokens, top, str(choice.get("finish_reason")),
+                      int(usage.get("prompt_tokens", 0)))
+
+
+class VllmClient:
+    """Requests to the server at 127.0.0.1:`port`. `lost` is called when the connection
+    fails and returns the error to raise (the server handle says whether its process
+    died, and why)."""
+
+    def __init__(self, port: int, lost: Callable[[str], Exception],
+                 timeout_s: float = 600.0) -> None:
+        self.port = port
+        self._lost = lost
+        self._timeout = timeout_s
+        self._conn: http.client.HTTPConnection | None = None
+
+    def close(self) -> None:
+        """Drop the kept-alive connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        """Status and raw body of one request."""
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        for attempt in (0, 1):  # a kept-alive connection the server closed: reconnect once
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection(HOST, self.port, timeout=self._timeout)
+            try:
+                self._conn.request(method, path, body=payload, headers=headers)
+                resp = self._conn.getresponse()
+                return resp.status, resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                if attempt:
+                    raise self._lost(f"{method} {path}: {type(exc).__name__}: {exc}") from None
+        raise AssertionError("unreachable")
+
+    def get_text(self, path: str) -> str:
+        """GET `path`'s body as text, or ServerRequestError."""
+        status, raw = self.request("GET", path)
+        if status != 200:
+            raise ServerRequestError(f"vLLM: GET {path} answered {status}")
+        return raw.decode(errors="replace")
+
+    def post(self, path: str, body: Any) -> Any:
+        """POST `body`; the JSON answer, or ServerRequestError with the server's message."""
+        status, raw = self.request("POST", path, body)
+        doc = json.loads(raw) if raw else None
+        if status != 200:
+            message = doc.get("error", {}).get("message", doc) if isinstance(doc, dict) else doc
+            raise ServerRequestError(f"vLLM: POST {path} answered {status}: "
+                                     f"{str(message).splitlines()[0] if message else ''}")
+        return doc
+
+    def healthy(self) -> bool:
+        """Whether `/health` answers 200 (the model is loaded and warmed up)."""
+        try:
+            status, _ = self.request("GET", "/health")
+        except ServerDiedError:
+            return False
+        return status == 200
+
+    def version(self) -> str:
+        """vLLM's version, as the server reports it."""
+        return str(json.loads(self.get_text("/version"))["version"])
+
+    def metrics(self) -> str:
+        """The Prometheus text of `/metrics`."""
+        return self.get_text("/metrics")
+
+    def complete(self, prompt: Sequence[int], max_tokens: int, top: int = 2) -> Completion:
+        """The greedy continuation of the token ids `prompt`: at most `max_tokens` tokens,
+        ending after an end-of-generation id, with the `top` likeliest ids and their
+        logprobs at every generated position."""
+        body = {"model": SERVED_NAME, "prompt": list(prompt), "max_tokens": max_tokens,
+                "temperature": 0.0, "logprobs": top, "return_tokens_as_token_ids": True,
+                "return_token_ids": True, "skip_special_tokens": False}
+        return parse_completion(self.post("/v1/completions", body))
+
+    def complete_all(self, prompts: Sequence[Sequence[int]], max_tokens: int, top: int = 2
+                     ) -> list[Completion]:
+        """`complete` for each prompt, one after another (one sequence at a time, as the
+        other engines answer them)."""
+        return [self.complete(p, max_tokens, top) for p in prompts]

