@@ -11,7 +11,7 @@ penalty or top-k/p cut (llama.cpp's defaults) in the way.
 import http.client
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.llama.errors import ServerDiedError, ServerRequestError
@@ -24,7 +24,8 @@ _SEPARATOR = -1
 @dataclass(frozen=True)
 class Completion:
     """One greedy completion: the generated ids and the server's own timings
-    (`timings` of the response: decode tokens/s over the predicted tokens, drafts)."""
+    (`timings` of the response: decode tokens/s over the predicted tokens, drafts); with
+    `n_probs`, per position the top candidates as (id, log-probability), best first."""
 
     tokens: list[int]
     stop_type: str
@@ -35,6 +36,13 @@ class Completion:
     predicted_per_second: float
     draft_n: int
     draft_accepted: int
+    top: list[list[tuple[int, float]]] = field(default_factory=list)
+
+    def gap(self, i: int) -> float | None:
+        """The log-probability gap between the best and the second candidate at position
+        `i` (None when the server gave fewer than two)."""
+        cands = self.top[i] if i < len(self.top) else []
+        return cands[0][1] - cands[1][1] if len(cands) > 1 else None
 
     @property
     def acceptance(self) -> float:
@@ -45,13 +53,16 @@ class Completion:
     def from_response(cls, doc: dict[str, Any]) -> "Completion":
         """Read `/completion`'s JSON answer."""
         t = doc.get("timings", {})
+        top = [sorted(((int(c["id"]), float(c["logprob"])) for c in p.get("top_logprobs", [])),
+                      key=lambda c: (-c[1], c[0]))
+               for p in doc.get("completion_probabilities") or []]
         return cls(tokens=list(doc.get("tokens", [])), stop_type=str(doc.get("stop_type", "")),
                    prompt_n=int(t.get("prompt_n", 0)), prompt_ms=float(t.get("prompt_ms", 0.0)),
                    predicted_n=int(t.get("predicted_n", 0)),
                    predicted_ms=float(t.get("predicted_ms", 0.0)),
                    predicted_per_second=float(t.get("predicted_per_second", 0.0)),
                    draft_n=int(t.get("draft_n", 0)),
-                   draft_accepted=int(t.get("draft_n_accepted", 0)))
+                   draft_accepted=int(t.get("draft_n_accepted", 0)), top=top)
 
 
 class LlamaClient:
@@ -74,6 +85,11 @@ class LlamaClient:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """Status and decoded JSON (None when the body is empty) of one request."""
+        status, raw = self.request_raw(method, path, body)
+        return status, (json.loads(raw) if raw else None)
+
+    def request_raw(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        """Status and undecoded body of one request."""
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if payload is not None else {}
         for attempt in (0, 1):  # a kept-alive connection the server closed: reconnect once
@@ -88,7 +104,7 @@ class LlamaClient:
                 self.close()
                 if attempt:
                     raise self._lost(f"{method} {path}: {type(exc).__name__}: {exc}") from None
-        return resp.status, (json.loads(raw) if raw else None)
+        return resp.status, raw
 
     def post(self, path: str, body: Any) -> Any:
         """POST `body`; the JSON answer, or ServerRequestError with the server's message."""
@@ -105,6 +121,14 @@ class LlamaClient:
         except ServerDiedError:
             return False
         return status == 200
+
+    def metrics(self) -> str:
+        """The Prometheus text of `/metrics` (a server started with `metrics`)."""
+        status, raw = self.request_raw("GET", "/metrics")
+        if status != 200:
+            raise ServerRequestError(f"llama-server: GET /metrics answered {status}: start it "
+                                     "with --metrics")
+        return raw.decode(errors="replace")
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, specials parsed, no BOS: one request for all."""
@@ -130,10 +154,13 @@ class LlamaClient:
         generation header)."""
         return str(self.post("/apply-template", {"messages": list(messages)})["prompt"])
 
-    def complete(self, prompt: Sequence[int], n_predict: int) -> Completion:
+    def complete(self, prompt: Sequence[int], n_predict: int, n_probs: int = 0) -> Completion:
         """The greedy continuation of the token ids `prompt`: at most `n_predict` tokens,
-        ending after an end-of-generation token."""
+        ending after an end-of-generation token; with the `n_probs` likeliest ids and their
+        log-probabilities (before sampling) at every generated position."""
         body = {"prompt": list(prompt), "n_predict": n_predict, "temperature": 0.0,
                 "samplers": ["temperature"], "cache_prompt": False, "return_tokens": True,
                 "stream": False}
+        if n_probs:
+            body["n_probs"] = n_probs
         return Completion.from_response(self.post("/completion", body))

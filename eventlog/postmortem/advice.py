@@ -46,6 +46,15 @@ ADVICE: dict[Kind, str] = {
                           "the cause at that round (state contamination, a stray token, "
                           "batch-shape-dependent numerics) and compare the logs with "
                           "`specledger diff {reference} <session>`.",
+    Kind.SPECULATIVE_NOT_LOSSLESS: "Do not trust this speculative method on this engine "
+                                   "and model until it reproduces plain decoding: run the "
+                                   "engine without it, and report the prompt, position and "
+                                   "both gaps upstream (vLLM #39273 is this class: ngram "
+                                   "speculation corrupting a Gated DeltaNet model's output "
+                                   "while acceptance looked healthy). Suspect what only "
+                                   "speculation touches: the recurrent state's rollback "
+                                   "after a partial accept, the verify batch's state "
+                                   "indices, the draft's cache.",
     Kind.DRAFT_CHECKPOINT_DISCARD: "Keep the draft model's checkpoints across the requests of "
                                    "a slot and restore the newest one at or before the common "
                                    "prefix (--draft-checkpoints keep; llama.cpp PR 22521).",

@@ -27,6 +27,7 @@ class Kind(StrEnum):
     RESTORE_STORM = "restore_storm"
     STATE_CONTAMINATION = "state_contamination"            # DotLLM, seed 004
     OUTPUT_MISMATCH = "output_mismatch"                    # invariant 4
+    SPECULATIVE_NOT_LOSSLESS = "speculative_not_lossless"  # vLLM #39273
     DRAFT_CHECKPOINT_DISCARD = "draft_checkpoint_discard"  # llama.cpp PR 22521
     ACCEPTANCE_COLLAPSE = "acceptance_collapse"            # cf. llama.cpp PR 22168
     INVARIANT_VIOLATION = "invariant_violation"

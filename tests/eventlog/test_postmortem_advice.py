@@ -17,6 +17,7 @@ SUBJECT = {
     Kind.RESTORE_STORM: "repeated restore",
     Kind.STATE_CONTAMINATION: "recurrent state back",
     Kind.OUTPUT_MISMATCH: "plain decoding",
+    Kind.SPECULATIVE_NOT_LOSSLESS: "#39273",
     Kind.DRAFT_CHECKPOINT_DISCARD: "draft model's checkpoints",
     Kind.ACCEPTANCE_COLLAPSE: "low-acceptance streak",
     Kind.INVARIANT_VIOLATION: "invariant",
