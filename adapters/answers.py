@@ -66,7 +66,9 @@ def our_answer(model: Any, prompt: Sequence[int], cap: int = ANSWER_CAP) -> Answ
 
 
 def llama_answer(done: LlamaCompletion) -> Answer:
-    """A llama-server completion asked with `n_probs` (its timings' draft counts kept)."""
+    """A llama-server completion asked with `n_probs` (its timings' draft counts kept).
+    llama-server (0.3.36) gives no candidates for the tokens of a speculative verify step:
+    their gaps are None, and a divergence there is judged by the plain run's gap."""
     return Answer(tuple(done.tokens), tuple(done.gap(i) for i in range(len(done.tokens))),
                   done.draft_n, done.draft_accepted)
 

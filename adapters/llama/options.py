@@ -122,7 +122,8 @@ def check_chain_order(chain: tuple[Drafter, ...]) -> None:
 class ServerOptions:
     """A llama-server run: the target GGUF, the drafter chain (empty: no speculation) and
     its sizes, threads, context, and how to start. `port` 0 lets the server pick a free
-    loopback port; `verbose` (-v) makes its log show every speculative round.
+    loopback port; `verbose` (-v) makes its log show every speculative round; `metrics`
+    serves Prometheus counters at `/metrics` (0.3.36 counts its verify steps there).
 
     The defaults compute as our f32 engine does: an f32 KV cache and no flash attention
     (llama.cpp's defaults are f16 and `auto`; its CPU flash attention rounds to f16
@@ -144,6 +145,7 @@ class ServerOptions:
     threads: int = 1
     port: int = 0
     verbose: bool = True
+    metrics: bool = False
     startup_timeout_s: float = 60.0
     build: str = DEFAULT_BUILD
 
@@ -197,6 +199,8 @@ def server_args(opts: ServerOptions, port: int,
             "--flash-attn", "on" if opts.flash_attn else "off"]
     if opts.verbose:
         args.append("-v")
+    if opts.metrics:
+        args.append("--metrics")
     if dialect is Dialect.LEGACY:
         return args + _legacy_args(opts)
     if opts.drafters:

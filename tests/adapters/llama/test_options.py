@@ -42,7 +42,9 @@ def test_plain_server_args(gguf: Path) -> None:
     assert flag(args, "-t") == "1" and flag(args, "-tb") == "1" and flag(args, "-np") == "1"
     assert flag(args, "--ctx-checkpoints") == "5"
     assert flag(args, "--cache-type-k") == "f32" and flag(args, "--flash-attn") == "off"
-    assert "-v" in args and "--spec-type" not in args
+    assert "-v" in args and "--spec-type" not in args and "--metrics" not in args
+    counted = server_args(ServerOptions(model=gguf, metrics=True), 4321)
+    assert "--metrics" in counted  # Prometheus counters at /metrics
 
 
 @pytest.mark.parametrize(("drafter", "spec_type", "sizes"), [

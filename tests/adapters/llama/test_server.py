@@ -91,6 +91,24 @@ def test_every_drafter_starts_and_drafts(ggufs: Ggufs, tmp_path: Path, drafter: 
         assert answer.draft_n > 0
 
 
+def test_top_candidates_and_metrics(ggufs: Ggufs, tmp_path: Path) -> None:
+    opts = ServerOptions(model=ggufs.target, drafters=("mtp",), verbose=False, metrics=True)
+    with LlamaServer(opts, tmp_path / "s.log") as server:
+        answer = server.client.complete(PROMPT, 32, n_probs=2)
+        page = server.client.metrics()
+    with LlamaServer(ServerOptions(model=ggufs.target, verbose=False), tmp_path / "p.log") as plain:
+        ref = plain.client.complete(PROMPT, 32, n_probs=2)
+    assert ref.tokens == answer.tokens and answer.draft_n > 0
+    for done in (ref, answer):
+        assert len(done.top) == len(done.tokens) == 32
+        for i, (token, cands) in enumerate(zip(done.tokens, done.top, strict=True)):
+            if cands:  # the tokens of a speculative verify step come without candidates
+                assert cands[0][0] == token and (gap := done.gap(i)) is not None and gap >= 0
+    assert all(ref.top) and not all(answer.top)
+    steps = re.search(r"^llamacpp:spec_decode_num_drafts_total (\S+)$", page, re.M)
+    assert steps is not None and 0 < float(steps[1]) <= answer.draft_n
+
+
 def test_binary_missing(ggufs: Ggufs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(paths.SERVER_ENV, str(tmp_path / "no-llama-server"))
     with pytest.raises(LlamaNotBuiltError, match="run make llama"):
