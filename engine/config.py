@@ -15,6 +15,11 @@ class BackendKind(StrEnum):
     SIM = "sim"
     TORCH = "torch"
     LLAMA = "llama"  # llama.cpp's llama-server on the models' GGUF export
+    VLLM = "vllm"  # vLLM's OpenAI server (its CPU build) on the models' own directories
+
+
+OBSERVED = frozenset({BackendKind.LLAMA, BackendKind.VLLM})
+"""Third-party engines we start, drive and record (adapters/), not ours."""
 
 
 class Strategy(StrEnum):
@@ -58,10 +63,14 @@ class DType(StrEnum):
 
 
 DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp")
-DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp"}
+DEFAULT_DRAFTER = {"sim": "synthetic", "torch": "mtp", "llama": "mtp", "vllm": "mtp"}
 SIM_DRAFTERS = ("none", "synthetic", "ngram-simple", "ngram-map-k", "ngram-mod")
 SHIPPED_TARGET = "shipped:target"
 SHIPPED_DRAFT = "shipped:draft"
+# vLLM's CPU kernels refuse the shipped target's head widths (attention 32: "Unexpected
+# head dim size, 32"); the wide pair has the widths they accept.
+DEFAULT_MODELS = {"vllm": ("shipped:wide", "shipped:wide-draft")}
+"""A backend's target and draft model where they are not the shipped target and draft."""
 
 
 def option(default: Any, help: str, *, lo: float | None = None, hi: float | None = None,
@@ -83,7 +92,8 @@ class RunConfig:
 
     # The CLI runs the real engine by default; the sim stands in for hardware we lack.
     backend: BackendKind = option(BackendKind.SIM, "engine: torch (the shipped model), sim, "
-                                  "or llama (llama-server on its GGUF export)",
+                                  "llama (llama-server on its GGUF export) or vllm (vLLM's "
+                                  "OpenAI server, `make vllm`)",
                                   cli_default=BackendKind.TORCH)
     strategy: Strategy = option(Strategy.CHECKPOINT, "how rejected drafts leave the state")
     eog_policy: EogPolicy = option(EogPolicy.TRUNCATE,
@@ -115,11 +125,11 @@ class RunConfig:
                                        "batch shape (sim)", lo=0.0, hi=1.0)
     seed: int = option(0, "seed of every random choice")
     profile: str = option("qwen3.5-27b-h200", "sim cost profile (engine/sim/profiles)")
-    model: str = option(SHIPPED_TARGET, "target checkpoint directory, or on llama its GGUF "
-                                        "file (default: the shipped target)")
-    draft_model: str = option(SHIPPED_DRAFT, "draft checkpoint directory, or on llama its "
-                                             "GGUF file, drafter draft-model (default: the "
-                                             "shipped draft)")
+    model: str = option("", "target checkpoint directory, or on llama its GGUF file "
+                            "(default: shipped:target; on vllm shipped:wide)")
+    draft_model: str = option("", "draft checkpoint directory, or on llama its GGUF file, "
+                                  "drafter draft-model (default: shipped:draft; on vllm "
+                                  "shipped:wide-draft)")
     draft_checkpoints: str = option("keep", "draft-model checkpoints across requests "
                                             "(discard: PR 22521's bug)",
                                     choices=("keep", "discard"))
@@ -161,6 +171,11 @@ class RunConfig:
                     raise ConfigError(f"{f.name}: '{value}' is not one of {choices}") from None
         if not self.drafter:
             object.__setattr__(self, "drafter", DEFAULT_DRAFTER[self.backend.value])
+        target, draft = DEFAULT_MODELS.get(self.backend.value, (SHIPPED_TARGET, SHIPPED_DRAFT))
+        if not self.model:
+            object.__setattr__(self, "model", target)
+        if not self.draft_model:
+            object.__setattr__(self, "draft_model", draft)
         self._check()
 
     def _check(self) -> None:
@@ -179,9 +194,10 @@ class RunConfig:
         if not is_version(self.llama_build):
             raise ConfigError(f"llama_build: '{self.llama_build}' is not a llama-cpp-python "
                               f"version such as {DEFAULT_BUILD}")
-        if self.schedule is Schedule.BATCHED and self.backend is BackendKind.LLAMA:
-            raise ConfigError("schedule: llama-server batches its slots itself; run the llama "
-                              "backend with --schedule sequential")
+        if self.schedule is Schedule.BATCHED and self.backend in OBSERVED:
+            raise ConfigError(f"schedule: {self.backend}'s server batches its requests "
+                              f"itself; run the {self.backend} backend with --schedule "
+                              "sequential")
         if self.backend is BackendKind.SIM and any(n not in SIM_DRAFTERS for n in names):
             raise ConfigError(
                 f"drafter: '{self.drafter}' needs a model; on the sim backend choose from "

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine.config import BackendKind
+from engine.config import OBSERVED, BackendKind
 from eventlog.interrupts import interrupts_deferred
 from eventlog.unclosed import fail_unclosed
 from fsm.errors import SpecledgerError
@@ -19,8 +19,9 @@ from specledger.run_flags import add_run_flags, checked
 from specledger.scenarios import SCENARIOS
 from viz import GraphFormat
 
-# The engines a session can be run again on (a llama.cpp session is read from its log).
-RERUN_BACKENDS = [b.value for b in BackendKind if b is not BackendKind.LLAMA]
+# The engines a session can be run again on (an observed engine's session re-runs on its
+# own server only).
+RERUN_BACKENDS = [b.value for b in BackendKind if b not in OBSERVED]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -63,6 +63,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from specledger.llama_run import cmd_run_llama
 
         return cmd_run_llama(config, args.db, args.json)
+    if config.backend is BackendKind.VLLM:
+        from specledger.vllm_run import cmd_run_vllm
+
+        return cmd_run_vllm(config, args.db, args.json)
     result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
     profiles = fold_profiles(scan_events(open_db(args.db, create=False), result.session_id))
     if args.json:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from engine.backend import Backend
-from engine.config import BackendKind, RunConfig
+from engine.config import OBSERVED, BackendKind, RunConfig
 from engine.conversation import Conversation
 from engine.errors import BackendError
 from engine.progress import Progress
@@ -95,8 +95,8 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
     """Re-execute session `session_id` of the log at `db`, with `changes` applied."""
     engine = open_db(db, create=True)
     info = get_session(engine, session_id)
-    if info.backend == BackendKind.LLAMA.value:
-        return _rerun_llama(engine, db, info, changes or {}, tol, progress)
+    if info.backend in OBSERVED:
+        return _rerun_observed(engine, db, info, changes or {}, tol, progress)
     recorded = RunConfig.from_dict(info.config)
     config = recorded.replace(**changes) if changes else recorded
     before, after = recorded.to_dict(), config.to_dict()
@@ -131,9 +131,10 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
 
 
 def recorded_config(info: SessionInfo) -> RunConfig:
-    """The run configuration a session was recorded with. A llama.cpp session stores it
-    beside what the server's log told (`run`); an imported log has none."""
-    if info.backend != BackendKind.LLAMA.value:
+    """The run configuration a session was recorded with. An observed engine's session
+    (llama.cpp, vLLM) stores it beside what the engine reported (`run`); an imported log
+    has none."""
+    if info.backend not in OBSERVED:
         return RunConfig.from_dict(info.config)
     run = info.config.get("run")
     if not run:
@@ -143,20 +144,26 @@ def recorded_config(info: SessionInfo) -> RunConfig:
     return RunConfig.from_dict(run)
 
 
-def _rerun_llama(engine: Engine, db: str, info: SessionInfo, changes: dict[str, Any],
-                 tol: Tolerance, progress: Progress | None) -> RerunResult:
-    """A llama.cpp session runs llama-server again from its recorded run configuration;
-    the new session is compared with the recorded one event by event (timings aside), as a
-    counterfactual is. An imported log has no run to repeat."""
-    from specledger.llama_run import run_llama
-
+def _rerun_observed(engine: Engine, db: str, info: SessionInfo, changes: dict[str, Any],
+                    tol: Tolerance, progress: Progress | None) -> RerunResult:
+    """An observed engine's session (llama.cpp, vLLM) runs its server again from its
+    recorded run configuration; the new session is compared with the recorded one event by
+    event (timings aside), as a counterfactual is. An imported log has no run to repeat."""
     recorded = recorded_config(info)
     config = recorded.replace(**changes) if changes else recorded
     before, after = recorded.to_dict(), config.to_dict()
     changed = {k: after[k] for k in after if after[k] != before[k]}
-    if config.backend is not BackendKind.LLAMA:
-        raise BackendError("a llama.cpp session re-runs on llama-server only (--backend llama)")
-    new_id = run_llama(config, db, progress, parent_id=info.id).session.session_id
+    if config.backend.value != info.backend:
+        raise BackendError(f"a {info.backend} session re-runs on its own server only "
+                           f"(--backend {info.backend})")
+    if config.backend is BackendKind.LLAMA:
+        from specledger.llama_run import run_llama
+
+        new_id = run_llama(config, db, progress, parent_id=info.id).session.session_id
+    else:
+        from specledger.vllm_run import run_vllm
+
+        new_id = run_vllm(config, db, progress, parent_id=info.id).session_id
     result = diff_streams(scan_events(engine, info.id), scan_events(engine, new_id), tol)
     return RerunResult(info.id, new_id, changed, tol, result.compared, result.divergence,
                        result.turns)

@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.config import OBSERVED
 from eventlog.reader import SessionInfo
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def session_tokenizer(info: SessionInfo) -> Path | None:
     """The `tokenizer.json` of the model `info` ran, when the session says and it exists."""
     if info.backend == "sim":
         return None
-    run = info.config.get("run") if info.backend == "llama" else info.config
+    run = info.config.get("run") if info.backend in OBSERVED else info.config
     model = run.get("model") if isinstance(run, dict) else None
     if not isinstance(model, str):
         return None

@@ -60,9 +60,10 @@ def parse_completion(doc: dict[str, Any]) -> Completion:
 
 
 class VllmClient:
-    """Requests to the server at 127.0.0.1:`port`. `lost` is called when the connection
-    fails and returns the error to raise (the server handle says whether its process
-    died, and why)."""
+    """Requests to the server at 127.0.0.1:`port`. `lost` is called when a request fails
+    for want of a server (no connection, or a server error: vLLM answers 500 when its
+    engine core died, then shuts down) and returns the error to raise (the server handle
+    says whether its process died, and why)."""
 
     def __init__(self, port: int, lost: Callable[[str], Exception],
                  timeout_s: float = 600.0) -> None:
@@ -104,12 +105,22 @@ class VllmClient:
     def post(self, path: str, body: Any) -> Any:
         """POST `body`; the JSON answer, or ServerRequestError with the server's message."""
         status, raw = self.request("POST", path, body)
-        doc = json.loads(raw) if raw else None
-        if status != 200:
-            message = doc.get("error", {}).get("message", doc) if isinstance(doc, dict) else doc
-            raise ServerRequestError(f"vLLM: POST {path} answered {status}: "
-                                     f"{str(message).splitlines()[0] if message else ''}")
-        return doc
+        if status == 200:
+            return json.loads(raw)
+        raise self.refusal(f"POST {path}", status, raw)
+
+    def refusal(self, what: str, status: int, raw: bytes) -> Exception:
+        """The error for a request the server answered with `status` (not 200)."""
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            doc = raw.decode(errors="replace")
+        message = doc.get("error", {}).get("message", doc) if isinstance(doc, dict) else doc
+        first = str(message).strip().splitlines()[0] if message else ""
+        said = f"{what} answered {status}: {first}"
+        if status >= 500:
+            return self._lost(said)
+        return ServerRequestError(f"vLLM: {said}")
 
     def healthy(self) -> bool:
         """Whether `/health` answers 200 (the model is loaded and warmed up)."""

@@ -16,6 +16,7 @@ The counters (vLLM 0.32, `vllm/v1/metrics/loggers.py`):
 
 import re
 from dataclasses import dataclass, fields
+from typing import Any
 
 from adapters.vllm.errors import MetricsFormatError
 
@@ -95,6 +96,13 @@ class Counters:
         """JSON form."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
                 for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "Counters":
+        """Inverse of `to_dict`."""
+        per_pos = doc.get("per_pos")
+        return cls(**{f.name: doc.get(f.name) for f in fields(cls) if f.name != "per_pos"},
+                   per_pos=tuple(per_pos) if per_pos is not None else None)
 
 
 def parse_counters(text: str) -> Counters:

@@ -36,9 +36,11 @@ _POLL_S = 0.2
 STOP_GRACE_S = 10.0
 _PREFIX = re.compile(r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ "
                      r"\[[^\]]+\] ")
-_EXCEPTION = re.compile(r"^(\(\w+ pid=\d+\) )?([\w.]+(Error|Exception)): (.+)")
-# Exceptions that only say that startup failed, after the one that says why.
-_GENERIC = ("Engine core initialization failed", "Engine process failed to start")
+_EXCEPTION = re.compile(r"^([\w.]+(Error|Exception)): (.+)")
+# Exceptions that only repeat, or point at, the one that says why.
+_GENERIC = ("Engine core initialization failed", "Engine process failed to start",
+            "EngineCore encountered", "Worker failed with error")
+_LONGEST = 240  # an error line quoted in a one-line message (vLLM's list its weights)
 
 
 def log_lines(log: str) -> list[str]:
@@ -50,13 +52,16 @@ def last_error_line(log: str) -> str:
     """The line of a vLLM log that best says why it stopped: the last exception that is not
     one of the generic 'startup failed' ones, else the last exception, else the last
     non-empty line."""
-    found = [m for ln in log.splitlines() if (m := _EXCEPTION.match(ln.strip()))]
-    specific = [m for m in found if not any(g in m.group(4) for g in _GENERIC)]
+    lines = log_lines(log)
+    found = [m for ln in lines if (m := _EXCEPTION.match(ln))]
+    specific = [m for m in found if not any(g in m.group(3) for g in _GENERIC)]
     for pick in (specific, found):
         if pick:
-            return f"{pick[-1].group(2)}: {pick[-1].group(4)}"
-    lines = log_lines(log)
-    return lines[-1] if lines else "(empty log)"
+            line = f"{pick[-1].group(1).rsplit('.', 1)[-1]}: {pick[-1].group(3)}"
+            break
+    else:
+        line = lines[-1] if lines else "(empty log)"
+    return line if len(line) <= _LONGEST else line[:_LONGEST - 3] + "..."
 
 
 def free_port() -> int:
@@ -158,6 +163,7 @@ class VllmServer:
         self._client = VllmClient(self.port, self._lost)
         try:
             self._wait_ready()
+            self._first_forward()
         except BaseException:  # Ctrl-C while loading too
             self.stop()
             raise
@@ -179,17 +185,30 @@ class VllmServer:
             f"vLLM's server did not report healthy within {self.options.startup_timeout_s:g} "
             f"s (log {self.log_path}: {last_error_line(self.log_text())})")
 
+    def _first_forward(self) -> None:
+        """One token through the model: with `--enforce-eager` nothing runs the model's
+        kernels before the first request, so a shape vLLM's CPU kernels refuse (an
+        attention head dim of 32: "Unexpected head dim size, 32") shows only then, and the
+        server shuts down."""
+        try:
+            self.client.complete([0], 1, top=1)
+        except ServerDiedError:
+            raise ModelRefusedError(
+                f"vLLM's server loaded {self.options.model} but died at its first forward: "
+                f"{last_error_line(self.log_text())} (log {self.log_path})") from None
+
     def _lost(self, what: str) -> Exception:
-        """The error for a request that got no answer."""
+        """The error for a request that got no answer, or a server error: the process
+        died (it shuts down once its engine core is gone), or it did not."""
         proc = self._proc
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(2.0)  # a dying process: let it finish dying
+                proc.wait(STOP_GRACE_S)  # a dying server: let it finish dying
         if proc is not None and proc.returncode is not None:
             code = proc.returncode
             how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
             return ServerDiedError(f"vLLM's server (pid {proc.pid}) {how} mid-run ({what}); "
-                                   f"last log line: {last_error_line(self.log_text())}")
+                                   f"last error: {last_error_line(self.log_text())}")
         return ServerDiedError(f"vLLM's server stopped answering ({what}); log "
                                f"{self.log_path}")
 

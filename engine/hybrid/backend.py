@@ -17,6 +17,7 @@ from engine.errors import BackendError
 from engine.hybrid.device import resolve_device, synchronize, torch_dtype
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
+from engine.model_digest import checkpoint_digest
 from engine.sampling import SamplingParams, greedy_targets, verify_targets
 from engine.speculative import common_prefix
 from engine.template import ChatTemplate
@@ -123,12 +124,7 @@ class TorchBackend:
     def model_digest(self) -> str:
         """sha256 over the checkpoint's config and weight files: a re-execution can refuse
         a different model."""
-        h = hashlib.sha256()
-        root = self.checkpoint.path
-        for file in [root / "config.json", *sorted(root.glob("*.safetensors"))]:
-            h.update(file.name.encode())
-            h.update(file.read_bytes())
-        return h.hexdigest()[:16]
+        return checkpoint_digest(self.checkpoint.path)
 
     def now(self) -> float:
         """Wall seconds since the backend was built, once the device's queued work is

@@ -65,6 +65,12 @@ class EogTail:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.policy = config_value(config, "eog_policy", "?")
+        # An engine configured to keep no prefix (vLLM with speculation on CPU) re-prefills
+        # every turn's history by design, not because the state consumed something else.
+        self.no_prefix: str | None = (config_value(config, "prefix_caching_off_why")
+                                      if config_value(config, "prefix_caching") is False
+                                      else None)
+        self.engine = config_value(config, "engine", "the engine")
         self._len: dict[int, int] = defaultdict(int)
         self._eog: dict[int, int | None] = {}
         self._turn: dict[int, _StrayTurn] = {}
@@ -218,12 +224,14 @@ class EogTail:
         o = self.other
         total = sum(r["reprefill"] for r in o)
         ex = o[0]
+        why = ("the live state had consumed tokens the new prompt does not share" if
+               self.no_prefix is None else
+               f"{self.engine} kept no prefix in this configuration ({self.no_prefix})")
         return Finding(
             Kind.HISTORY_REPREFILL, Severity.WARNING, ex["seq"], o[-1]["seq"],
             f"{len(o)} turn(s) began with a context restore that stray tokens do not explain: "
-            f"the live state had consumed tokens the new prompt does not share, so {total} "
-            f"history tokens were prefilled again (turn {ex['turn']}: kept {ex['kept']} of "
-            f"{ex['slot_len']}, back to the checkpoint at {ex['checkpoint']}, "
+            f"{why}, so {total} history tokens were prefilled again (turn {ex['turn']}: kept "
+            f"{ex['kept']} of {ex['slot_len']}, back to the checkpoint at {ex['checkpoint']}, "
             f"{ex['reprefill']} tokens).",
             ADVICE[Kind.HISTORY_REPREFILL],
             {"restores": len(o), "reprefill_tokens": total, "per_turn": examples(o)},

@@ -1,0 +1,133 @@
+"""One multi-turn conversation with vLLM's server through the official `openai` client, as
+a chat client has it: each turn sends the whole history plus the new question, streamed.
+
+Every request asks vLLM for the token ids it used (`return_token_ids`: the prompt as its
+chat template and tokenizer made it, in the first chunk; each chunk's generated ids), and
+sends every sampling parameter the session records, the others at the value that leaves
+them idle (vLLM's defaults, said anyway). The stream is read as it comes: each chunk is
+then one engine step, which places the turn's rounds (adapters/vllm/steps.py). Around each
+request `/metrics` is read, so the difference is that request's counters: the server
+answers this one conversation only.
+
+An exchange is kept as a plain JSON record (`ExchangeRecord`), the file the session is
+recorded from.
+"""
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.vllm.errors import ServerDiedError, VllmError
+from adapters.vllm.metrics import parse_counters
+from adapters.vllm.options import SERVED_NAME
+
+Messages = list[dict[str, str]]
+ExchangeRecord = dict[str, Any]
+"""One turn as recorded: `question`, `prompt_token_ids`, `chunks` (each chunk's generated
+ids, in order), `content`, `finish_reason`, `usage`, `metrics` (vLLM's per-request timings
+and speculative counts), `system_fingerprint`, `started` and `ended` (wall time, seconds)
+and `counters` (the Prometheus counters before and after the request,
+`Counters.to_dict()`)."""
+
+
+class ConversationError(VllmError):
+    """A chat request failed: the server refused it."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How answers are sampled, in the request's terms (temperature 0: greedy)."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    max_tokens: int
+
+    def request(self, messages: Messages) -> dict[str, Any]:
+        """The streamed chat request for `messages`."""
+        return {
+            "model": SERVED_NAME, "messages": messages, "max_tokens": self.max_tokens,
+            "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed,
+            "presence_penalty": 0.0, "frequency_penalty": 0.0, "stream": True,
+            "stream_options": {"include_usage": True},
+            "extra_body": {"top_k": self.top_k, "min_p": 0.0, "repetition_penalty": 1.0,
+                           "return_token_ids": True},
+        }
+
+
+def read_stream(chunks: Any) -> ExchangeRecord:
+    """The record of one streamed answer (its chunks as the client yields them)."""
+    out: ExchangeRecord = {"prompt_token_ids": None, "chunks": [], "content": "",
+                           "finish_reason": None, "usage": None, "metrics": None,
+                           "system_fingerprint": None}
+    text: list[str] = []
+    for chunk in chunks:
+        doc = chunk.model_dump()
+        if doc.get("prompt_token_ids") is not None:
+            out["prompt_token_ids"] = list(doc["prompt_token_ids"])
+        for choice in doc.get("choices") or []:
+            text.append((choice.get("delta") or {}).get("content") or "")
+            if choice.get("token_ids"):
+                out["chunks"].append(list(choice["token_ids"]))
+            if choice.get("finish_reason") is not None:
+                out["finish_reason"] = choice["finish_reason"]
+        for key in ("usage", "metrics", "system_fingerprint"):
+            if doc.get(key) is not None:
+                out[key] = doc[key]
+    out["content"] = "".join(text)
+    return out
+
+
+def ask(client: Any, scrape: Callable[[], str], sampling: Sampling, messages: Messages
+        ) -> ExchangeRecord:
+    """One streamed chat completion with the counters around it."""
+    import openai
+
+    before = parse_counters(scrape())
+    started = time.time()
+    try:
+        record = read_stream(client.chat.completions.create(**sampling.request(messages)))
+    except openai.APIConnectionError as exc:
+        raise ServerDiedError(f"vLLM's server stopped answering the chat request: "
+                              f"{exc}".splitlines()[0]) from None
+    except openai.APIError as exc:
+        raise ConversationError(f"vLLM's chat request failed: {type(exc).__name__}: "
+                                f"{exc}".splitlines()[0]) from None
+    record |= {"started": started, "ended": time.time()}
+    after = parse_counters(scrape())
+    record["counters"] = {"before": before.to_dict(), "after": after.to_dict()}
+    return record
+
+
+@dataclass
+class Conversation:
+    """The exchanges so far, and the error that ended the conversation early (None: it
+    ran to the end)."""
+
+    exchanges: list[ExchangeRecord]
+    error: VllmError | None = None
+
+
+def converse(client: Any, scrape: Callable[[], str], questions: Sequence[str],
+             sampling: Sampling, on_answer: Callable[[ExchangeRecord], None] | None = None
+             ) -> Conversation:
+    """Ask `questions` one after another in one conversation (`scrape` reads /metrics);
+    `on_answer` sees each exchange as it completes. A server that dies or refuses ends the
+    conversation: the exchanges before it are kept, with the error."""
+    messages: Messages = []
+    done = Conversation([])
+    for question in questions:
+        messages.append({"role": "user", "content": question})
+        try:
+            record = ask(client, scrape, sampling, messages)
+        except VllmError as exc:
+            done.error = exc
+            return done
+        record["question"] = question
+        messages.append({"role": "assistant", "content": record["content"]})
+        done.exchanges.append(record)
+        if on_answer is not None:
+            on_answer(record)
+    return done

@@ -1,0 +1,94 @@
+"""A run of an engine we observe (adapters/protocol.py), recorded: start its server, drive
+the conversation, stop it, read what it reported, fire the events into memory, then create
+the session with its whole configuration (which needs the events' counts) and write the
+events unit by unit, so each database transaction still holds whole rounds.
+
+A conversation the server ended early (it died, or refused a request) is recorded with
+the turns before it and a `fail` event, the session `failed`; then the run's error is
+raised, naming the session, so the command line says it in one line and exits non-zero
+with nothing lost.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.protocol import ObservedEngine, Recording
+from engine.errors import BackendError
+from engine.progress import Progress
+from eventlog import Recorder, SessionStatus, create_session, open_db
+from fsm.event import Event
+from specledger.api import code_version
+
+
+class RunStoppedError(BackendError):
+    """The observed engine ended the conversation early; what it did answer is recorded."""
+
+
+@dataclass
+class UnitJournal:
+    """Events and where each unit of them ends."""
+
+    events: list[Event] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+
+    def append(self, event: Event) -> None:
+        """Keep one event."""
+        self.events.append(event)
+
+    def end_unit(self) -> None:
+        """Everything so far forms whole units."""
+        if not self.ends or self.ends[-1] != len(self.events):
+            self.ends.append(len(self.events))
+
+
+def store_journal(db: str, journal: UnitJournal, rec: Recording,
+                  parent_id: int | None = None) -> int:
+    """Create the session of `rec` in the log at `db` and write `journal`'s events, unit by
+    unit; the session ends `failed` when the recording says the run stopped early.
+    Returns the session's id."""
+    engine = open_db(db, create=True)
+    sid = create_session(engine, config=rec.config, backend=rec.backend,
+                         seeds={"seed": rec.seed} if rec.seed is not None else {},
+                         code_version=code_version(), model_digest=rec.model_digest,
+                         parent_id=parent_id)
+    with Recorder(engine, sid) as recorder:
+        start = 0
+        for end in journal.ends:
+            for ev in journal.events[start:end]:
+                recorder.append(ev)
+            recorder.end_unit()
+            start = end
+        recorder.close(SessionStatus.FAILED if rec.error is not None
+                       else SessionStatus.FINISHED)
+    return sid
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A recorded run: its session id and what the adapter recorded."""
+
+    session_id: int
+    recording: Recording
+
+
+def observe(engine: ObservedEngine[Any, Any, Any], questions: Sequence[str], db: str,
+            progress: Progress | None = None, parent_id: int | None = None) -> Observed:
+    """Run `engine` on `questions` and record the session into the log at `db` (as a
+    re-run of session `parent_id` when one is given). Raises RunStoppedError, after
+    recording, when the engine ended the conversation early."""
+    def answered(tokens: int) -> None:
+        if progress is not None:
+            progress.tokens(tokens)
+            progress.turn_done()
+
+    with engine.server() as server:
+        driven = engine.drive(server, questions, answered)
+    report = engine.read(server, driven)
+    journal = UnitJournal()
+    rec = engine.record(report, journal)
+    sid = store_journal(db, journal, rec, parent_id)
+    if rec.error is not None:
+        raise RunStoppedError(f"{rec.error}; session {sid} keeps the {len(rec.turns)} "
+                              "turn(s) answered before it, marked failed")
+    return Observed(sid, rec)

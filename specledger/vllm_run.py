@@ -1,0 +1,176 @@
+"""`specledger run --backend vllm`: the torch backend's conversation (the same held-out
+questions, chosen by the same seed, answered under the same sampling) asked of vLLM's
+OpenAI server (its CPU build, in its own environment: `make vllm`), running the model's
+own directory with the speculative method our drafter maps to (adapters/vllm/options.py),
+through the `openai` client, streamed; vLLM's answers and its counters around each
+request are recorded as the session (adapters/vllm/ledger.py).
+
+The server answers this one conversation, so the Prometheus counters read around a request
+are that request's. It is started per run (about 1-2 minutes here: loading, the KV cache,
+warm-up) and stopped before the answers are read.
+"""
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.protocol import Recording, Sink
+from adapters.vllm.answers import Answers, parse_answers
+from adapters.vllm.conversation import Conversation, Sampling, converse
+from adapters.vllm.errors import MethodUnsupportedError
+from adapters.vllm.ledger import EngineFacts, record_answers
+from adapters.vllm.options import VllmOptions, speculative_method
+from adapters.vllm.paths import require_python
+from adapters.vllm.provenance import BACKEND, Provenance, session_config
+from adapters.vllm.server import VllmServer
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from engine.files import write_file
+from engine.model_digest import checkpoint_digest
+from engine.progress import Progress
+from engine.shipped import model_dir
+from eventlog import open_db
+from eventlog.fold import fold_profiles
+from eventlog.reader import scan_events
+from specledger.errors import UsageError
+from specledger.llama_run import questions
+from specledger.observed import Observed, observe
+
+
+class VllmClientMissingError(ConfigError):
+    """The `openai` client (the `llama` extra, which vLLM's runs use too) is not installed."""
+
+
+def _checkpoint(spec: str, what: str) -> Path:
+    """The model directory `spec` names, or ConfigError."""
+    path = model_dir(spec)
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{what}: {spec} is not a model directory (no config.json in "
+                          f"{path}); vLLM runs the model's own directory, not a GGUF file")
+    return path
+
+
+def server_options(config: RunConfig) -> VllmOptions:
+    """The server for `config`: the target's directory (and the draft model's, when its
+    drafter runs), the method our drafter maps to, sizes from the configuration."""
+    if config.slots != 1:
+        raise ConfigError(f"slots: the vllm backend records one conversation (the counters "
+                          f"around a request are that request's), not {config.slots}")
+    try:
+        method = speculative_method(config.drafter_names)
+    except MethodUnsupportedError as exc:  # what the command line asked cannot run
+        raise UsageError(str(exc)) from None
+    if method is not None and config.draft_min:
+        raise UsageError("draft_min: vLLM has no minimum draft length; run the vllm "
+                         "backend with --draft-min 0")
+    draft = (_checkpoint(config.draft_model, "draft_model")
+             if method is not None and method.value == "draft_model" else None)
+    return VllmOptions(model=_checkpoint(config.model, "model"), method=method,
+                       draft_max=config.draft_max, ngram_n=config.ngram_n, draft_model=draft)
+
+
+@dataclass(frozen=True)
+class VllmReport:
+    """What the stopped server reported: the answers (and their records), the run's
+    provenance, and the error that ended the conversation early."""
+
+    answers: Answers
+    records: list[dict[str, object]]
+    prov: Provenance
+    error: str | None
+
+
+class VllmEngine:
+    """One `run --backend vllm`, as adapters/protocol.py's `ObservedEngine`."""
+
+    backend = BACKEND
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.options = server_options(config)  # a bad option is told before anything starts
+        self.version: str | None = None
+
+    def server(self) -> VllmServer:
+        """vLLM's server for the run, not started (vLLM must be installed)."""
+        require_python()
+        return VllmServer(self.options)
+
+    def drive(self, server: VllmServer, asked: Sequence[str],
+              on_answer: Callable[[int], None]) -> Conversation:
+        """The conversation, through the `openai` client, streamed."""
+        try:
+            from openai import OpenAI
+        except ImportError:
+            raise VllmClientMissingError("the vllm backend needs the openai client: pip "
+                                         "install 'specledger[llama]'") from None
+        self.version = server.client.version()
+        c = self.config
+        client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="specledger",
+                        max_retries=0, timeout=600.0)
+        sampling = Sampling(c.temperature, c.top_k, c.top_p, c.seed, c.answer_cap)
+        return converse(client, server.client.metrics, asked, sampling,
+                        on_answer=lambda r: on_answer(sum(len(x) for x in r["chunks"])))
+
+    def read(self, server: VllmServer, driven: Conversation) -> VllmReport:
+        """The answers, written beside the server's log, and read back as recorded."""
+        path = server.log_path.with_suffix(".answers.json")
+        text = json.dumps(driven.exchanges, indent=1)
+        write_file(path, text)
+        c, opts = self.config, self.options
+        draft = opts.draft_model
+        prov = Provenance(args=tuple(server.args), log_path=str(server.log_path),
+                          answers_path=str(path), version=self.version, model=c.model,
+                          model_sha256=checkpoint_digest(opts.model),
+                          draft_model=c.draft_model if draft is not None else None,
+                          draft_model_sha256=checkpoint_digest(draft) if draft else None,
+                          run=c.to_dict())
+        return VllmReport(parse_answers(text, str(path)), driven.exchanges, prov,
+                          str(driven.error) if driven.error is not None else None)
+
+    def record(self, report: VllmReport, sink: Sink) -> Recording:
+        """The answers' turns, fired into `sink`."""
+        from engine.hybrid.tokenizer import chat_template
+
+        opts = self.options
+        facts = EngineFacts(self.config.drafter if opts.method is not None else None,
+                            opts.draft_max, opts.prefix_caching, chat_template().eog_ids)
+        result = record_answers(report.answers.answers, report.records, sink, facts,
+                                report.error)
+        config = session_config(opts, report.prov, report.answers, result, report.error)
+        return Recording(config, BACKEND, self.config.seed, report.prov.model_sha256,
+                         result.turns, result.violations, result.events, report.error,
+                         {"log": Path(report.prov.log_path),
+                          "answers": Path(report.prov.answers_path)})
+
+
+def run_vllm(config: RunConfig, db: str, progress: Progress | None = None,
+             parent_id: int | None = None) -> Observed:
+    """Run `config`'s conversation on vLLM and record it into the log at `db`."""
+    engine = VllmEngine(config)
+    return observe(engine, questions(config), db, progress, parent_id)
+
+
+def cmd_run_vllm(config: RunConfig, db: str, as_json: bool) -> int:
+    """`specledger run --backend vllm`: run, record, print the turns."""
+    from specledger import output
+
+    with output.progress_bar(config, f"vllm {config.drafter}", not as_json) as progress:
+        done = run_vllm(config, db, progress)
+    rec = done.recording
+    profiles = fold_profiles(scan_events(open_db(db, create=False), done.session_id))
+    if as_json:
+        output.emit_json({"session": done.session_id, "events": rec.events,
+                          "violations": rec.violations,
+                          **{k: str(v) for k, v in rec.files.items()},
+                          "turns": output.turn_rows(rec.turns, profiles)})
+        return 0
+    cfg = rec.config
+    method = cfg["method"] or "none"
+    output.console.print(output.turn_table(
+        rec.turns, f"session {done.session_id}: vLLM {cfg['version']} drafter="
+                   f"{config.drafter} (method {method})", profiles))
+    output.console.print(f"{rec.events} events recorded in {db}; {rec.violations} "
+                         f"violation(s); server log {rec.files['log']}, answers "
+                         f"{rec.files['answers']}")
+    return 0
