@@ -83,7 +83,8 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser("bench",
                        help="measure: conversation cost, rollback strategies, drafters, "
-                            "recorder cost, sim calibration, batched throughput",
+                            "recorder cost, sim calibration, batched throughput, three "
+                            "engines side by side",
                        description="Run benchmark suites; their sessions go to --db "
                                    "(default: <out>/bench.db), their results under --out "
                                    "(default: ./out/bench), or with --record into the "

@@ -1,0 +1,47 @@
+"""The engines suite's pure parts: Prometheus totals, a row per engine and method from the
+fastest pass, lossless against the engine's own plain answers, refused methods kept."""
+
+from specbench.engines import rows, table
+from specbench.engines_runs import EngineRun, prometheus_total
+
+PAGE = """# HELP llamacpp:spec_decode_num_drafts_total Speculative: verification steps
+# TYPE llamacpp:spec_decode_num_drafts_total counter
+llamacpp:spec_decode_num_drafts_total 12
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 3.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 2.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total_created{engine="0",position="0"} 1.7e9
+"""
+
+
+def test_prometheus_total_sums_a_metrics_label_sets() -> None:
+    assert prometheus_total(PAGE, "llamacpp:spec_decode_num_drafts_total") == 12
+    assert prometheus_total(PAGE, "vllm:spec_decode_num_accepted_tokens_per_pos_total") == 5
+    assert prometheus_total(PAGE, "vllm:generation_tokens_total") is None
+
+
+def run(engine: str, method: str, repeat: int, decode_s: float, tokens: list[int],
+        drafted: int = 0, accepted: int = 0, steps: int | None = None) -> EngineRun:
+    """A pass that generated 100 tokens."""
+    return EngineRun(engine, method, method, "float32", repeat, 100, decode_s, drafted,
+                     accepted, steps, tokens)
+
+
+def test_rows_take_the_fastest_pass_and_judge_against_the_engines_plain() -> None:
+    runs = [run("ours", "none", 0, 2.0, [1, 2]), run("ours", "none", 1, 1.0, [1, 2]),
+            run("ours", "mtp", 0, 0.5, [1, 2], drafted=40, accepted=30, steps=10),
+            run("vllm", "none", 0, 0.25, [1, 3]),
+            run("vllm", "ngram-simple", 0, 0.2, [1, 4], drafted=8, accepted=2, steps=4)]
+    found = rows(runs, {"mtp": "ModelRefusedError: no MTP weights"})
+    by = {(r["engine"], r["method"]): r for r in found}
+    assert list(by) == [("ours", "none"), ("ours", "mtp"), ("vllm", "none"),
+                        ("vllm", "ngram-simple"), ("vllm", "mtp")]
+    plain, mtp = by["ours", "none"], by["ours", "mtp"]
+    assert plain["tok_s"] == 100 and plain["tok_s_passes"] == [50, 100]
+    assert mtp["speedup"] == 2.0 and mtp["acceptance"] == 0.75 and mtp["mean_length"] == 4.0
+    assert mtp["same_as_plain"] is True  # vLLM's own plain answers differ from ours: no matter
+    assert by["vllm", "ngram-simple"]["same_as_plain"] is False
+    assert by["vllm", "mtp"]["refused"].startswith("ModelRefusedError")
+    text = table(found)
+    assert "| ours | mtp | float32 | 200 | 2.00x | 0.75 | 4.00 | yes |" in text
+    assert "| vllm | ngram-simple | float32 | 500 | 1.25x | 0.25 | 1.50 | **NO** |" in text
+    assert "| vllm | mtp | bfloat16 | refused |" in text
