@@ -10,7 +10,8 @@ llama-server logs no prompt ids unless the run tokenized them) matches any id an
 counted, never guessed. A log that names no id of a part at all (llama-server without -v:
 no prompt, no round) gives that part as unnamed ids: the answer as long as the turn's
 END_TURN says it was (`generated_tokens`), the prompt as long as START_TURN says, or,
-where it says nothing, as long as the other session's.
+where it says nothing, as long as the other session's. A turn whose rounds are unknown but
+whose answer the engine named (vLLM's stream: END_TURN's `answer_ids`) compares those.
 """
 
 from collections.abc import Sequence
@@ -130,8 +131,10 @@ class PromptTap:
             return _NO_TURN
         metrics = rec.metrics or {}
         if ROUNDS_UNKNOWN in metrics.get("unknown", ()):
-            # Its log shows the answer's length at most, no id of it.
-            answer: list[Token] = [None] * (metrics.get("generated_tokens") or 0)
+            # Its log shows the answer's length at most, no id of it; vLLM's stream names
+            # the ids even where its steps could not be placed.
+            answer: list[Token] = (metrics.get("answer_ids") or
+                                   [None] * (metrics.get("generated_tokens") or 0))
             return TurnTokens(trim, prompt, answer, answer, n_prompt)
         return TurnTokens(trim, prompt, rec.answer, rec.committed, n_prompt)
 

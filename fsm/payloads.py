@@ -292,6 +292,9 @@ class TurnMetricsRow(TypedDict):
     acc_per_pos: NotRequired[Annotated[list[float], _f(
         "imported, the rounds not in the log: llama-server's own acceptance at each draft "
         "position (print_timing's `acc per pos`, logged at -lv 4 and up)", "ratio")]]
+    answer_ids: NotRequired[Annotated[TokenIds, _f(
+        "imported, the rounds not in the log: the answer's ids as the engine reported them "
+        "(vLLM's stream, where its steps could not be placed)", _TOKENS)]]
 
 
 class EndTurn(TypedDict):

@@ -3,7 +3,8 @@ questions, chosen by the same seed, answered under the same sampling) asked of l
 llama-server, running the shipped models' GGUF export with the drafter our name maps to
 (adapters/llama/options.py), through the OpenAI-compatible API with the `openai` client;
 then the server's -v log and the answers are recorded as the session, by the same ledger
-that `specledger import llama-server` uses.
+that `specledger import llama-server` uses; `LlamaEngine` is the run as an observed engine
+(adapters/protocol.py), recorded by specledger/observed.py.
 
 llama-server runs one slot here (adapters/llama/server.py starts it with `-np 1`), so a run
 is one conversation. The server is stopped before its log is read: it writes a task's
@@ -12,12 +13,14 @@ release after the answer is sent.
 
 import json
 import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adapters.llama.conversation import Exchange, Messages, Sampling, converse
-from adapters.llama.logread import read_log
+from adapters.llama.ledger import LedgerResult
+from adapters.llama.logread import LogReading, read_log
 from adapters.llama.options import (
     ChainOrderError,
     Drafter,
@@ -26,9 +29,10 @@ from adapters.llama.options import (
     server_args,
 )
 from adapters.llama.paths import require_server
-from adapters.llama.provenance import Provenance, file_sha256
-from adapters.llama.responses import parse_responses
+from adapters.llama.provenance import BACKEND, Provenance, file_sha256
+from adapters.llama.responses import Responses, parse_responses
 from adapters.llama.server import LlamaServer
+from adapters.protocol import Recording, Sink
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.files import write_file
@@ -37,7 +41,8 @@ from eventlog import open_db
 from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
 from specledger.errors import UsageError
-from specledger.llama_session import LlamaSession, store_llama_session
+from specledger.llama_session import LlamaSession, record_llama
+from specledger.observed import observe
 
 
 class LlamaClientMissingError(ConfigError):
@@ -89,20 +94,57 @@ def server_options(config: RunConfig) -> ServerOptions:
                                          threads=config.threads, verbose=True)
 
 
-def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
-              parent_id: int | None = None) -> LlamaRun:
-    """Run `config`'s conversation on llama-server and record it into the log at `db`
-    (as a re-run of session `parent_id` when one is given)."""
-    opts = server_options(config)  # a bad model path is told before the client's slow import
+@dataclass(frozen=True)
+class LlamaDriven:
+    """A driven conversation: its exchanges and the server's flags."""
+
+    exchanges: list[Exchange]
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LlamaReport:
+    """What the stopped server reported: its log, the answers (and their file), the
+    prompts as it tokenized them, the run's provenance."""
+
+    reading: LogReading
+    responses: Responses
+    prompts: list[list[int] | None]
+    prov: Provenance
+
+
+def _require_openai() -> None:
+    """The `openai` client, or LlamaClientMissingError."""
     try:
-        from openai import OpenAI
+        import openai  # noqa: F401
     except ImportError:
         raise LlamaClientMissingError("the llama backend needs the openai client: pip "
                                       "install 'specledger[llama]'") from None
-    asked = questions(config)
-    sampling = Sampling(config.temperature, config.top_k, config.top_p, config.seed,
-                        config.answer_cap)
-    with LlamaServer(opts) as server:
+
+
+class LlamaEngine:
+    """One `run --backend llama`, as adapters/protocol.py's `ObservedEngine`."""
+
+    backend = BACKEND
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.options = server_options(config)  # a bad model path is told before the client
+        _require_openai()
+        self.ledger: LedgerResult | None = None
+        """The ledger's result, once recorded."""
+
+    def server(self) -> LlamaServer:
+        """llama-server for the run, not started."""
+        return LlamaServer(self.options)
+
+    def drive(self, server: LlamaServer, asked: Sequence[str],
+              on_answer: Callable[[int], None]) -> LlamaDriven:
+        """The conversation, through the `openai` client."""
+        from openai import OpenAI
+
+        c = self.config
+        sampling = Sampling(c.temperature, c.top_k, c.top_p, c.seed, c.answer_cap)
         client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="specledger",
                         max_retries=0)
 
@@ -111,27 +153,48 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
             return server.client.tokenize([text])[0]
 
         def answered(exchange: Exchange) -> None:
-            if progress is not None:
-                progress.tokens(int(exchange.response.get("usage", {}).get(
-                    "completion_tokens", 0)))
-                progress.turn_done()
+            on_answer(int(exchange.response.get("usage", {}).get("completion_tokens", 0)))
 
-        exchanges = converse(client, asked, sampling, stream=config.stream,
+        exchanges = converse(client, asked, sampling, stream=c.stream,
                              prompt_ids=prompt_ids, on_answer=answered)
-        flags = tuple(server_args(opts, server.port, server.dialect))
-    log_path = server.log_path
-    responses_path = log_path.with_suffix(".responses.json")
-    answers: list[dict[str, Any]] = [e.response for e in exchanges]
-    write_file(responses_path, json.dumps(answers, indent=1))
-    prov = Provenance(log_path=str(log_path), responses_path=str(responses_path), flags=flags,
-                      version=server_version(opts.build), model_sha256=file_sha256(opts.model),
-                      draft_model_sha256=file_sha256(opts.draft_model)
-                      if opts.draft_model is not None and Drafter.DRAFT_MODEL in opts.drafters
-                      else None, prompt_ids=True, run=config.to_dict())
-    stored = store_llama_session(db, read_log(log_path), prov,
-                                 responses=parse_responses(json.dumps(answers)),
-                                 prompts=[e.prompt_ids for e in exchanges], parent_id=parent_id)
-    return LlamaRun(stored, log_path, responses_path)
+        return LlamaDriven(exchanges, tuple(server_args(self.options, server.port,
+                                                        server.dialect)))
+
+    def read(self, server: LlamaServer, driven: LlamaDriven) -> LlamaReport:
+        """The server's log and the answers, written beside it."""
+        opts = self.options
+        log_path = server.log_path
+        responses_path = log_path.with_suffix(".responses.json")
+        answers: list[dict[str, Any]] = [e.response for e in driven.exchanges]
+        write_file(responses_path, json.dumps(answers, indent=1))
+        prov = Provenance(log_path=str(log_path), responses_path=str(responses_path),
+                          flags=driven.flags, version=server_version(opts.build),
+                          model_sha256=file_sha256(opts.model),
+                          draft_model_sha256=file_sha256(opts.draft_model)
+                          if opts.draft_model is not None and Drafter.DRAFT_MODEL in
+                          opts.drafters else None, prompt_ids=True, run=self.config.to_dict())
+        return LlamaReport(read_log(log_path), parse_responses(json.dumps(answers)),
+                           [e.prompt_ids for e in driven.exchanges], prov)
+
+    def record(self, report: LlamaReport, sink: Sink) -> Recording:
+        """The log's tasks, fired into `sink`."""
+        self.ledger, rec = record_llama(report.reading, report.prov, sink,
+                                        responses=report.responses, prompts=report.prompts)
+        rec.files = {"log": Path(report.prov.log_path or ""),
+                     "responses": Path(report.prov.responses_path or "")}
+        return rec
+
+
+def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
+              parent_id: int | None = None) -> LlamaRun:
+    """Run `config`'s conversation on llama-server and record it into the log at `db`
+    (as a re-run of session `parent_id` when one is given)."""
+    engine = LlamaEngine(config)
+    done = observe(engine, questions(config), db, progress, parent_id)
+    assert engine.ledger is not None
+    rec = done.recording
+    return LlamaRun(LlamaSession(done.session_id, engine.ledger, rec.config), rec.files["log"],
+                    rec.files["responses"])
 
 
 def cmd_run_llama(config: RunConfig, db: str, as_json: bool) -> int:

@@ -37,6 +37,10 @@ from specledger.errors import UsageError
 from specledger.llama_run import questions
 from specledger.observed import Observed, observe
 
+MAX_MODEL_LEN = 4096
+"""The context vLLM is given (or the model's own limit, if smaller): three turns of
+512-token answers pass 2048 tokens."""
+
 
 class VllmClientMissingError(ConfigError):
     """The `openai` client (the `llama` extra, which vLLM's runs use too) is not installed."""
@@ -66,8 +70,11 @@ def server_options(config: RunConfig) -> VllmOptions:
                          "backend with --draft-min 0")
     draft = (_checkpoint(config.draft_model, "draft_model")
              if method is not None and method.value == "draft_model" else None)
-    return VllmOptions(model=_checkpoint(config.model, "model"), method=method,
-                       draft_max=config.draft_max, ngram_n=config.ngram_n, draft_model=draft)
+    model = _checkpoint(config.model, "model")
+    positions = json.loads((model / "config.json").read_text()).get("max_position_embeddings")
+    return VllmOptions(model=model, method=method, draft_max=config.draft_max,
+                       ngram_n=config.ngram_n, draft_model=draft,
+                       max_model_len=min(MAX_MODEL_LEN, int(positions or MAX_MODEL_LEN)))
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,11 @@ class VllmEngine:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.options = server_options(config)  # a bad option is told before anything starts
+        try:
+            import openai  # noqa: F401
+        except ImportError:
+            raise VllmClientMissingError("the vllm backend needs the openai client: pip "
+                                         "install 'specledger[llama]'") from None
         self.version: str | None = None
 
     def server(self) -> VllmServer:
@@ -99,11 +111,8 @@ class VllmEngine:
     def drive(self, server: VllmServer, asked: Sequence[str],
               on_answer: Callable[[int], None]) -> Conversation:
         """The conversation, through the `openai` client, streamed."""
-        try:
-            from openai import OpenAI
-        except ImportError:
-            raise VllmClientMissingError("the vllm backend needs the openai client: pip "
-                                         "install 'specledger[llama]'") from None
+        from openai import OpenAI
+
         self.version = server.client.version()
         c = self.config
         client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="specledger",

@@ -17,7 +17,7 @@ import heapq
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from adapters.llama.crosscheck import response_violations, totals_violations, verdict_violations
 from adapters.llama.ledger_prompt import SlotState, TurnState, start_steps
@@ -27,6 +27,7 @@ from adapters.llama.logrecords import RecordKind, StopReason, TimingPhase
 from adapters.llama.responses import ResponseFacts, match_responses
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
+from adapters.protocol import Sink
 from engine.metrics import TurnMetrics
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
@@ -35,16 +36,6 @@ from fsm.payloads import TurnMetricsRow
 from fsm.states import Trigger
 
 K = RecordKind
-
-
-class Sink(Protocol):
-    """Where the ledger's events go: a session journal (engine.session.Journal)."""
-
-    def append(self, event: Event) -> None:
-        """Take one event."""
-
-    def end_unit(self) -> None:
-        """Everything appended so far forms whole units."""
 
 
 @dataclass

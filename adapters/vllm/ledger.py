@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llama.ledger import Sink
+from adapters.protocol import Sink
 from adapters.vllm.answers import Answer
 from adapters.vllm.crosscheck import answer_violations
 from adapters.vllm.ledger_rounds import fire_step
@@ -142,6 +142,7 @@ class _Ledger:
         else:
             self.tokens.extend(answer[1:])
             unknown |= set(ROUND_FIGURES)
+            reported["answer_ids"] = list(answer)
             if a.spec is not None:
                 stats.drafted, stats.accepted = a.spec.drafted, a.spec.accepted
                 reported["mean_accept_len"] = a.spec.mean_acceptance_length

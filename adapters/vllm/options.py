@@ -79,7 +79,7 @@ class VllmOptions:
     draft_max: int = 4
     ngram_n: int = 4
     draft_model: Path | None = None
-    max_model_len: int = 2048
+    max_model_len: int = 4096
     port: int = 0
     eager: bool = True
     chat_template: Path | None = None

@@ -16,6 +16,7 @@ class Cause(StrEnum):
     IMPORTED = "imported"                  # INCOMPLETE_LOG: the importer died, not a run
     DRAFT_STATE_NOT_SAVED = "draft_state"  # DRAFT_CHECKPOINT_DISCARD: too-small checkpoints
     SAMPLED = "sampled"                    # OUTPUT_MISMATCH: a sampled run's answers
+    NO_PREFIX_CACHE = "no_prefix_cache"    # HISTORY_REPREFILL: the engine keeps no prefix
 
 
 ADVICE: dict[Kind, str] = {
@@ -101,6 +102,10 @@ CAUSE_ADVICE: dict[Cause, str] = {
                                  "checkpoint (llama.cpp PR 22521; --draft-checkpoints keep on "
                                  "our engine).",
     Cause.SAMPLED: "Compare greedy runs (--temperature 0) for a token-level check.",
+    Cause.NO_PREFIX_CACHE: "Expect every turn to prefill the conversation again while the "
+                           "engine keeps no prefix cache: on vLLM's CPU build, decode plain "
+                           "(--drafter none) to keep it, or run speculation on a build whose "
+                           "hybrid prefix cache works with it (vLLM's GPU builds).",
 }
 
 INVARIANT_ADVICE: dict[Invariant, str] = {

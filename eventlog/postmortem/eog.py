@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventlog.postmortem.advice import ADVICE
+from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from eventlog.postmortem.detector import (
     ROUND,
     SEQ,
@@ -233,6 +233,7 @@ class EogTail:
             f"{why}, so {total} history tokens were prefilled again (turn {ex['turn']}: kept "
             f"{ex['kept']} of {ex['slot_len']}, back to the checkpoint at {ex['checkpoint']}, "
             f"{ex['reprefill']} tokens).",
-            ADVICE[Kind.HISTORY_REPREFILL],
+            ADVICE[Kind.HISTORY_REPREFILL] if self.no_prefix is None
+            else CAUSE_ADVICE[Cause.NO_PREFIX_CACHE],
             {"restores": len(o), "reprefill_tokens": total, "per_turn": examples(o)},
             ex["slot"], ex["turn"], ex["round"])

@@ -30,7 +30,7 @@ SUBJECT = {
 }
 CAUSE_SUBJECT = {Cause.CUT_LOG: "whole log", Cause.IMPORTED: "Import the log again",
                  Cause.DRAFT_STATE_NOT_SAVED: "draft model's state",
-                 Cause.SAMPLED: "greedy"}
+                 Cause.SAMPLED: "greedy", Cause.NO_PREFIX_CACHE: "prefix cache"}
 
 
 def test_every_kind_and_cause_has_advice_about_its_subject() -> None:

@@ -123,7 +123,7 @@ def test_rerun_runs_llama_server_again_and_compares(tmp_path: Path,
 def test_an_imported_log_has_no_run_to_repeat(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "i.db")
-    fixtures = Path(__file__).resolve().parents[1] / "engine" / "llama" / "fixtures"
+    fixtures = Path(__file__).resolve().parents[1] / "adapters" / "llama" / "fixtures"
     assert main(["import", "llama-server", str(fixtures / "ngram-mod.log.gz"), "--db", db,
                  "--json"]) == 0
     capsys.readouterr()
