@@ -16,7 +16,6 @@ operation: the MTP head's cost per drafted token (`mtp_token_s`) is fitted besid
 profile and added to the sim's time; an n-gram lookup is taken as free.
 """
 
-import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ import numpy as np
 
 from engine.sim.backend import UBATCH
 from engine.sim.costs import ROUND_COPIES, CostProfile
+from engine.sim.nnls import nnls
 from specbench.calibration_llama_measure import Trace
 
 LINEAR = ("launch_s", "inv_hbm_bw", "token_s", "multi_token_s", "round_sync_s",
@@ -94,24 +94,6 @@ def predict(p: CostProfile, row: Row, mtp_token_s: float) -> float:
     if row.kind == "prefill":
         return prefill_s(p, row.trace)
     return decode_s(p, row.trace, row.drafter, mtp_token_s)
-
-
-def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """argmin |a x - b| over x >= 0, exactly: the least-squares solution on every subset
-    of the columns, the best whose coefficients are all non-negative (a handful of
-    unknowns: 2^7 small solves, no solver dependency)."""
-    n = a.shape[1]
-    best, best_cost = np.zeros(n), float(b @ b)
-    for k in range(1, n + 1):
-        for cols in itertools.combinations(range(n), k):
-            x = np.linalg.lstsq(a[:, cols], b, rcond=None)[0]
-            if (x < 0).any():
-                continue
-            r = a[:, cols] @ x - b
-            if (cost := float(r @ r)) < best_cost:
-                best, best_cost = np.zeros(n), cost
-                best[list(cols)] = x
-    return best
 
 
 def fit(rows: Sequence[Row], base: CostProfile) -> tuple[CostProfile, float]:

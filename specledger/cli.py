@@ -11,7 +11,15 @@ from engine.config import OBSERVED, BackendKind
 from eventlog.interrupts import interrupts_deferred
 from eventlog.unclosed import fail_unclosed
 from fsm.errors import SpecledgerError
-from specledger import bench_cmd, commands, export_cmd, import_cmd, llama_cmd, migrate_cmd
+from specledger import (
+    bench_cmd,
+    calibrate_cmd,
+    commands,
+    export_cmd,
+    import_cmd,
+    llama_cmd,
+    migrate_cmd,
+)
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
 from specledger.graphs import GraphKind
@@ -101,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="change the scenario's base settings (sizes, drafter), repeatable")
     bench_cmd.add_parser(sub)
     import_cmd.add_parser(sub)
+    calibrate_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     migrate_cmd.add_parser(sub)
     llama_cmd.add_parser(sub)

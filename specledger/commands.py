@@ -16,6 +16,7 @@ from eventlog.reader import scan_events
 from specledger import (
     analysis_cmds,
     bench_cmd,
+    calibrate_cmd,
     export_cmd,
     import_cmd,
     llama_cmd,
@@ -44,6 +45,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "report": analysis_cmds.cmd_report,
         "bench": bench_cmd.cmd_bench,
         "import": import_cmd.cmd_import,
+        "calibrate": calibrate_cmd.cmd_calibrate,
         "export": export_cmd.cmd_export,
         "migrate": migrate_cmd.cmd_migrate,
         "llama": llama_cmd.cmd_llama,

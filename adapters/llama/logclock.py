@@ -1,0 +1,177 @@
+"""A llama-server -v log's own clock, cut into the pieces a cost model charges.
+
+Each round of a task (adapters/llama/taskfold) is timed by the log's line prefixes
+(`M.ss.mmm.uuu`): a round's segment runs from the end of the round before it (the
+first token, for the first round) to its own last line, so it holds everything the
+server did for that round: the drafter's call, the speculative checkpoint saved, the
+verify forward, a restore and its replay, the accept decision and the token lines.
+The segments of a task add up to its decode time; print_timing's `eval time` says
+how the server measured the same span, and the prompt phase is print_timing's
+`prompt eval time` (processed tokens, milliseconds).
+
+What a segment records are counts only (forwards by batch and context, drafted tokens
+by drafter, saves, restores), so fitting them is the fitter's business
+(adapters/llama/logfit.py). Tasks whose slots ran at the same time share the
+clock and cannot be cut by it: they are left out and counted.
+"""
+
+from dataclasses import dataclass, field
+
+from adapters.llama.errors import LlamaError
+from adapters.llama.logread import LogReading
+from adapters.llama.logrecords import TimingPhase
+from adapters.llama.taskfold import fold_tasks
+from adapters.llama.tasks import LlamaRound, LlamaTask
+
+MODEL_DRAFTER_PREFIX = "draft"
+"""llama.cpp's drafters that run a model per drafted token (draft-mtp, draft-simple,
+the draft model of older builds) are named so; the n-gram lookups are not."""
+
+
+class LogClockError(LlamaError):
+    """The log cannot be timed: no timestamps, no verbose rounds, or no finished request."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One round's wall time and what ran in it: forwards as `(batch, context)` pairs (the
+    verify first, then each replay), tokens drafted by a model drafter (`drafter` names
+    it; None for a plain step or an n-gram lookup), speculative checkpoints saved and
+    restored, and whether drafts were verified."""
+
+    task: int
+    seconds: float
+    forwards: tuple[tuple[int, int], ...]
+    drafter: str | None
+    drafted: int
+    saves: int
+    restores: int
+    speculative: bool
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A task's prompt processing as print_timing reports it."""
+
+    task: int
+    tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TaskClock:
+    """A task's decode segments, its print_timing decode span (`eval_s`, `eval_tokens`)
+    and the span its segments cover (`segments_s`)."""
+
+    task: int
+    segments: tuple[Segment, ...]
+    eval_s: float
+    eval_tokens: int
+    segments_s: float
+
+
+@dataclass
+class LogClock:
+    """The timed pieces of a whole log, and what could not be timed: tasks that shared
+    the clock with another slot (`overlapping`), tasks without print_timing or without
+    a finished round (`untimed`). `state_bytes` is the speculative checkpoint's size as
+    the log gives it (None: no checkpoint)."""
+
+    tasks: list[TaskClock] = field(default_factory=list)
+    prompts: list[Prompt] = field(default_factory=list)
+    overlapping: int = 0
+    untimed: int = 0
+    state_bytes: int | None = None
+    build: str | None = None
+
+    @property
+    def segments(self) -> list[Segment]:
+        """Every task's segments, in order."""
+        return [s for t in self.tasks for s in t.segments]
+
+
+def _drafter(rnd: LlamaRound, default: str | None) -> str | None:
+    name = rnd.spec_type or default
+    if not rnd.speculative or name is None:
+        return None
+    name = name.replace("_", "-")  # builds before 0.3.24 spell names with underscores
+    return name if name.startswith(MODEL_DRAFTER_PREFIX) else None
+
+
+def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None) -> Segment:
+    verify = (rnd.drafted + 1 if rnd.speculative else 1, rnd.n_tokens)
+    drafter = _drafter(rnd, default)
+    drafted = 0 if drafter is None else (rnd.spec_gen or rnd.drafted)
+    assert rnd.t_end is not None  # only timed rounds come here
+    return Segment(task=task.task, seconds=rnd.t_end - start,
+                   forwards=(verify, *((b, rnd.n_tokens) for b in rnd.replays)),
+                   drafter=drafter, drafted=drafted, saves=int(rnd.spec_ckpt is not None),
+                   restores=len(rnd.restores), speculative=rnd.speculative)
+
+
+def _overlaps(tasks: list[LlamaTask]) -> set[int]:
+    """Indices of tasks whose span [start, last round end] meets another's."""
+    spans = [(t.t, max((r.t_end for r in t.rounds if r.t_end is not None), default=t.t))
+             for t in tasks]
+    out = set()
+    for i, (a0, a1) in enumerate(spans):
+        for j, (b0, b1) in enumerate(spans):
+            if i != j and None not in (a0, a1, b0, b1) and a0 < b1 and b0 < a1:  # type: ignore[operator]
+                out.add(i)
+    return out
+
+
+def _task_clock(task: LlamaTask, default: str | None) -> TaskClock | None:
+    timing = task.timings.get(TimingPhase.EVAL)
+    if timing is None or task.first_token is None or task.first_token.t is None:
+        return None
+    start = task.first_token.t
+    segments = []
+    for rnd in task.rounds:
+        if rnd.t_end is None or not rnd.complete:
+            break
+        segments.append(_segment(task, rnd, start, default))
+        start = rnd.t_end
+    if not segments:
+        return None
+    return TaskClock(task=task.task, segments=tuple(segments), eval_s=timing.ms / 1e3,
+                     eval_tokens=timing.tokens, segments_s=start - task.first_token.t)
+
+
+def log_clock(reading: LogReading, name: str = "the log") -> LogClock:
+    """The timed segments and prompts of a parsed log; a log that has none says why in
+    one line (`name` is what it calls the log)."""
+    if not any(r.t is not None for r in reading.records):
+        raise LogClockError(f"{name} has no timestamps: start llama-server with "
+                            "--log-timestamps (and -v) so every line carries its time")
+    fold = fold_tasks(reading.records)
+    if not any(t.rounds for t in fold.tasks):
+        raise LogClockError(f"{name} shows no decode rounds: start llama-server with -v "
+                            "(verbose) so each round is logged")
+    drafters = reading.server.model_drafters or reading.server.implementations
+    default = drafters[0] if len(drafters) == 1 else None
+    clock = LogClock(build=reading.server.build)
+    overlap = _overlaps(fold.tasks)
+    for i, task in enumerate(fold.tasks):
+        if i in overlap:
+            clock.overlapping += 1
+            continue
+        prompt = task.timings.get(TimingPhase.PROMPT)
+        if prompt is not None and prompt.tokens > 0:
+            clock.prompts.append(Prompt(task.task, prompt.tokens, prompt.ms / 1e3))
+        timed = _task_clock(task, default)
+        if timed is None:
+            clock.untimed += 1
+        else:
+            clock.tasks.append(timed)
+        for rnd in task.rounds:
+            if rnd.spec_ckpt is not None and rnd.spec_ckpt.size_mib and clock.state_bytes is None:
+                clock.state_bytes = round(rnd.spec_ckpt.size_mib * 2**20)
+            for r in rnd.restores:
+                if r.size_mib:  # a restore logs the exact bytes (converted to MiB)
+                    clock.state_bytes = round(r.size_mib * 2**20)
+    if not clock.tasks:
+        raise LogClockError(f"{name} has no finished request with print_timing and a "
+                            f"timed round ({clock.overlapping} overlapped another slot, "
+                            f"{clock.untimed} untimed)")
+    return clock

@@ -1,0 +1,230 @@
+"""A cost profile fitted from one llama-server -v log's own clock (`specledger calibrate`).
+
+The log's segments (adapters/llama/logclock.py: one per round, its wall time and what
+ran in it) are linear in a handful of terms, fitted by non-negative least squares on
+their seconds (engine/sim/nnls.py; unweighted, so the fitted segments add up to the
+measured decode time, which is what tokens/s divides):
+
+    segment = launch_s + token_s x tokens forwarded + ctx_token_s x context read
+              + round_s (a speculative round) + draft_token_s[drafter] x tokens a model
+              drafter drafted + save_s x speculative checkpoints saved
+              + restore_s x restored
+
+and print_timing's prompt lines give `prefill_token_s` and `prefill_s`. A term the log
+never exercises is absent; a term whose column the others already span (an n-gram log's
+`round_s` beside `save_s`: a checkpoint every speculative round) cannot be separated: it
+is fixed at 0 and the term that carries it is named. Scheduler stalls of a shared machine are
+outliers, not costs: segments beyond `OUTLIER_MADS` robust deviations are dropped once
+and counted (beyond `OUTLIER_FLOOR` too). Each term's spread is its standard error on the final fit.
+
+Some costs never come apart in a llama log, so the terms are drawn to hold them whole:
+every round runs one verify forward more than it restores (a restore always brings one
+replay), so `launch_s` is a round's fixed cost (its forward's and the server loop's) and
+`restore_s` holds the replay forward's fixed cost; a verify of several tokens runs the
+chunked recurrence and, with `n_rs_seq`, writes a state per position, which always come
+with a speculative round or its drafted tokens, so `round_s` and the drafter's term carry
+them (the sim's `multi_token_s` stays 0).
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from adapters.llama.logclock import LogClock, Prompt, Segment
+from engine.sim.costs import CostProfile, Placement
+from engine.sim.nnls import nnls
+
+BASE_TERMS = ("launch_s", "token_s", "save_s", "restore_s", "round_s", "ctx_token_s")
+"""The segment terms, in the order they claim a column the others also span."""
+COLLINEAR = 1e-6  # a column whose share outside the others' span is below this: not separable
+OUTLIER_MADS = 6.0
+OUTLIER_FLOOR = 0.25  # nor less than this off, relative: a tight fit's rounding is no stall
+OUT_OF_REACH = 1e18  # a rate the fitted profile never pays (bytes over it are ~0 s)
+
+
+def draft_term(drafter: str) -> str:
+    """The term of a model drafter's cost per drafted token."""
+    return f"draft_token_s[{drafter}]"
+
+
+def features(s: Segment) -> dict[str, float]:
+    """A segment's column values, by term."""
+    out = {"launch_s": 1.0, "token_s": float(sum(b for b, _ in s.forwards)),
+           "ctx_token_s": float(sum(c + b for b, c in s.forwards)),
+           "save_s": float(s.saves), "restore_s": float(s.restores),
+           "round_s": float(s.speculative)}
+    if s.drafter is not None:
+        out[draft_term(s.drafter)] = float(s.drafted)
+    return out
+
+
+@dataclass(frozen=True)
+class Term:
+    """A fitted term: its value and standard error (seconds; None where the rows leave
+    no degree of freedom to estimate it), and how it was settled:
+    `fitted`, `absent` (never exercised by the log), `unseparated` (fixed at 0; `carried_by`
+    the terms whose columns span it) or `bound` (fitted at the bound 0)."""
+
+    name: str
+    value: float
+    spread: float | None
+    status: str
+    carried_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """Relative residuals of the rows kept: RMS, median absolute, largest; rows kept and
+    dropped as outliers."""
+
+    rms: float
+    median_abs: float
+    max_abs: float
+    rows: int
+    dropped: int
+
+
+@dataclass
+class LogFit:
+    """The terms of a log, the residuals of its decode segments and prompts."""
+
+    terms: dict[str, Term] = field(default_factory=dict)
+    decode: Residuals | None = None
+    prefill: Residuals | None = None
+
+    def value(self, name: str) -> float:
+        """A term's value (0 where the log did not give it)."""
+        t = self.terms.get(name)
+        return 0.0 if t is None else t.value
+
+    @property
+    def drafters(self) -> list[str]:
+        """The model drafters whose per-token cost was fitted."""
+        return [n[len("draft_token_s["):-1] for n in self.terms if n.startswith("draft_token_s[")]
+
+
+def _separable(names: Sequence[str], a: np.ndarray) -> tuple[list[int], dict[int, tuple[str, ...]]]:
+    """Columns taken in order, each kept only if it leaves the span of those kept; the
+    others map to the kept columns that span them."""
+    kept: list[int] = []
+    spanned: dict[int, tuple[str, ...]] = {}
+    for j in range(a.shape[1]):
+        col = a[:, j]
+        if not kept:
+            kept.append(j)
+            continue
+        basis = a[:, kept]
+        coef = np.linalg.lstsq(basis, col, rcond=None)[0]
+        rest = col - basis @ coef
+        if np.linalg.norm(rest) > COLLINEAR * np.linalg.norm(col):
+            kept.append(j)
+        else:
+            spanned[j] = tuple(names[kept[i]] for i in range(len(kept)) if abs(coef[i]) > 1e-9)
+    return kept, spanned
+
+
+def _residuals(rel: np.ndarray, dropped: int) -> Residuals:
+    return Residuals(rms=float(np.sqrt(np.mean(rel**2))), median_abs=float(np.median(np.abs(rel))),
+                     max_abs=float(np.max(np.abs(rel))), rows=len(rel), dropped=dropped)
+
+
+def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
+                ) -> tuple[dict[str, Term], Residuals]:
+    """Non-negative terms of `a x = y` in least squares: absent and unseparated
+    columns settled first, outliers dropped once, each term's standard error. The
+    residuals are reported relative to each row."""
+    terms: dict[str, Term] = {}
+    present = [j for j in range(a.shape[1]) if np.any(a[:, j])]
+    for j in range(a.shape[1]):
+        if j not in present:
+            terms[names[j]] = Term(names[j], 0.0, 0.0, "absent")
+    kept_local, spanned = _separable([names[j] for j in present], a[:, present])
+    for jl, by in spanned.items():
+        n = names[present[jl]]
+        terms[n] = Term(n, 0.0, 0.0, "unseparated", by)
+    cols = [present[j] for j in kept_local]
+    keep = np.ones(len(y), dtype=bool)
+    dropped = 0
+    for _ in range(2):
+        aw = a[keep][:, cols]
+        scale = np.abs(aw).max(axis=0)
+        x = nnls(aw / scale, y[keep]) / scale
+        rel = a[:, cols] @ x / y - 1
+        mad = float(np.median(np.abs(rel[keep] - np.median(rel[keep])))) or 1e-12
+        off = np.abs(rel - np.median(rel[keep]))
+        outlier = (off > OUTLIER_MADS * 1.4826 * mad) & (off > OUTLIER_FLOOR)
+        if dropped or not outlier.any():
+            break
+        keep, dropped = ~outlier, int(outlier.sum())
+    active = [i for i in range(len(cols)) if x[i] > 0]
+    aw = a[keep][:, [cols[i] for i in active]]
+    resid = rel[keep]
+    err = a[keep][:, cols] @ x - y[keep]
+    dof = int(keep.sum()) - len(active)
+    cov = float(err @ err) / max(dof, 1) * np.linalg.pinv(aw.T @ aw)
+    for i, j in enumerate(cols):
+        spread: float | None = 0.0
+        if i in active:
+            var = cov[active.index(i)][active.index(i)]
+            spread = math.sqrt(max(0.0, float(var))) if dof > 0 else None
+        terms[names[j]] = Term(names[j], float(x[i]), spread, "fitted" if i in active else "bound")
+    return {n: terms[n] for n in names}, _residuals(resid, dropped)
+
+
+def fit_log(clock: LogClock) -> LogFit:
+    """The decode terms from the log's segments, the prefill terms from its prompts."""
+    segs = clock.segments
+    names = list(BASE_TERMS) + sorted({draft_term(s.drafter) for s in segs if s.drafter})
+    rows = [features(s) for s in segs]
+    a = np.array([[r.get(n, 0.0) for n in names] for r in rows])
+    y = np.array([s.seconds for s in segs])
+    if (y <= 0).any():
+        raise ValueError("calibrate: a segment of zero length (timestamps out of order)")
+    terms, decode = fit_columns(names, a, y)
+    out = LogFit(terms=terms, decode=decode)
+    if clock.prompts:
+        p_terms, out.prefill = fit_prompts(clock.prompts)
+        out.terms.update(p_terms)
+    return out
+
+
+def fit_prompts(prompts: Sequence[Prompt]) -> tuple[dict[str, Term], Residuals]:
+    """print_timing's prompt lines: seconds per processed token and a fixed cost."""
+    a = np.array([[float(p.tokens), 1.0] for p in prompts])
+    y = np.array([p.seconds for p in prompts])
+    return fit_columns(("prefill_token_s", "prefill_s"), a, y)
+
+
+def predict_segment(fit: LogFit, s: Segment) -> float:
+    """The seconds `fit` charges for a segment (a drafter it never saw costs 0)."""
+    return sum(fit.value(n) * v for n, v in features(s).items())
+
+
+def predict_tok_s(fit: LogFit, clock: LogClock) -> tuple[float, float]:
+    """Decode tokens/s of a log as print_timing measured it and as `fit` predicts it:
+    every task's eval tokens over its eval seconds, summed."""
+    tokens = sum(t.eval_tokens for t in clock.tasks)
+    measured = sum(t.eval_s for t in clock.tasks)
+    predicted = sum(predict_segment(fit, s) for s in clock.segments)
+    return tokens / measured, tokens / predicted
+
+
+def to_profile(fit: LogFit, name: str, description: str, state_bytes: int | None
+               ) -> CostProfile:
+    """The sim's profile of a fit: a forward is `launch_s` plus `token_s` per token and
+    `ctx_token_s` per cached token (as one byte per token over an effective bandwidth); a
+    checkpoint in host memory costs `save_s`; the speculative round's `round_s` is the
+    round sync. The sim charges a restore as a save plus a replay forward's `launch_s`,
+    where the fit has `restore_s` (in the report). Bandwidth terms the log cannot see are
+    out of reach; drafting is not a backend cost (the report has it)."""
+    ctx = fit.value("ctx_token_s")
+    return CostProfile(
+        name=name, weight_bytes=0.0, hbm_bw=1.0 / ctx if ctx > 0 else OUT_OF_REACH,
+        flops_per_token=0.0, peak_flops=OUT_OF_REACH, kv_bytes_per_token=1.0,
+        state_bytes=float(state_bytes or 0), copy_bw=OUT_OF_REACH,
+        launch_s=fit.value("launch_s"), description=description,
+        token_s=fit.value("token_s"), checkpoint_place=Placement.HOST.value,
+        host_bw=OUT_OF_REACH, host_copy_s=fit.value("save_s"),
+        round_sync_s=fit.value("round_s"))

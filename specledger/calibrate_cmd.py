@@ -1,0 +1,110 @@
+"""`specledger calibrate LOG|SESSION [--out PROFILE.json]`: the sim's cost terms fitted
+from one llama-server -v log's own clock (a file, or the log a recorded or imported
+session came from), each term with its spread, the residuals, and the terms the log
+could not separate; with `--out`, the profile the sim runs with (`--profile FILE.json`).
+"""
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from adapters.llama.logclock import LogClock, log_clock
+from adapters.llama.logfit import LogFit, Term, fit_log, predict_tok_s, to_profile
+from adapters.llama.logread import read_log
+from engine.errors import ConfigError
+from engine.files import check_target
+from engine.sim.costs import save_profile
+from eventlog import get_session, open_db
+from specledger import output
+
+_STATUS = {"fitted": "fitted", "bound": "fitted at 0 (bound)", "absent": "not in the log",
+           "unseparated": "not separable: fixed at 0"}
+
+
+def add_parser(sub: Any) -> None:
+    """The `calibrate` subcommand."""
+    p = sub.add_parser("calibrate", help="fit a sim profile from a llama-server -v log")
+    p.add_argument("source", help="a llama-server log file (plain or gzip, with -v and "
+                                  "timestamps), or the id of a session recorded from one")
+    p.add_argument("--out", type=Path, default=None,
+                   help="write the fitted profile here (a .json file; its stem names it)")
+
+
+def _log_path(source: str, db: str) -> Path:
+    """The log a source names: a file, else a session's recorded log."""
+    path = Path(source)
+    if path.is_file() or not source.isdigit():
+        return path
+    info = get_session(open_db(db, create=False), int(source))
+    logged = (info.config.get("source") or {}).get("path")
+    if not logged:
+        raise ConfigError(f"session {source} was not recorded from a llama-server log "
+                          f"(backend {info.backend}): calibrate needs one")
+    if not Path(logged).is_file():
+        raise ConfigError(f"session {source}'s log {logged} is gone: pass the log file")
+    return Path(logged)
+
+
+def term_row(t: Term) -> dict[str, Any]:
+    """A term as the JSON output gives it (seconds)."""
+    return {"term": t.name, "value_s": t.value, "spread_s": t.spread, "status": t.status,
+            "carried_by": list(t.carried_by)}
+
+
+def document(path: Path, clock: LogClock, fit: LogFit) -> dict[str, Any]:
+    """What `--json` prints."""
+    measured, predicted = predict_tok_s(fit, clock)
+    res = {k: vars(r) for k, r in (("decode", fit.decode), ("prefill", fit.prefill))
+           if r is not None}
+    return {"log": str(path), "build": clock.build, "tasks": len(clock.tasks),
+            "segments": len(clock.segments), "prompts": len(clock.prompts),
+            "overlapping_tasks": clock.overlapping, "untimed_tasks": clock.untimed,
+            "state_bytes": clock.state_bytes, "terms": [term_row(t) for t in fit.terms.values()],
+            "residuals": res, "decode_tok_s": {"log": measured, "fit": predicted}}
+
+
+def _print(doc: dict[str, Any]) -> None:
+    c = output.console
+    c.print(f"{doc['log']} ({doc['build'] or 'build not logged'}): {doc['tasks']} request(s), "
+            f"{doc['segments']} timed rounds, {doc['prompts']} prompt(s)"
+            + (f"; {doc['overlapping_tasks']} request(s) left out (slots ran at once)"
+               if doc["overlapping_tasks"] else ""))
+    for t in doc["terms"]:
+        spread = "?" if t["spread_s"] is None else f"{1e3 * t['spread_s']:.4f}"
+        value = (f"{1e3 * t['value_s']:.4f} ms ± {spread}"
+                 if t["status"] in ("fitted", "bound") else "-")
+        carried = f" (carried by {', '.join(t['carried_by'])})" if t["carried_by"] else ""
+        c.print(f"  {t['term']:<30} {value:<26} {_STATUS[t['status']]}{carried}",
+                markup=False, highlight=False)
+    for kind, r in doc["residuals"].items():
+        c.print(f"  residuals, {kind}: {r['rows']} rows, RMS {100 * r['rms']:.1f}%, median "
+                f"|{100 * r['median_abs']:.1f}%|, max |{100 * r['max_abs']:.1f}%|"
+                + (f", {r['dropped']} outlier(s) dropped" if r["dropped"] else ""))
+    tok = doc["decode_tok_s"]
+    c.print(f"  decode: {tok['log']:.1f} tok/s in the log, {tok['fit']:.1f} as fitted")
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Read the log, fit, print the terms; write the profile with --out."""
+    path = _log_path(args.source, args.db)
+    if args.out is not None:
+        if args.out.suffix != ".json":
+            raise ConfigError(f"--out {args.out}: a profile is a .json file")
+        check_target(args.out)
+    clock = log_clock(read_log(path), str(path))
+    fit = fit_log(clock)
+    doc = document(path, clock, fit)
+    if args.out is not None:
+        build = clock.build or "build not logged"
+        desc = (f"fitted by `specledger calibrate` from {path.name} ({build}): "
+                f"{len(clock.segments)} rounds of {len(clock.tasks)} request(s); checkpoint "
+                "restores charged as saves, drafting not charged")
+        profile = to_profile(fit, args.out.stem, desc, clock.state_bytes)
+        doc["profile"] = str(save_profile(profile, args.out.parent, {"calibrate": doc}))
+    if args.json:
+        output.emit_json(doc)
+    else:
+        _print(doc)
+        if args.out is not None:
+            output.console.print(f"wrote {doc['profile']}")
+    return 0

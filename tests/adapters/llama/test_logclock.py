@@ -1,0 +1,57 @@
+"""A real llama-server -v log cut into timed rounds by its own clock: the rounds add up
+to the decode time print_timing reports, carry the log's checkpoints, restores and
+drafter; a log without timestamps, without rounds, or with slots running at once says
+so in one line."""
+
+import re
+
+import pytest
+
+from adapters.llama.logclock import LogClockError, log_clock
+from adapters.llama.logread import parse_log, read_log
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+
+
+@pytest.mark.parametrize("name", ["ngram-mod", "mtp", "draft-simple", "plain", "eog-in-block"])
+def test_rounds_add_up_to_print_timings_decode_time(name: str) -> None:
+    clock = log_clock(read_log(FIXTURES / f"{name}.log.gz"))
+    assert clock.tasks and clock.overlapping == clock.untimed == 0
+    for t in clock.tasks:
+        assert t.segments_s == pytest.approx(t.eval_s, rel=0.01, abs=2e-4)
+        assert all(s.seconds > 0 for s in t.segments)
+    assert len(clock.prompts) == len(clock.tasks)
+
+
+def test_the_rounds_hold_the_logs_checkpoints_restores_and_replays() -> None:
+    text = fixture_text("ngram-mod")
+    clock = log_clock(parse_log(text))
+    segs = clock.segments
+    assert sum(s.saves for s in segs) == text.count("created speculative checkpoint")
+    assert sum(s.restores for s in segs) == text.count("restoring speculative checkpoint")
+    assert all(len(s.forwards) == 1 + s.restores for s in segs)
+    assert all(s.drafter is None for s in segs)  # an n-gram lookup is not a model
+    assert clock.state_bytes == 116908  # the restore line's exact size
+
+
+def test_a_model_drafter_is_named_with_its_drafted_tokens() -> None:
+    segs = log_clock(read_log(FIXTURES / "mtp.log.gz")).segments
+    assert {s.drafter for s in segs} == {"draft-mtp"}
+    assert all(s.drafted == s.forwards[0][0] - 1 for s in segs)
+    assert {s.drafter for s in log_clock(read_log(FIXTURES / "draft-simple.log.gz")).segments
+            } == {"draft-simple"}
+
+
+def test_a_log_without_timestamps_names_the_flag() -> None:
+    text = re.sub(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} ", "", fixture_text("plain"))
+    with pytest.raises(LogClockError, match="--log-timestamps"):
+        log_clock(parse_log(text), "plain.log")
+
+
+def test_a_log_without_rounds_asks_for_verbose() -> None:
+    with pytest.raises(LogClockError, match="-v"):
+        log_clock(read_log(FIXTURES / "quiet.log.gz"))
+
+
+def test_slots_running_at_once_are_left_out() -> None:
+    with pytest.raises(LogClockError, match="4 overlapped another slot"):
+        log_clock(read_log(FIXTURES / "two-slots.log.gz"))

@@ -1,0 +1,64 @@
+"""`specledger calibrate LOG|SESSION`: a real captured log gives each term with its
+spread or the reason it is not fitted, the residuals, and a profile the sim runs with; a
+session imported from a log is calibrated from that log; a log that cannot be timed is
+one line, exit 1."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.sim.costs import load_profile_file
+from specledger.cli import main
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+
+
+def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_log_gives_terms_residuals_and_a_profile(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "box.json"
+    doc = _json(["calibrate", str(FIXTURES / "eog-in-block.log.gz"), "--out", str(out),
+                 "--db", str(tmp_path / "l.db")], capsys)
+    terms = {t["term"]: t for t in doc["terms"]}
+    assert terms["round_s"]["status"] == "unseparated"
+    assert terms["round_s"]["carried_by"] == ["save_s"]  # a checkpoint every round
+    assert terms["launch_s"]["status"] == "fitted" and terms["launch_s"]["spread_s"] > 0
+    assert doc["segments"] == 145 and doc["residuals"]["decode"]["rows"] > 100
+    # least squares on seconds: the fitted rounds add up to the log's decode time
+    assert doc["decode_tok_s"]["fit"] == pytest.approx(doc["decode_tok_s"]["log"], rel=0.01)
+    profile = load_profile_file(out)
+    assert profile.name == "box" and profile.checkpoint_place == "host"
+    assert profile.launch_s == pytest.approx(terms["launch_s"]["value_s"])
+    assert main(["run", "--backend", "sim", "--profile", str(out), "--turns", "1",
+                 "--db", str(tmp_path / "l.db"), "--json"]) == 0
+
+
+def test_an_imported_session_is_calibrated_from_its_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "l.db")
+    log = tmp_path / "ngram.log"
+    log.write_text(fixture_text("ngram-mod"), errors="surrogateescape")
+    session = _json(["import", "llama-server", str(log), "--db", db], capsys)["session"]
+    doc = _json(["calibrate", str(session), "--db", db], capsys)
+    assert doc["log"] == str(log) and doc["tasks"] == 2
+    log.unlink()
+    capsys.readouterr()
+    assert main(["calibrate", str(session), "--db", db]) == 1
+    assert "is gone" in capsys.readouterr().err
+
+
+def test_a_log_without_timestamps_is_one_line(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "plain.log"
+    log.write_text(re.sub(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} ", "", fixture_text("plain")),
+                   errors="surrogateescape")
+    capsys.readouterr()
+    assert main(["calibrate", str(log)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--log-timestamps" in err
