@@ -60,7 +60,9 @@ def document(path: Path, clock: LogClock, fit: LogFit) -> dict[str, Any]:
             "segments": len(clock.segments), "prompts": len(clock.prompts),
             "overlapping_tasks": clock.overlapping, "untimed_tasks": clock.untimed,
             "state_bytes": clock.state_bytes, "terms": [term_row(t) for t in fit.terms.values()],
-            "residuals": res, "decode_tok_s": {"log": measured, "fit": predicted}}
+            "residuals": res, "decode_tok_s": {"log": measured, "fit": predicted},
+            "eval_s": sum(t.eval_s for t in clock.tasks),
+            "segments_s": sum(s.seconds for s in clock.segments)}
 
 
 def _print(doc: dict[str, Any]) -> None:
@@ -79,7 +81,8 @@ def _print(doc: dict[str, Any]) -> None:
     for kind, r in doc["residuals"].items():
         c.print(f"  residuals, {kind}: {r['rows']} rows, RMS {100 * r['rms']:.1f}%, median "
                 f"|{100 * r['median_abs']:.1f}%|, max |{100 * r['max_abs']:.1f}%|"
-                + (f", {r['dropped']} outlier(s) dropped" if r["dropped"] else ""))
+                + (f", {r['dropped']} stall(s) dropped ({1e3 * r['stall_s']:.1f} ms beyond "
+                   "the fit, not charged)" if r["dropped"] else ""))
     tok = doc["decode_tok_s"]
     c.print(f"  decode: {tok['log']:.1f} tok/s in the log, {tok['fit']:.1f} as fitted")
 

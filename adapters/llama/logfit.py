@@ -11,11 +11,14 @@ measured decode time, which is what tokens/s divides):
               + restore_s x restored
 
 and print_timing's prompt lines give `prefill_token_s` and `prefill_s`. A term the log
-never exercises is absent; a term whose column the others already span (an n-gram log's
-`round_s` beside `save_s`: a checkpoint every speculative round) cannot be separated: it
-is fixed at 0 and the term that carries it is named. Scheduler stalls of a shared machine are
-outliers, not costs: segments beyond `OUTLIER_MADS` robust deviations are dropped once
-and counted (beyond `OUTLIER_FLOOR` too). Each term's spread is its standard error on the final fit.
+never exercises is absent; a term whose column the others already span, or nearly
+(`SEPARABLE`: an n-gram log's `round_s` beside `save_s`, a checkpoint every speculative
+round; a draft-mtp log's verify batch, always the draft size plus one, beside
+`launch_s`), cannot be separated: it is fixed at 0 and the terms that carry it are
+named. Scheduler stalls of a shared machine are outliers, not costs: the segment
+furthest from the fit is dropped while it lies beyond `OUTLIER_MADS` robust deviations
+(and `OUTLIER_FLOOR`), at most `MAX_DROPPED` of them; their count and excess are
+reported. Each term's spread is its standard error on the final fit.
 
 Some costs never come apart in a llama log, so the terms are drawn to hold them whole:
 every round runs one verify forward more than it restores (a restore always brings one
@@ -38,9 +41,14 @@ from engine.sim.nnls import nnls
 
 BASE_TERMS = ("launch_s", "token_s", "save_s", "restore_s", "round_s", "ctx_token_s")
 """The segment terms, in the order they claim a column the others also span."""
-COLLINEAR = 1e-6  # a column whose share outside the others' span is below this: not separable
+SEPARABLE = 0.25
+"""A column must keep this share of its norm outside the span of the columns before it
+to be fitted: on a noisy clock a column that nearly repeats others (the context read
+of rounds whose contexts differ by a few tens of percent, beside the round's fixed
+cost; a verify batch that is always the same size) trades places with them at random."""
 OUTLIER_MADS = 6.0
 OUTLIER_FLOOR = 0.25  # nor less than this off, relative: a tight fit's rounding is no stall
+MAX_DROPPED = 0.1  # at most this share of the rows is ever dropped
 OUT_OF_REACH = 1e18  # a rate the fitted profile never pays (bytes over it are ~0 s)
 
 
@@ -77,13 +85,15 @@ class Term:
 @dataclass(frozen=True)
 class Residuals:
     """Relative residuals of the rows kept: RMS, median absolute, largest; rows kept and
-    dropped as outliers."""
+    dropped as outliers, and the seconds the dropped rows took beyond the fit (`stall_s`:
+    what the fit does not charge)."""
 
     rms: float
     median_abs: float
     max_abs: float
     rows: int
     dropped: int
+    stall_s: float
 
 
 @dataclass
@@ -118,22 +128,25 @@ def _separable(names: Sequence[str], a: np.ndarray) -> tuple[list[int], dict[int
         basis = a[:, kept]
         coef = np.linalg.lstsq(basis, col, rcond=None)[0]
         rest = col - basis @ coef
-        if np.linalg.norm(rest) > COLLINEAR * np.linalg.norm(col):
+        if np.linalg.norm(rest) > SEPARABLE * np.linalg.norm(col):
             kept.append(j)
         else:
-            spanned[j] = tuple(names[kept[i]] for i in range(len(kept)) if abs(coef[i]) > 1e-9)
+            share = np.abs(coef) * np.linalg.norm(basis, axis=0)
+            spanned[j] = tuple(names[kept[i]] for i in range(len(kept))
+                               if share[i] > 1e-6 * np.linalg.norm(col))
     return kept, spanned
 
 
-def _residuals(rel: np.ndarray, dropped: int) -> Residuals:
+def _residuals(rel: np.ndarray, dropped: int, stall_s: float) -> Residuals:
     return Residuals(rms=float(np.sqrt(np.mean(rel**2))), median_abs=float(np.median(np.abs(rel))),
-                     max_abs=float(np.max(np.abs(rel))), rows=len(rel), dropped=dropped)
+                     max_abs=float(np.max(np.abs(rel))), rows=len(rel), dropped=dropped,
+                     stall_s=stall_s)
 
 
 def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
                 ) -> tuple[dict[str, Term], Residuals]:
     """Non-negative terms of `a x = y` in least squares: absent and unseparated
-    columns settled first, outliers dropped once, each term's standard error. The
+    columns settled first, stalls dropped (worst first), each term's standard error. The
     residuals are reported relative to each row."""
     terms: dict[str, Term] = {}
     present = [j for j in range(a.shape[1]) if np.any(a[:, j])]
@@ -146,18 +159,19 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
         terms[n] = Term(n, 0.0, 0.0, "unseparated", by)
     cols = [present[j] for j in kept_local]
     keep = np.ones(len(y), dtype=bool)
-    dropped = 0
-    for _ in range(2):
+    while True:
         aw = a[keep][:, cols]
         scale = np.abs(aw).max(axis=0)
         x = nnls(aw / scale, y[keep]) / scale
-        rel = a[:, cols] @ x / y - 1
-        mad = float(np.median(np.abs(rel[keep] - np.median(rel[keep])))) or 1e-12
-        off = np.abs(rel - np.median(rel[keep]))
-        outlier = (off > OUTLIER_MADS * 1.4826 * mad) & (off > OUTLIER_FLOOR)
-        if dropped or not outlier.any():
+        pred = a[:, cols] @ x
+        off = np.where(keep, np.abs(y - pred) / np.maximum(pred, 1e-12), 0.0)
+        worst = int(np.argmax(off))
+        bound = max(OUTLIER_MADS * 1.4826 * float(np.median(off[keep])), OUTLIER_FLOOR)
+        if off[worst] <= bound or (~keep).sum() >= MAX_DROPPED * len(y):
             break
-        keep, dropped = ~outlier, int(outlier.sum())
+        keep[worst] = False  # the worst row first: a stall bends the fit toward itself
+    dropped = int((~keep).sum())
+    rel = pred / y - 1
     active = [i for i in range(len(cols)) if x[i] > 0]
     aw = a[keep][:, [cols[i] for i in active]]
     resid = rel[keep]
@@ -170,7 +184,8 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
             var = cov[active.index(i)][active.index(i)]
             spread = math.sqrt(max(0.0, float(var))) if dof > 0 else None
         terms[names[j]] = Term(names[j], float(x[i]), spread, "fitted" if i in active else "bound")
-    return {n: terms[n] for n in names}, _residuals(resid, dropped)
+    stall_s = float(np.sum((y - pred)[~keep]))
+    return {n: terms[n] for n in names}, _residuals(resid, dropped, stall_s)
 
 
 def fit_log(clock: LogClock) -> LogFit:

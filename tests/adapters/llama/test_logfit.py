@@ -38,9 +38,11 @@ def _segment(rng: np.random.Generator, ctx: int, kind: str, noise: float) -> Seg
                    s.drafter, s.drafted, s.saves, s.restores, s.speculative)
 
 
-def _clock(kinds: tuple[str, ...], n: int = 60, noise: float = 0.0, seed: int = 0) -> LogClock:
+def _clock(kinds: tuple[str, ...], n: int = 60, noise: float = 0.0, seed: int = 0,
+           ctx_step: int = 40) -> LogClock:
     rng = np.random.default_rng(seed)
-    segs = tuple(_segment(rng, 400 + 7 * i, kinds[i % len(kinds)], noise) for i in range(n))
+    segs = tuple(_segment(rng, 100 + ctx_step * (i % 60), kinds[i % len(kinds)], noise)
+                 for i in range(n))
     total = sum(s.seconds for s in segs)
     return LogClock(tasks=[TaskClock(0, segs, total, n, total)],
                     prompts=[Prompt(0, t, 5e-3 + t * 0.35e-3) for t in (100, 400, 700)])
@@ -80,6 +82,12 @@ def test_a_checkpoint_on_every_speculative_round_is_not_a_round_cost_of_its_own(
     assert fit.terms["round_s"].status == "unseparated"
     assert fit.terms["round_s"].carried_by == ("save_s",)
     assert fit.value("save_s") == pytest.approx(TRUE["save_s"] + TRUE["round_s"], rel=1e-6)
+
+
+def test_contexts_of_one_size_leave_the_context_read_to_the_fixed_cost() -> None:
+    fit = fit_log(_clock(("plain", "ngram", "mtp"), ctx_step=2))
+    assert fit.terms["ctx_token_s"].status == "unseparated"
+    assert "launch_s" in fit.terms["ctx_token_s"].carried_by
 
 
 def test_a_stall_is_dropped_not_fitted() -> None:
