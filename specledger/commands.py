@@ -1,13 +1,14 @@
 """The CLI's commands: each reads its arguments, does its work, prints, returns a status."""
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from adapters.llama.exposed import build_exposure
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from engine.files import check_target, write_file
+from engine.metrics import TurnMetrics
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
 from eventlog.fold import fold_profiles
@@ -71,17 +72,40 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_run_vllm(config, args.db, args.json)
     result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
     profiles = fold_profiles(scan_events(open_db(args.db, create=False), result.session_id))
+    plain = plain_tps(config, result.turns)
     if args.json:
-        output.emit_json({"session": result.session_id, "events": result.events,
-                          "turns": output.turn_rows(result.turns, profiles)})
+        doc = {"session": result.session_id, "events": result.events,
+               "turns": output.turn_rows(result.turns, profiles)}
+        if plain is not None:  # beside the turns, which `show` prints alike
+            doc["plain_tps"] = plain
+        output.emit_json(doc)
         return 0
     title = (f"session {result.session_id}: {config.backend} {config.strategy} "
              f"eog={config.eog_policy} drafter={config.drafter}")
     if config.slots > 1:
         title += f" slots={config.slots} schedule={config.schedule}"
-    output.console.print(output.turn_table(result.turns, title, profiles))
+    output.console.print(output.turn_table(result.turns, title, profiles, plain=plain))
+    if plain is not None and any(m.decode_tps < p for m, p in zip(result.turns, plain,
+                                                                   strict=True)):
+        output.console.print(f"[bold red]speculation loses on {config.profile}[/]: plain "
+                             "decoding is faster where the plain tok/s is red")
     output.console.print(f"{result.events} events recorded in {args.db}")
     return 0
+
+
+def plain_tps(config: RunConfig, turns: Sequence[TurnMetrics]) -> list[float] | None:
+    """On the sim, each turn's tokens/s decoded plainly under the session's profile (the
+    same answer, one forward per token); None on a measured backend."""
+    if config.backend is not BackendKind.SIM:
+        return None
+    from engine.sim.costs import get_profile
+
+    profile = get_profile(config.profile)
+    out = []
+    for m in turns:
+        seconds = profile.plain_decode_s(m.prompt_tokens, max(0, m.generated_tokens - 1))
+        out.append(m.generated_tokens / seconds if seconds > 0 else 0.0)
+    return out
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

@@ -62,16 +62,20 @@ def turn_rows(turns: Sequence[TurnMetrics],
 
 def turn_table(turns: Sequence[TurnMetrics], title: str,
                profiles: Profiles | None = None,
-               partial: Sequence[TurnMetrics] = ()) -> Table:
+               partial: Sequence[TurnMetrics] = (),
+               plain: Sequence[float] | None = None) -> Table:
     """Per-turn table: the numbers that show re-prefill amplification at a glance; with
     `profiles`, the mean accepted length per round and the acceptance at each draft
-    position; `partial` turns (the log ends inside them) last, marked `*`."""
+    position; `partial` turns (the log ends inside them) last, marked `*`; with `plain`,
+    each turn's tokens/s without speculation beside its own (red where speculation
+    loses)."""
     multi = len({m.slot for m in [*turns, *partial]}) > 1
     t = Table(title=title, title_justify="left",
               caption=PARTIAL_CAPTION if partial else None, caption_justify="left")
     cols = (["slot"] if multi else []) + [
         "turn", "prompt", "gen", "drafted", "accepted", "kept", "f_keep", "reprefill",
-        "restores", "stray", "tok/s", *(["mean len", "acc % at 1..k"] if profiles else []),
+        "restores", "stray", "tok/s", *(["plain tok/s"] if plain is not None else []),
+        *(["mean len", "acc % at 1..k"] if profiles else []),
     ]
     for c in cols:
         t.add_column(c, justify="right")
@@ -85,6 +89,10 @@ def turn_table(turns: Sequence[TurnMetrics], title: str,
             _flag(m.reprefill_tokens), _known(restores), _flag(m.stray_tokens),
             f"{m.decode_tps:.1f}",
         ]
+        if plain is not None:
+            loses = i < len(plain) and m.decode_tps < plain[i]
+            value = f"{plain[i]:.1f}" if i < len(plain) else "?"
+            row.append(f"[bold red]{value}[/]" if loses else value)
         if profiles:
             p = profiles.get((m.slot, m.turn), DraftProfile())
             rates = p.acc_per_pos

@@ -149,6 +149,12 @@ class CostProfile:
         forward = self._rows_forward_s(rows)
         return forward + self.round_sync_s if any(n > 1 for n, _ in rows) else forward
 
+    def plain_decode_s(self, ctx: int, rounds: int) -> float:
+        """Plain decoding of `rounds` tokens one forward each, from `ctx` cached tokens:
+        what a turn would take without speculation (its first token comes from the
+        prefill, so a turn of `n` tokens decodes `n - 1`)."""
+        return sum(self.verify_s(1, ctx + i) for i in range(rounds))
+
     def checkpoint_s(self) -> float:
         """Saving or restoring one whole-state checkpoint where `checkpoint_place` keeps
         it: a device copy, a host copy at `host_bw`, or a copy within unified memory."""
