@@ -246,7 +246,21 @@ def run(opts: BenchOptions) -> SuiteResult:
                 + f"; re-prefill {'exact' if reprefill['exact'] else 'different'}"
                 + (" (quick run)" if opts.quick else ""),
                 met=met, command=COMMAND)
+    from specbench.calibration_llama_logs import held_out_summary
+    from specbench.calibration_llama_logs import run as run_logs
+
+    logs_doc = run_logs(opts.model, folder, opts.quick, opts.threads, opts.log)
+    files += [folder / "logs.json", folder / "logs.md"]
+    held = [r[f] for r in logs_doc["rows"] for f in logs_doc["fits"] if not r[f]["fitted_on_it"]]
+    logs_goal = Goal(name="`specledger calibrate`: one llama-server -v log's fit predicts the "
+                          "decode tok/s of settings it never saw (drafters, draft sizes, "
+                          "checkpoints or per-token states)",
+                     target=f"within {100 * BAND:.0f}% each",
+                     measured=held_out_summary(logs_doc["rows"])
+                     + (" (quick run)" if opts.quick else ""),
+                     met=all(abs(p["error"]) <= BAND for p in held), command=COMMAND)
     data = {"profile": profile.name, "constants": asdict(profile), "calibration": calibration,
+            "calibrate_logs": logs_doc,
             "traces": {d: [asdict(t) for t in v] for d, v in shapes.items()},
             "timed": {d: [asdict(t) for t in v] for d, v in timed.items()}}
     quick = " Quick run: not numbers to quote." if opts.quick else ""
@@ -256,5 +270,6 @@ def run(opts: BenchOptions) -> SuiteResult:
             f"capped at {plan.tokens} tokens, draft {plan.draft}, {plan.repeat} interleaved "
             f"timed passes (median per request).{quick}"
             f"\n\n{table(profile, mtp_token_s, errors, validation, reprefill, loads)}")
-    return SuiteResult(name=SUITE, data=data, table=text, goals=[goal], files=files,
+    text += f"\n### One log's fit, other settings predicted\n\n{logs_doc['table']}"
+    return SuiteResult(name=SUITE, data=data, table=text, goals=[goal, logs_goal], files=files,
                        sessions=[reprefill["session"]])

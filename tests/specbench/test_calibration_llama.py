@@ -115,6 +115,16 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     assert data["calibration"]["reprefill"]["exact"] is True
     assert all(load >= 0 for load in data["calibration"]["load_average"])
     assert (folder / "llama_fit.png").stat().st_size > 0
+    logs = json.loads((folder / "logs.json").read_text())
+    assert {r["setting"] for r in logs["rows"]} >= {"none", "ngram-mod k=8", "mtp k=4"}
+    # a fit predicts its own log less the stalls it dropped (print_timing's eval span and
+    # the rounds' span differ by a few log lines)
+    for r in logs["rows"]:
+        for name in logs["fits"]:
+            assert r[name]["predicted"] > 0
+            if r[name]["fitted_on_it"]:
+                assert r[name]["predicted"] >= 0.98 * r["measured"]
+    assert len(result.goals) == 2
 
 
 def _numbers(value: object) -> list[float]:

@@ -1,0 +1,191 @@
+"""`specledger calibrate`'s check on this machine: one llama-server -v log fitted, the
+decode tokens/s of the other logs of the same build predicted from their own rounds.
+
+Each setting (a drafter chain and a draft size) runs `repeat` fresh verbose servers over
+the same prompts; its measured tokens/s is the median over runs of print_timing's eval
+tokens over eval seconds, the runs' range its noise. A fit log is the median run of its
+setting (by tokens/s); every other setting is predicted from the fit's terms and that
+setting's first log's rounds (greedy: every run of a setting has the same rounds).
+Three fits, because a log only holds the costs it paid: an n-gram log (checkpoints in
+host memory: save and restore), a draft-mtp log (per-token recurrent states,
+`n_rs_seq`: the MTP head's cost per drafted token, at one draft size) and the chain of
+both (n-gram and MTP rounds of several sizes, per-token states). A prediction across
+that line charges the terms the fit never saw at 0 and is shown as such: it is what
+`calibrate` cannot know from one log.
+
+`python -m specbench.calibration_llama_logs [--quick] [--refit]` runs it alone (`--refit`:
+on the logs the last run left, no server started) and writes
+`<bench results>/calibration_llama/logs.{json,md}`; `bench calibration --backend llama`
+runs it after its own fit.
+"""
+
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.llama.logclock import LogClock, log_clock
+from adapters.llama.logfit import LogFit, fit_log, predict_tok_s
+from adapters.llama.logread import read_log
+from engine.config import RunConfig
+from engine.files import write_file
+from specbench.calibration_llama_measure import load_average, server_options
+from specbench.common import md_table
+
+BAND = 0.15
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A server's drafter chain (ours) and draft size."""
+
+    drafter: str
+    draft: int
+
+    @property
+    def label(self) -> str:
+        """How tables name it."""
+        return self.drafter if self.drafter == "none" else f"{self.drafter} k={self.draft}"
+
+
+FITS = (Setting("ngram-mod", 8), Setting("mtp", 4), Setting("ngram-mod,mtp", 4))
+OTHERS = (Setting("none", 8), Setting("ngram-mod", 4), Setting("ngram-simple", 8),
+          Setting("mtp", 2), Setting("mtp", 8))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Prompts per server, the answer cap, runs per setting."""
+
+    prompts: int
+    tokens: int
+    repeat: int
+
+
+FULL = Plan(prompts=3, tokens=96, repeat=3)
+QUICK = Plan(prompts=1, tokens=16, repeat=1)
+
+
+def log_paths(s: Setting, logs: Path, repeat: int) -> list[Path]:
+    """Where the runs of setting `s` write their logs."""
+    return [logs / f"{s.drafter}-k{s.draft}-{i}.log" for i in range(repeat)]
+
+
+def run_setting(s: Setting, model: str, prompts: list[list[int]], plan: Plan, threads: int,
+                log: Path) -> None:
+    """A fresh verbose server of setting `s` over every prompt, logging to `log`."""
+    from adapters.llama.gguf_export import cached_gguf
+    from adapters.llama.server import LlamaServer
+
+    config = RunConfig(backend="torch", model=model, drafter=s.drafter, draft_max=s.draft,
+                       max_answer_tokens=plan.tokens, audit=False)
+    options = server_options(config, cached_gguf(model), threads)
+    with LlamaServer(options(s.drafter, True), log) as server:
+        for p in prompts:
+            server.client.complete(p, plan.tokens)
+
+
+def _clock(path: Path) -> LogClock:
+    return log_clock(read_log(path), str(path))
+
+
+def median_run(runs: list[LogClock]) -> LogClock:
+    """The run whose measured tokens/s is the median of its setting's (the lower middle
+    one of an even count)."""
+    by_speed = sorted(runs, key=lambda c: sum(t.eval_tokens for t in c.tasks)
+                      / sum(t.eval_s for t in c.tasks))
+    return by_speed[(len(by_speed) - 1) // 2]
+
+
+def predictions(fits: dict[str, LogFit], clocks: dict[str, list[LogClock]]
+                ) -> list[dict[str, Any]]:
+    """Every setting's measured tokens/s (median of its runs, their range) beside each
+    fit's prediction from the setting's first log."""
+    rows = []
+    for label, runs in clocks.items():
+        measured = [predict_tok_s(next(iter(fits.values())), c)[0] for c in runs]
+        med = statistics.median(measured)
+        row: dict[str, Any] = {"setting": label, "runs": measured, "measured": med,
+                               "noise": (max(measured) - min(measured)) / med}
+        for name, fit in fits.items():
+            predicted = predict_tok_s(fit, runs[0])[1]
+            row[name] = {"predicted": predicted, "error": predicted / med - 1,
+                         "fitted_on_it": label == name}
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict[str, Any]], fits: list[str]) -> str:
+    """Measured against predicted tokens/s, each fit a column."""
+    def cell(r: dict[str, Any], f: str) -> str:
+        p = r[f]
+        mark = " (fit log)" if p["fitted_on_it"] else (
+            "" if abs(p["error"]) <= BAND else " **out**")
+        return f"{p['predicted']:.0f} ({100 * p['error']:+.1f}%){mark}"
+    return md_table(["setting", "llama-server tok/s: median (runs' spread)",
+                     *[f"predicted from the {f} log" for f in fits]],
+                    [(r["setting"], f"{r['measured']:.0f} ({100 * r['noise']:.0f}%)",
+                      *[cell(r, f) for f in fits]) for r in rows])
+
+
+def held_out_summary(rows: list[dict[str, Any]]) -> str:
+    """Per fit: how many settings it never saw it predicts within `BAND`."""
+    fits = [k for k in rows[0] if isinstance(rows[0][k], dict)]
+    parts = []
+    for f in fits:
+        held = [r[f] for r in rows if not r[f]["fitted_on_it"]]
+        parts.append(f"{f} log: {sum(abs(p['error']) <= BAND for p in held)}/{len(held)}")
+    return ", ".join(parts)
+
+
+def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = print,
+        refit: bool = False) -> dict[str, Any]:
+    """Run every setting (`refit`: read the logs a run before left), fit the fit logs,
+    predict the rest; write `folder`/logs.{json,md}."""
+    from adapters.llama.paths import cache_root
+    from engine.hybrid.loader import load_checkpoint
+    from specbench.llama_runs import session_prompts
+
+    plan = QUICK if quick else FULL
+    config = RunConfig(backend="torch", model=model, slots=plan.prompts, turns=1, seed=1,
+                       max_answer_tokens=plan.tokens, audit=False)
+    prompts = session_prompts(config, load_checkpoint(model))
+    logs = cache_root() / "logs" / "calibration_llama_logs" / ("quick" if quick else "full")
+    logs.mkdir(parents=True, exist_ok=True)
+    start, loads = time.perf_counter(), []
+    settings = (*FITS, *OTHERS)
+    for i in range(0 if refit else plan.repeat):  # settings interleaved: load drifts
+        log(f"calibration llama logs: pass {i + 1}/{plan.repeat}, {len(settings)} servers "
+            f"(load {load_average():.2f})")
+        for s in settings:
+            run_setting(s, model, prompts, plan, threads, log_paths(s, logs, plan.repeat)[i])
+        loads.append(load_average())
+    clocks = {s.label: [_clock(p) for p in log_paths(s, logs, plan.repeat)] for s in settings}
+    fits = {s.label: fit_log(median_run(clocks[s.label])) for s in FITS}
+    rows = predictions(fits, clocks)
+    doc = {"plan": vars(plan), "model": model, "build": clocks[FITS[0].label][0].build,
+           "fits": {k: {n: vars(t) for n, t in f.terms.items()}
+                    | {"residuals": vars(f.decode) if f.decode else None}
+                    for k, f in fits.items()},
+           "rows": rows, "load_average": loads, "seconds": time.perf_counter() - start}
+    write_file(folder / "logs.json", json.dumps(doc, indent=2) + "\n")
+    text = (f"llama-server {doc['build']}, {model} (f32 GGUF), {threads} thread(s), "
+            f"{plan.prompts} prompt(s) x {plan.tokens} tokens, {plan.repeat} run(s) per "
+            f"setting, interleaved, -v. Load average after each pass: "
+            f"{', '.join(f'{x:.1f}' for x in loads)}.\n\n{table(rows, list(fits))}\n\n"
+            f"Settings each fit never saw, within {100 * BAND:.0f}%: "
+            f"{held_out_summary(rows)}.\n")
+    write_file(folder / "logs.md", text)
+    doc["table"] = text
+    return doc
+
+
+if __name__ == "__main__":
+    from engine.config import SHIPPED_TARGET
+    from specbench.record import recorded_results
+
+    print(run(SHIPPED_TARGET, recorded_results() / "calibration_llama", "--quick" in sys.argv,
+              refit="--refit" in sys.argv)["table"])
