@@ -197,8 +197,8 @@ def server_args(opts: ServerOptions, port: int,
             "--ctx-checkpoints", str(opts.ctx_checkpoints), "--no-webui",
             "--cache-type-k", opts.cache_type.value, "--cache-type-v", opts.cache_type.value,
             "--flash-attn", "on" if opts.flash_attn else "off"]
-    if opts.verbose:
-        args.append("-v")
+    if opts.verbose:  # every round, each line on the log's own clock (`calibrate` reads it)
+        args += ["-v", "--log-timestamps", "--log-prefix"]
     if opts.metrics:
         args.append("--metrics")
     if dialect is Dialect.LEGACY:

@@ -43,6 +43,8 @@ def test_plain_server_args(gguf: Path) -> None:
     assert flag(args, "--ctx-checkpoints") == "5"
     assert flag(args, "--cache-type-k") == "f32" and flag(args, "--flash-attn") == "off"
     assert "-v" in args and "--spec-type" not in args and "--metrics" not in args
+    # a verbose log carries its clock on every build (older ones print none by default)
+    assert {"--log-timestamps", "--log-prefix"} <= set(args)
     counted = server_args(ServerOptions(model=gguf, metrics=True), 4321)
     assert "--metrics" in counted  # Prometheus counters at /metrics
 
