@@ -56,8 +56,8 @@ def _checkpoint(spec: str, what: str) -> Path:
 
 
 def server_options(config: RunConfig) -> VllmOptions:
-    """The server for `config`: the target's directory (and the draft model's, when its
-    drafter runs), the method our drafter maps to, sizes from the configuration."""
+    """The server for `config`: the target's directory, the method our drafter maps to
+    (a draft model is refused: `CANNOT_RUN`), sizes from the configuration."""
     if config.slots != 1:
         raise ConfigError(f"slots: the vllm backend records one conversation (the counters "
                           f"around a request are that request's), not {config.slots}")
@@ -68,12 +68,10 @@ def server_options(config: RunConfig) -> VllmOptions:
     if method is not None and config.draft_min:
         raise UsageError("draft_min: vLLM has no minimum draft length; run the vllm "
                          "backend with --draft-min 0")
-    draft = (_checkpoint(config.draft_model, "draft_model")
-             if method is not None and method.value == "draft_model" else None)
     model = _checkpoint(config.model, "model")
     positions = json.loads((model / "config.json").read_text()).get("max_position_embeddings")
     return VllmOptions(model=model, method=method, draft_max=config.draft_max,
-                       ngram_n=config.ngram_n, draft_model=draft,
+                       ngram_n=config.ngram_n,
                        max_model_len=min(MAX_MODEL_LEN, int(positions or MAX_MODEL_LEN)))
 
 
@@ -126,14 +124,11 @@ class VllmEngine:
         path = server.log_path.with_suffix(".answers.json")
         text = json.dumps(driven.exchanges, indent=1)
         write_file(path, text)
-        c, opts = self.config, self.options
-        draft = opts.draft_model
         prov = Provenance(args=tuple(server.args), log_path=str(server.log_path),
-                          answers_path=str(path), version=self.version, model=c.model,
-                          model_sha256=checkpoint_digest(opts.model),
-                          draft_model=c.draft_model if draft is not None else None,
-                          draft_model_sha256=checkpoint_digest(draft) if draft else None,
-                          run=c.to_dict())
+                          answers_path=str(path), version=self.version,
+                          model=self.config.model,
+                          model_sha256=checkpoint_digest(self.options.model),
+                          run=self.config.to_dict())
         return VllmReport(parse_answers(text, str(path)), driven.exchanges, prov,
                           str(driven.error) if driven.error is not None else None)
 

@@ -9,7 +9,8 @@ map as:
   earlier occurrence (n fixed at `--ngram-n`: `prompt_lookup_min` = `prompt_lookup_max`);
 - `mtp` -> `mtp`: the target's own MTP head (vLLM names it `qwen3_5_mtp` for this
   architecture);
-- `draft-model` -> `draft_model`: a separate small model, loaded beside the target.
+- `draft-model` -> `draft_model`: a separate small model, loaded beside the target; but
+  vLLM 0.32 cannot run it on a Qwen3.5 draft (`CANNOT_RUN`), so it is refused here.
 
 `ngram-map-k` and `ngram-mod` are llama.cpp's own lookups, with no vLLM counterpart.
 
@@ -47,7 +48,14 @@ class Method(StrEnum):
 
 METHODS = {"ngram-simple": Method.NGRAM, "mtp": Method.MTP, "draft-model": Method.DRAFT_MODEL}
 """Our drafter name -> the vLLM method that does the same."""
-OURS = {method: ours for ours, method in METHODS.items()}
+CANNOT_RUN = {
+    Method.DRAFT_MODEL: "vLLM 0.32 rewrites every Qwen3.5 draft model's config into its MTP "
+                        "module (SpeculativeConfig.hf_config_override: model_type "
+                        "qwen3_5_mtp, n_predict = mtp_num_hidden_layers), and a draft model "
+                        "has no MTP layer, so the server exits at startup with "
+                        "\"ZeroDivisionError: integer modulo by zero\"",
+}
+"""The methods vLLM cannot run on our models, and the error it gives (measured here)."""
 
 
 def speculative_method(drafters: Sequence[str]) -> Method | None:
@@ -56,14 +64,17 @@ def speculative_method(drafters: Sequence[str]) -> Method | None:
     names = [d for d in drafters if d != "none"]
     if not names:
         return None
-    choices = ", ".join(METHODS)
     if len(names) > 1:
         raise MethodUnsupportedError(f"drafter: vLLM runs one speculative method, not the "
-                                     f"chain {','.join(names)}: pass one of {choices}")
+                                     f"chain {','.join(names)}: pass one of them")
     method = METHODS.get(names[0])
+    runs = ", ".join(n for n, m in METHODS.items() if m not in CANNOT_RUN)
     if method is None:
         raise MethodUnsupportedError(f"drafter: {names[0]} has no vLLM counterpart (vLLM "
-                                     f"runs {choices}, or none)")
+                                     f"runs {runs}, or none)")
+    if method in CANNOT_RUN:
+        raise MethodUnsupportedError(f"drafter: {names[0]} cannot run on vLLM: "
+                                     f"{CANNOT_RUN[method]}; run {runs}, or none")
     return method
 
 

@@ -1,10 +1,10 @@
 """The stored configuration of a vLLM session: which engine and version ran, with which
-arguments and model directories, what the recorded answers were (their file's digest),
+arguments and model directory, what the recorded answers were (their file's digest),
 which fields the source provides at all (so every reader can tell an unknown value from a
 zero), and what the engine's settings cost the conversation.
 
 Our drafter and rollback names stand for vLLM's: `ngram-simple` is its `ngram` (prompt
-lookup), `mtp` its MTP method, `draft-model` its `draft_model`; the rollback is
+lookup), `mtp` its MTP method; the rollback is
 `per_token` (vLLM keeps the recurrent state of every verified position of a hybrid model
 and continues from the accepted one).
 """
@@ -30,8 +30,8 @@ PREFIX_CACHING_OFF = ("vLLM's CPU build cannot keep a hybrid model's prefix cach
 @dataclass(frozen=True)
 class Provenance:
     """What is known about a session besides its answers: the server's arguments and log,
-    vLLM's version (`/version`) and fingerprint, the model directories' digests, the run
-    settings, and the answers file."""
+    vLLM's version (`/version`), the model directory's digest (engine/model_digest.py, the
+    same as our engine's), the run settings, and the answers file."""
 
     args: tuple[str, ...]
     log_path: str
@@ -39,8 +39,6 @@ class Provenance:
     version: str | None
     model: str
     model_sha256: str | None
-    draft_model: str | None
-    draft_model_sha256: str | None
     run: dict[str, Any]
 
 
@@ -99,7 +97,6 @@ def session_config(opts: VllmOptions, prov: Provenance, answers: Answers,
         "prefix_caching_off_why": PREFIX_CACHING_OFF if not opts.prefix_caching else None,
         "reprefill": reprefill_cost(answers.answers, result),
         "model": prov.model, "model_dir": str(opts.model), "model_sha256": prov.model_sha256,
-        "draft_model": prov.draft_model, "draft_model_sha256": prov.draft_model_sha256,
         "temperature": run.get("temperature"), "seed": run.get("seed"),
         "turns": run.get("turns"),
         "source": {"kind": "vLLM answers", "path": prov.answers_path,

@@ -43,7 +43,7 @@ def record(recs: list[dict[str, Any]], drafter: str, k: int, journal: Any,
     engine = VllmEngine(config)
     text = json.dumps(recs)
     prov = Provenance(("--model", "m"), "server.log", "answers.json", "0.32.0", config.model,
-                      None, None, None, config.to_dict())
+                      None, config.to_dict())
     return engine.record(VllmReport(parse_answers(text), recs, prov, error), journal)
 
 
