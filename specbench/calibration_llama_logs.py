@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.logclock import LogClock, log_clock
-from adapters.llama.logfit import LogFit, fit_log, predict_tok_s
+from adapters.llama.logfit import LogFit, fit_log, measured_tok_s, predict_tok_s
 from adapters.llama.logread import read_log
 from engine.config import RunConfig
 from engine.files import write_file
@@ -95,9 +95,7 @@ def _clock(path: Path) -> LogClock:
 def median_run(runs: list[LogClock]) -> LogClock:
     """The run whose measured tokens/s is the median of its setting's (the lower middle
     one of an even count)."""
-    by_speed = sorted(runs, key=lambda c: sum(t.eval_tokens for t in c.tasks)
-                      / sum(t.eval_s for t in c.tasks))
-    return by_speed[(len(by_speed) - 1) // 2]
+    return sorted(runs, key=measured_tok_s)[(len(runs) - 1) // 2]
 
 
 def predictions(fits: dict[str, LogFit], clocks: dict[str, list[LogClock]]
@@ -106,7 +104,7 @@ def predictions(fits: dict[str, LogFit], clocks: dict[str, list[LogClock]]
     fit's prediction from the setting's first log."""
     rows = []
     for label, runs in clocks.items():
-        measured = [predict_tok_s(next(iter(fits.values())), c)[0] for c in runs]
+        measured = [measured_tok_s(c) for c in runs]
         med = statistics.median(measured)
         row: dict[str, Any] = {"setting": label, "runs": measured, "measured": med,
                                "noise": (max(measured) - min(measured)) / med}

@@ -109,16 +109,19 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
                    restores=len(rnd.restores), speculative=rnd.speculative)
 
 
+def _span(task: LlamaTask) -> tuple[float, float] | None:
+    """A task's time from its start to its last round's end (None: not timed)."""
+    ends = [r.t_end for r in task.rounds if r.t_end is not None]
+    if task.t is None:
+        return None
+    return task.t, max(ends, default=task.t)
+
+
 def _overlaps(tasks: list[LlamaTask]) -> set[int]:
-    """Indices of tasks whose span [start, last round end] meets another's."""
-    spans = [(t.t, max((r.t_end for r in t.rounds if r.t_end is not None), default=t.t))
-             for t in tasks]
-    out = set()
-    for i, (a0, a1) in enumerate(spans):
-        for j, (b0, b1) in enumerate(spans):
-            if i != j and None not in (a0, a1, b0, b1) and a0 < b1 and b0 < a1:  # type: ignore[operator]
-                out.add(i)
-    return out
+    """Indices of tasks whose span meets another's."""
+    spans = [_span(t) for t in tasks]
+    return {i for i, a in enumerate(spans) for j, b in enumerate(spans)
+            if i != j and a is not None and b is not None and a[0] < b[1] and b[0] < a[1]}
 
 
 def _task_clock(task: LlamaTask, default: str | None) -> TaskClock | None:

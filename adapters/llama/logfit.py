@@ -109,11 +109,6 @@ class LogFit:
         t = self.terms.get(name)
         return 0.0 if t is None else t.value
 
-    @property
-    def drafters(self) -> list[str]:
-        """The model drafters whose per-token cost was fitted."""
-        return [n[len("draft_token_s["):-1] for n in self.terms if n.startswith("draft_token_s[")]
-
 
 def _separable(names: Sequence[str], a: np.ndarray) -> tuple[list[int], dict[int, tuple[str, ...]]]:
     """Columns taken in order, each kept only if it leaves the span of those kept; the
@@ -217,13 +212,18 @@ def predict_segment(fit: LogFit, s: Segment) -> float:
     return sum(fit.value(n) * v for n, v in features(s).items())
 
 
+def measured_tok_s(clock: LogClock) -> float:
+    """Decode tokens/s of a log as print_timing measured it: every task's eval tokens
+    over its eval seconds, summed."""
+    return sum(t.eval_tokens for t in clock.tasks) / sum(t.eval_s for t in clock.tasks)
+
+
 def predict_tok_s(fit: LogFit, clock: LogClock) -> tuple[float, float]:
-    """Decode tokens/s of a log as print_timing measured it and as `fit` predicts it:
-    every task's eval tokens over its eval seconds, summed."""
+    """Decode tokens/s of a log as print_timing measured it and as `fit` predicts it
+    from the log's rounds (the same eval tokens over the fit's seconds)."""
     tokens = sum(t.eval_tokens for t in clock.tasks)
-    measured = sum(t.eval_s for t in clock.tasks)
     predicted = sum(predict_segment(fit, s) for s in clock.segments)
-    return tokens / measured, tokens / predicted
+    return measured_tok_s(clock), tokens / predicted
 
 
 def to_profile(fit: LogFit, name: str, description: str, state_bytes: int | None
