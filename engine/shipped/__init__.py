@@ -1,6 +1,8 @@
 """The models this project trains and ships (`target`: the hybrid target with its MTP head,
-`draft`: the small draft model), installed with the package so that they are found from any
-working directory and in any install, editable or not.
+`draft`: the small draft model; `wide` and `wide-draft`: the same pair with the head widths
+vLLM's CPU kernels accept, so that vLLM, llama.cpp and our engine run the same weights),
+installed with the package so that they are found from any working directory and in any
+install, editable or not.
 
 A model option names either a local HF-style directory or a shipped model as
 `shipped:NAME`. Sessions recorded before the models moved here stored the checkout-relative
@@ -13,9 +15,9 @@ from pathlib import Path
 from engine.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent
-NAMES = ("target", "draft")
+NAMES = ("target", "draft", "wide", "wide-draft")
 PREFIX = "shipped:"
-_LEGACY = {f"models/{name}": name for name in NAMES}
+_LEGACY = {f"models/{name}": name for name in ("target", "draft")}
 
 
 def model_dir(spec: str | Path) -> Path:

@@ -6,11 +6,12 @@ import pytest
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
-from engine.shipped import ROOT, model_dir
+from engine.shipped import NAMES, ROOT, model_dir
 
 
 def test_shipped_names_resolve_inside_the_package() -> None:
-    for name in ("target", "draft"):
+    assert set(NAMES) == {"target", "draft", "wide", "wide-draft"}
+    for name in NAMES:
         folder = model_dir(f"shipped:{name}")
         assert folder == ROOT / name
         assert (folder / "config.json").exists() and (folder / "model.safetensors").exists()

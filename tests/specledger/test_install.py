@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.shipped import NAMES
 from specledger.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +95,7 @@ def _installed_cli(site: Path, cwd: Path, *argv: str) -> subprocess.CompletedPro
 
 def test_a_non_editable_install_carries_the_shipped_models(installed: Path,
                                                            tmp_path: Path) -> None:
-    for name in ("target", "draft"):
+    for name in NAMES:
         folder = installed / "engine" / "shipped" / name
         assert (folder / "model.safetensors").stat().st_size > 0
         assert (folder / "config.json").exists() and (folder / "tokenizer.json").exists()
