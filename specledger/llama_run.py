@@ -42,7 +42,7 @@ from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
 from specledger.errors import UsageError
 from specledger.llama_session import LlamaSession, record_llama
-from specledger.observed import observe
+from specledger.observed import observe, questions
 
 
 class LlamaClientMissingError(ConfigError):
@@ -56,15 +56,6 @@ class LlamaRun:
     session: LlamaSession
     log_path: Path
     responses_path: Path
-
-
-def questions(config: RunConfig) -> list[str]:
-    """The user messages a torch session of `config` asks in slot 0, as text."""
-    from engine.conversation import HeldOutConversation
-
-    conversation = HeldOutConversation(config)
-    return [bytes(conversation.question(0, turn)).decode("utf-8", errors="replace")
-            for turn in range(1, config.turns + 1)]
 
 
 def server_version(build: str) -> str:

@@ -14,11 +14,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.protocol import ObservedEngine, Recording
+from engine.config import RunConfig
 from engine.errors import BackendError
 from engine.progress import Progress
 from eventlog import Recorder, SessionStatus, create_session, open_db
 from fsm.event import Event
 from specledger.api import code_version
+
+
+def questions(config: RunConfig) -> list[str]:
+    """The user messages a torch session of `config` asks in slot 0, as text: what an
+    observed engine is asked, so its session compares with ours turn by turn."""
+    from engine.conversation import HeldOutConversation
+
+    conversation = HeldOutConversation(config)
+    return [bytes(conversation.question(0, turn)).decode("utf-8", errors="replace")
+            for turn in range(1, config.turns + 1)]
 
 
 class RunStoppedError(BackendError):

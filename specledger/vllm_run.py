@@ -34,8 +34,7 @@ from eventlog import open_db
 from eventlog.fold import fold_profiles
 from eventlog.reader import scan_events
 from specledger.errors import UsageError
-from specledger.llama_run import questions
-from specledger.observed import Observed, observe
+from specledger.observed import Observed, observe, questions
 
 MAX_MODEL_LEN = 4096
 """The context vLLM is given (or the model's own limit, if smaller): three turns of
@@ -116,8 +115,11 @@ class VllmEngine:
         client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="specledger",
                         max_retries=0, timeout=600.0)
         sampling = Sampling(c.temperature, c.top_k, c.top_p, c.seed, c.answer_cap)
-        return converse(client, server.client.metrics, asked, sampling,
+        done = converse(client, server.client.metrics, asked, sampling,
                         on_answer=lambda r: on_answer(sum(len(x) for x in r["chunks"])))
+        if done.error is not None:  # the engine core's death reaches the client as an API error
+            done.error = server.died(f"turn {len(done.exchanges) + 1}") or done.error
+        return done
 
     def read(self, server: VllmServer, driven: Conversation) -> VllmReport:
         """The answers, written beside the server's log, and read back as recorded."""

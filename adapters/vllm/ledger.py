@@ -128,7 +128,8 @@ class _Ledger:
         unknown |= {name for name, v in (("prefill_s", a.ttft_s), ("decode_s", a.decode_s))
                     if v is None}
         if answer:
-            self.at(rec.get("started", 0.0) + (a.ttft_s or 0.0) if "started" in rec else None)
+            started = rec.get("started")
+            self.at(started + (a.ttft_s or 0.0) if started is not None else None)
             m.fire(Trigger.PREFILL, a.ttft_s or 0.0, {"tokens": stats.prefill_tokens,
                                                       "position": len(prompt),
                                                       "append": [answer[0]]})

@@ -197,20 +197,25 @@ class VllmServer:
                 f"vLLM's server loaded {self.options.model} but died at its first forward: "
                 f"{last_error_line(self.log_text())} (log {self.log_path})") from None
 
-    def _lost(self, what: str) -> Exception:
-        """The error for a request that got no answer, or a server error: the process
-        died (it shuts down once its engine core is gone), or it did not."""
+    def died(self, what: str) -> ServerDiedError | None:
+        """If the server died (or is dying: it shuts down once its engine core is gone),
+        the error saying how and why, `what` naming the request it failed; else None."""
         proc = self._proc
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(STOP_GRACE_S)  # a dying server: let it finish dying
-        if proc is not None and proc.returncode is not None:
-            code = proc.returncode
-            how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
-            return ServerDiedError(f"vLLM's server (pid {proc.pid}) {how} mid-run ({what}); "
-                                   f"last error: {last_error_line(self.log_text())}")
-        return ServerDiedError(f"vLLM's server stopped answering ({what}); log "
-                               f"{self.log_path}")
+        if proc is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_GRACE_S)  # a dying server: let it finish dying
+        if proc.returncode is None:
+            return None
+        code = proc.returncode
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return ServerDiedError(f"vLLM's server (pid {proc.pid}) {how} mid-run ({what}); "
+                               f"last error: {last_error_line(self.log_text())}")
+
+    def _lost(self, what: str) -> Exception:
+        """The error for a request that got no answer, or a server error."""
+        return self.died(what) or ServerDiedError(
+            f"vLLM's server stopped answering ({what}); log {self.log_path}")
 
     def check_alive(self) -> None:
         """Raise ServerDiedError if the process has exited."""

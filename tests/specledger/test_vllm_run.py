@@ -19,8 +19,7 @@ from eventlog import SessionStatus, get_session, open_db
 from eventlog.reader import scan_events
 from fsm.states import Trigger
 from specledger.cli import main
-from specledger.llama_run import questions
-from specledger.observed import RunStoppedError, observe
+from specledger.observed import RunStoppedError, observe, questions
 from specledger.vllm_run import VllmEngine
 from tests.adapters.vllm.conftest import TARGET, require_vllm
 
