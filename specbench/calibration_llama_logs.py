@@ -161,6 +161,10 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
         for s in settings:
             run_setting(s, model, prompts, plan, threads, log_paths(s, logs, plan.repeat)[i])
         loads.append(load_average())
+    if refit:  # the loads of the passes that wrote the logs
+        loads = json.loads((logs / "loads.json").read_text())
+    else:
+        write_file(logs / "loads.json", json.dumps(loads) + "\n")
     clocks = {s.label: [_clock(p) for p in log_paths(s, logs, plan.repeat)] for s in settings}
     fits = {s.label: fit_log(median_run(clocks[s.label])) for s in FITS}
     rows = predictions(fits, clocks)
