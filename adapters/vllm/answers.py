@@ -66,6 +66,8 @@ class Answer:
     spec: SpecReport | None
     counters: Counters | None
     fingerprint: str | None
+    error: str | None = None
+    """Why the server did not finish this answer (None: it did)."""
 
     @property
     def tokens(self) -> list[int]:
@@ -91,7 +93,7 @@ class Answer:
                    ttft / 1e3 if ttft is not None else None,
                    decode / 1e3 if decode is not None else None,
                    SpecReport.from_dict(spec) if spec else None, delta,
-                   rec.get("system_fingerprint"))
+                   rec.get("system_fingerprint"), rec.get("error"))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ ExchangeRecord = dict[str, Any]
 ids, in order), `content`, `finish_reason`, `usage`, `metrics` (vLLM's per-request timings
 and speculative counts), `system_fingerprint`, `started` and `ended` (wall time, seconds)
 and `counters` (the Prometheus counters before and after the request,
-`Counters.to_dict()`)."""
+`Counters.to_dict()`); a turn the server did not finish has what arrived and its `error`."""
 
 
 class ConversationError(VllmError):
@@ -57,48 +57,48 @@ class Sampling:
         }
 
 
-def read_stream(chunks: Any) -> ExchangeRecord:
-    """The record of one streamed answer (its chunks as the client yields them)."""
-    out: ExchangeRecord = {"prompt_token_ids": None, "chunks": [], "content": "",
-                           "finish_reason": None, "usage": None, "metrics": None,
-                           "system_fingerprint": None}
-    text: list[str] = []
+def new_record(question: str) -> ExchangeRecord:
+    """An exchange record before its answer."""
+    return {"question": question, "prompt_token_ids": None, "chunks": [], "content": "",
+            "finish_reason": None, "usage": None, "metrics": None, "system_fingerprint": None}
+
+
+def read_stream(chunks: Any, record: ExchangeRecord) -> None:
+    """Fill `record` from a streamed answer's chunks as the client yields them (what
+    arrived stays in it if the stream breaks)."""
     for chunk in chunks:
         doc = chunk.model_dump()
         if doc.get("prompt_token_ids") is not None:
-            out["prompt_token_ids"] = list(doc["prompt_token_ids"])
+            record["prompt_token_ids"] = list(doc["prompt_token_ids"])
         for choice in doc.get("choices") or []:
-            text.append((choice.get("delta") or {}).get("content") or "")
+            record["content"] += (choice.get("delta") or {}).get("content") or ""
             if choice.get("token_ids"):
-                out["chunks"].append(list(choice["token_ids"]))
+                record["chunks"].append(list(choice["token_ids"]))
             if choice.get("finish_reason") is not None:
-                out["finish_reason"] = choice["finish_reason"]
+                record["finish_reason"] = choice["finish_reason"]
         for key in ("usage", "metrics", "system_fingerprint"):
             if doc.get(key) is not None:
-                out[key] = doc[key]
-    out["content"] = "".join(text)
-    return out
+                record[key] = doc[key]
 
 
-def ask(client: Any, scrape: Callable[[], str], sampling: Sampling, messages: Messages
-        ) -> ExchangeRecord:
-    """One streamed chat completion with the counters around it."""
+def ask(client: Any, scrape: Callable[[], str], sampling: Sampling, messages: Messages,
+        record: ExchangeRecord) -> None:
+    """One streamed chat completion with the counters around it, into `record`."""
     import openai
 
     before = parse_counters(scrape())
-    started = time.time()
+    record["started"] = time.time()
     try:
-        record = read_stream(client.chat.completions.create(**sampling.request(messages)))
+        read_stream(client.chat.completions.create(**sampling.request(messages)), record)
     except openai.APIConnectionError as exc:
         raise ServerDiedError(f"vLLM's server stopped answering the chat request: "
                               f"{exc}".splitlines()[0]) from None
     except openai.APIError as exc:
         raise ConversationError(f"vLLM's chat request failed: {type(exc).__name__}: "
                                 f"{exc}".splitlines()[0]) from None
-    record |= {"started": started, "ended": time.time()}
+    record["ended"] = time.time()
     after = parse_counters(scrape())
     record["counters"] = {"before": before.to_dict(), "after": after.to_dict()}
-    return record
 
 
 @dataclass
@@ -115,17 +115,20 @@ def converse(client: Any, scrape: Callable[[], str], questions: Sequence[str],
              ) -> Conversation:
     """Ask `questions` one after another in one conversation (`scrape` reads /metrics);
     `on_answer` sees each exchange as it completes. A server that dies or refuses ends the
-    conversation: the exchanges before it are kept, with the error."""
+    conversation: the exchanges before it are kept, with the error, and so is what the
+    interrupted one received (marked with its `error`)."""
     messages: Messages = []
     done = Conversation([])
     for question in questions:
         messages.append({"role": "user", "content": question})
+        record = new_record(question)
         try:
-            record = ask(client, scrape, sampling, messages)
+            ask(client, scrape, sampling, messages, record)
         except VllmError as exc:
             done.error = exc
+            if record["prompt_token_ids"] is not None or record["chunks"]:
+                done.exchanges.append(record | {"error": str(exc)})
             return done
-        record["question"] = question
         messages.append({"role": "assistant", "content": record["content"]})
         done.exchanges.append(record)
         if on_answer is not None:

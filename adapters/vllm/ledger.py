@@ -91,6 +91,29 @@ class _Ledger:
 
     def turn(self, a: Answer, rec: dict[str, Any]) -> None:
         """Fire one answer's turn."""
+        stats, unknown, prompt = self.start(a, rec)
+        answer = a.tokens
+        steps = self.steps(a)
+        reported: dict[str, Any] = {}
+        if steps is not None:
+            self.result.placed += 1
+            self.rounds(stats, steps, answer)
+        else:
+            self.tokens.extend(answer[1:])
+            unknown |= set(ROUND_FIGURES)
+            reported["answer_ids"] = list(answer)
+            if a.spec is not None:
+                stats.drafted, stats.accepted = a.spec.drafted, a.spec.accepted
+                reported["mean_accept_len"] = a.spec.mean_acceptance_length
+                if a.counters is not None and a.counters.per_pos is not None and a.spec.steps:
+                    reported["acc_per_pos"] = [n / a.spec.steps for n in a.counters.per_pos]
+        self.finish(a, rec, stats, unknown, reported, prompt, steps is not None)
+
+    def start(self, a: Answer, rec: dict[str, Any]
+              ) -> tuple[TurnMetrics, set[str], list[int | None]]:
+        """Fire a turn's start: `start_turn`, the history prefilled again, the prefill that
+        samples the first token. Returns its metrics so far, what of them is unknown, and
+        the prompt."""
         m, facts = self.m, self.facts
         m.turn, m.round = a.index + 1, 0
         self.at(rec.get("started"))
@@ -135,21 +158,7 @@ class _Ledger:
                                                       "append": [answer[0]]})
             self.tokens.append(answer[0])
         self.journal.end_unit()
-        steps = self.steps(a)
-        reported: dict[str, Any] = {}
-        if steps is not None:
-            self.result.placed += 1
-            self.rounds(stats, steps, answer)
-        else:
-            self.tokens.extend(answer[1:])
-            unknown |= set(ROUND_FIGURES)
-            reported["answer_ids"] = list(answer)
-            if a.spec is not None:
-                stats.drafted, stats.accepted = a.spec.drafted, a.spec.accepted
-                reported["mean_accept_len"] = a.spec.mean_acceptance_length
-                if a.counters is not None and a.counters.per_pos is not None and a.spec.steps:
-                    reported["acc_per_pos"] = [n / a.spec.steps for n in a.counters.per_pos]
-        self.finish(a, rec, stats, unknown, reported, prompt, steps is not None)
+        return stats, unknown, prompt
 
     def steps(self, a: Answer) -> list[Step] | None:
         """The answer's engine steps, where the stream places them."""
@@ -207,13 +216,17 @@ def record_answers(answers: Sequence[Answer], records: Sequence[dict[str, Any]],
                    ) -> VllmLedgerResult:
     """Fire every answer's turn into `journal` (`records[i]`: the i-th answer's exchange
     record, for its wall times); a `failure` ends the session with `fail` on the turn it
-    interrupted."""
+    interrupted (the last answer, when it has an `error`: what arrived of it is recorded
+    up to its first token)."""
     starts = [r["started"] for r in records if "started" in r]
     ledger = _Ledger(journal, facts, min(starts) if starts else 0.0)
     for a, rec in zip(answers, records, strict=True):
-        ledger.turn(a, rec)
+        if a.error is None:
+            ledger.turn(a, rec)
+        else:  # the turn the server did not finish: its start, as far as it came
+            ledger.start(a, rec)
     if failure is not None:
-        ledger.m.turn = len(answers) + 1
+        ledger.m.turn = len(answers) + (0 if answers and answers[-1].error else 1)
         ledger.m.round = 0
         ledger.m.fire(Trigger.FAIL, 0.0, {"error": failure})
         ledger.journal.end_unit()

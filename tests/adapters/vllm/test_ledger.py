@@ -115,6 +115,23 @@ def test_a_run_that_stopped_early_ends_failed_after_its_turns(tmp_path: Path) ->
     assert Kind.RUN_FAILED in kinds
 
 
+def test_what_arrived_of_an_interrupted_turn_is_kept() -> None:
+    recs = copy.deepcopy(records("ngram-random")[:2])
+    cut = recs[1]
+    for key in ("usage", "metrics", "finish_reason", "counters", "ended"):
+        cut[key] = None
+    cut["chunks"] = cut["chunks"][:3]
+    cut["error"] = "vLLM's chat request failed: APIError: EngineCore encountered an issue."
+    journal = MemoryJournal()
+    rec = record(recs, "ngram-simple", 8, journal, error="the engine core died")
+    assert len(rec.turns) == 1 and rec.error == "the engine core died"
+    second = [(e.trigger, e.payload) for e in journal.events if e.turn == 2]
+    assert [t for t, _ in second] == [Trigger.START_TURN, Trigger.CTX_RESTORE,
+                                      Trigger.PREFILL, Trigger.FAIL]
+    assert second[0][1]["append"][-3:] == cut["prompt_token_ids"][-3:]
+    assert second[2][1]["append"] == cut["chunks"][0][:1]
+
+
 @pytest.mark.parametrize("drafter", ["ngram-mod", "ngram-simple,mtp"])
 def test_what_vllm_cannot_run_is_a_usage_error(drafter: str) -> None:
     from specledger.errors import UsageError
