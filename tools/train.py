@@ -16,7 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from engine.hybrid import load_checkpoint
 from engine.hybrid.mtp import load_mtp
-from engine.training.configs import ModelFamily, TrainConfig
+from engine.training.configs import ModelFamily, train_config
 from engine.training.evaluate import evaluate
 from engine.training.train import save, train
 
@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("engine/shipped"))
     parser.add_argument("--minutes", type=float, default=30.0,
-                        help="wall-clock budget of the whole training (default 30)")
+                        help="wall-clock budget of the whole training (default 30); the "
+                             "wide family runs fixed step counts instead")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--family", choices=[f.value for f in ModelFamily],
                         default=ModelFamily.DEFAULT.value,
@@ -43,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 
     target_dir, draft_dir = args.out / "target", args.out / "draft"
     if not args.eval_only:
-        config = TrainConfig(seed=args.seed, minutes=args.minutes, threads=args.threads,
-                             family=ModelFamily(args.family))
+        config = train_config(ModelFamily(args.family), seed=args.seed, minutes=args.minutes,
+                              threads=args.threads)
         trained = train(config, log)
         save(trained, args.out, config)
         log(f"trained in {trained.wall_s:.0f}s; saved to {args.out}")

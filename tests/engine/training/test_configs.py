@@ -8,7 +8,14 @@ import pytest
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.tokenizer import VOCAB_SIZE
 from engine.shipped import ROOT as SHIPPED_ROOT
-from engine.training.configs import ModelFamily, TrainConfig, draft_config, target_config
+from engine.training.configs import (
+    WIDE_STEPS,
+    ModelFamily,
+    TrainConfig,
+    draft_config,
+    target_config,
+    train_config,
+)
 
 SHIPPED = {ModelFamily.DEFAULT: ("target", "draft"), ModelFamily.WIDE: ("wide", "wide-draft")}
 
@@ -35,3 +42,12 @@ def test_the_family_is_recorded_by_name() -> None:
     record = TrainConfig(family=ModelFamily.WIDE).to_dict()
     assert json.loads(json.dumps(record))["family"] == "wide"
     assert TrainConfig().family is ModelFamily.DEFAULT
+
+
+def test_the_wide_phases_run_fixed_steps_the_default_ones_the_clock() -> None:
+    default = train_config(seed=3, minutes=5.0)
+    assert default == TrainConfig(seed=3, minutes=5.0)
+    assert all(p.steps is None for p in (default.target, default.draft, default.mtp))
+    wide = train_config(ModelFamily.WIDE, seed=3)
+    assert {p.name: p.steps for p in (wide.target, wide.draft, wide.mtp)} == WIDE_STEPS
+    assert wide.target.lr == default.target.lr and wide.seed == 3
