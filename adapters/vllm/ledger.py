@@ -52,17 +52,18 @@ class EngineFacts:
 
 @dataclass
 class VllmLedgerResult:
-    """The recorded turns (metrics as recorded), violations recorded, events fired, the
-    turns whose rounds were placed, and whether the run ended early."""
+    """The recorded turns (metrics as recorded), violations recorded, events fired, and
+    the turns whose rounds were placed."""
 
     turns: list[TurnMetrics] = field(default_factory=list)
     violations: int = 0
     events: int = 0
     placed: int = 0
-    failed: bool = False
 
 
 class _Ledger:
+    """One session's slot 0 being recorded: its machine, its tokens, the result so far."""
+
     def __init__(self, journal: Sink, facts: EngineFacts, t0: float) -> None:
         self.journal = journal
         self.facts = facts
@@ -230,5 +231,4 @@ def record_answers(answers: Sequence[Answer], records: Sequence[dict[str, Any]],
         ledger.m.round = 0
         ledger.m.fire(Trigger.FAIL, 0.0, {"error": failure})
         ledger.journal.end_unit()
-        ledger.result.failed = True
     return ledger.result

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import weakref
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
@@ -149,10 +150,8 @@ class VllmServer:
         python = require_python()
         self.port = self.options.port or free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        template = self.chat_template()
-        self.args = server_args(self.options, self.port)
-        if self.options.chat_template is None:
-            self.args += ["--chat-template", str(template)]
+        self.args = server_args(replace(self.options, chat_template=self.chat_template()),
+                                self.port)
         cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", *self.args]
         with self.log_path.open("wb") as log:
             # Its own process group: a Ctrl-C reaches us, and we stop it in order.
