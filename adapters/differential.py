@@ -138,6 +138,10 @@ class Comparison:
     bound: float
     identical: int = 0
     divergences: list[Divergence] = field(default_factory=list)
+    drift: list[float] = field(default_factory=list)
+    """|gap difference| between the two engines at every position where both answers
+    still agree and both gave a gap: how far rounding moves a gap (what the bound must
+    cover)."""
 
     @property
     def answers(self) -> int:
@@ -168,10 +172,18 @@ class Comparison:
         return {"relation": self.relation.value, "reference": self.reference.label,
                 "run": self.run.label, "bound": self.bound, "answers": self.answers,
                 "identical": self.identical, "explained": self.explained,
+                "drift": drift_summary(self.drift),
                 "drafted": sum(a.drafted for a in self.run.answers),
                 "accepted": sum(a.accepted for a in self.run.answers),
                 "divergences": [asdict(d) | {"near_tie": d.near_tie}
                                 for d in self.divergences]}
+
+
+def drift_summary(drift: Sequence[float]) -> dict[str, float | int | None]:
+    """How many gaps were compared, the largest and the median difference (None: none)."""
+    ordered = sorted(drift)
+    return {"positions": len(ordered), "max": ordered[-1] if ordered else None,
+            "median": ordered[len(ordered) // 2] if ordered else None}
 
 
 def compare(relation: Relation, reference: Run, run: Run) -> Comparison:
@@ -184,6 +196,10 @@ def compare(relation: Relation, reference: Run, run: Run) -> Comparison:
     result = Comparison(relation, reference, run, bound)
     for i, (ref, answer) in enumerate(zip(reference.answers, run.answers, strict=True)):
         d = first_divergence(i, ref, answer, bound)
+        shared = len(ref.tokens) if d is None else d.position
+        result.drift += [abs(a - b) for a, b in zip(ref.gaps[:shared], answer.gaps[:shared],
+                                                    strict=True)
+                         if a is not None and b is not None]
         if d is None:
             result.identical += 1
         else:
@@ -243,9 +259,12 @@ def report(comparisons: Sequence[Comparison]) -> str:
         drafted = sum(a.drafted for a in c.run.answers)
         accepted = sum(a.accepted for a in c.run.answers)
         acc = f", acceptance {accepted / drafted:.2f}" if drafted else ""
+        drift = drift_summary(c.drift)
+        moved = (f", gaps moved by at most {drift['max']:.3g} (median {drift['median']:.3g}) "
+                 f"over {drift['positions']} shared positions" if drift["positions"] else "")
         lines.append(f"{c.run.label} vs {c.reference.label} ({c.relation.value}): "
                      f"{c.identical}/{c.answers} token-identical, {len(c.divergences)} "
-                     f"divergent{acc}, near-tie bound {c.bound:g}")
+                     f"divergent{acc}, near-tie bound {c.bound:g}{moved}")
         lines += [f"  prompt {d.prompt} position {d.position}: {d.expected} vs {d.actual}, "
                   f"gaps {_gap(d.expected_gap)} / {_gap(d.actual_gap)} "
                   f"({'near-tie' if d.near_tie else 'NOT a near-tie'})"

@@ -162,7 +162,7 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
              ) -> tuple[list[EngineRun], dict[str, str]]:
     """`repeats` passes of each method on one vLLM server per method (bfloat16, the only
     dtype its CPU build runs); the methods it refuses, with its error."""
-    from adapters.vllm.errors import ModelRefusedError
+    from adapters.vllm.errors import MethodUnsupportedError, ModelRefusedError
     from adapters.vllm.options import VllmOptions, speculative_method
     from adapters.vllm.server import VllmServer
     from engine.shipped import model_dir
@@ -171,12 +171,12 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
     runs: list[EngineRun] = []
     refused: dict[str, str] = {}
     for m in methods:
-        method = speculative_method([m])
-        options = VllmOptions(model=model_dir(base.model), method=method,
-                              draft_max=base.draft_max, ngram_n=base.ngram_n,
-                              draft_model=model_dir(base.draft_model))
-        opts.log(f"engines: vLLM {m}: starting its server")
         try:
+            method = speculative_method([m])
+            options = VllmOptions(model=model_dir(base.model), method=method,
+                                  draft_max=base.draft_max, ngram_n=base.ngram_n,
+                                  draft_model=model_dir(base.draft_model))
+            opts.log(f"engines: vLLM {m}: starting its server")
             with VllmServer(options, logs / f"vllm-{m}.log") as server:
                 server.client.complete(warmup, WARMUP_TOKENS, top=0)
                 for i in range(repeats):
@@ -189,7 +189,7 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
                         int(spent["generated"]), spent["decode_s"], int(spent["drafted"]),
                         int(spent["accepted"]), int(spent["steps"]) if method else None,
                         [t for c in done for t in c.tokens]))
-        except ModelRefusedError as exc:
+        except (MethodUnsupportedError, ModelRefusedError) as exc:
             refused[m] = str(exc)
             opts.log(f"engines: vLLM {m} refused: {exc}")
     return runs, refused

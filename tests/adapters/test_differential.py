@@ -180,3 +180,15 @@ def test_report_lists_each_divergence_with_both_gaps() -> None:
     assert "prompt 1 position 1: 6 vs 9, gaps 0.0002 / 0.0005 (near-tie)" in text
     assert result.to_dict()["divergences"][0]["near_tie"] is True
     assert not math.isnan(result.bound)
+
+
+def test_drift_is_the_gap_difference_where_the_answers_still_agree() -> None:
+    ref = run("ours", "none", BF16, answer([1, 2, 3], [1.0, 2.0, 3.0]),
+              answer([4, 5, 6], [1.0, 0.1, 2.0]))
+    other = run("vllm", "none", BF16, answer([1, 2, 3], [1.25, None, 2.5]),
+                answer([4, 7, 6], [0.875, 0.05, 9.0]))
+    result = compare(Relation.CROSS_ENGINE, ref, other)
+    # Prompt 0 agrees throughout (its unreported gap skipped); prompt 1 until position 1.
+    assert sorted(result.drift) == [0.125, 0.25, 0.5]
+    assert result.to_dict()["drift"] == {"positions": 3, "max": 0.5, "median": 0.25}
+    assert "gaps moved by at most 0.5 (median 0.25) over 3 shared positions" in report([result])
