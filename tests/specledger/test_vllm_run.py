@@ -62,12 +62,18 @@ def test_an_mtp_run_reads_like_any_session(tmp_path: Path,
     sid = run["session"]
     cfg = get_session(open_db(db, create=False), sid).config
     assert (cfg["engine"], cfg["method"], cfg["prefix_caching"]) == ("vLLM", "mtp", False)
-    assert cfg["provides"]["rounds"] is True and cfg["model"] == TARGET
-    # Each turn's rounds are vLLM's verify steps: its own per-request counts.
+    assert cfg["model"] == TARGET and cfg["provides"]["rounds"]
+    # Each turn's rounds are vLLM's verify steps: its own per-request counts. (On a busy
+    # machine the server may merge two steps into one chunk; that turn has no rounds.)
+    placed = 0
     for turn, answer in zip(run["turns"], read_answers(run["answers"]).answers, strict=True):
         assert answer.spec is not None
-        assert (turn["rounds"], turn["drafted"], turn["accepted"]) == (
-            answer.spec.steps, answer.spec.drafted, answer.spec.accepted)
+        assert (turn["drafted"], turn["accepted"]) == (answer.spec.drafted,
+                                                       answer.spec.accepted)
+        if turn["rounds"] is not None:
+            assert turn["rounds"] == answer.spec.steps
+            placed += 1
+    assert placed
     status, shown = _json(capsys, ["show", str(sid), "--db", db])
     assert status == 0 and shown["session"]["backend"] == "vllm"
     status, pm = _json(capsys, ["postmortem", str(sid), "--db", db])
