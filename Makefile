@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo test llama vllm lint clean
+.PHONY: install demo test test-vllm llama vllm lint clean
 
 install: $(STAMP)
 
@@ -44,7 +44,14 @@ test: install llama
 	@sh $(ROOT)/tools/ensure_apt.sh pg_ctlcluster postgresql "the PostgreSQL ledger tests"
 	cd $(ROOT) && $(VENV)/bin/ruff check .
 	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 SPECLEDGER_REQUIRE_POSTGRES=1 \
-		SPECLEDGER_REQUIRE_BROWSER=1 $(PY) -m pytest -n 2 --dist loadfile
+		SPECLEDGER_REQUIRE_BROWSER=1 $(PY) -m pytest -n 2 --dist loadfile -m "not vllm"
+
+# The tests that run vLLM (marked `vllm`): its install and its servers' starts (1-2 minutes
+# each) would take `make test` past 15 minutes cold, so they are a target of their own, which
+# .ci/run also runs.
+test-vllm: install llama vllm
+	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 SPECLEDGER_REQUIRE_VLLM=1 \
+		$(PY) -m pytest -n 2 --dist loadfile -m vllm
 
 lint: install
 	cd $(ROOT) && $(VENV)/bin/ruff check .

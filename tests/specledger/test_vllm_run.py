@@ -52,6 +52,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any
     return status, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.vllm
 def test_an_mtp_run_reads_like_any_session(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     require_vllm()
@@ -88,6 +89,7 @@ def test_an_mtp_run_reads_like_any_session(tmp_path: Path,
     assert diff["tokens"]["unknown"] == {"a": 0, "b": 0}  # vLLM names every id
 
 
+@pytest.mark.vllm
 def test_a_server_that_dies_mid_run_leaves_a_failed_session(tmp_path: Path) -> None:
     require_vllm()
     db = str(tmp_path / "v.db")
@@ -122,6 +124,7 @@ def test_a_server_that_dies_mid_run_leaves_a_failed_session(tmp_path: Path) -> N
     assert events[-1].trigger is Trigger.FAIL and events[-1].turn == 2
 
 
+@pytest.mark.vllm
 def test_a_model_vllm_refuses_is_one_line(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     require_vllm()

@@ -18,6 +18,8 @@ from engine.hybrid.tokenizer import chat_template, encode
 from engine.shipped import model_dir
 from tests.adapters.vllm.conftest import DRAFT, TARGET, require_vllm
 
+pytestmark = pytest.mark.vllm  # make test-vllm runs them
+
 
 def prompt(question: str) -> list[int]:
     """A one-turn ChatML prompt in the shipped tokenizer's ids."""
