@@ -9,6 +9,7 @@ Nothing here imports torch at import time.
 """
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from adapters.differential import Answer
@@ -16,7 +17,10 @@ from adapters.llama.client import Completion as LlamaCompletion
 from adapters.llama.client import LlamaClient
 from adapters.vllm.client import Completion as VllmCompletion
 from adapters.vllm.client import VllmClient
+from adapters.vllm.errors import ServerDiedError
 from adapters.vllm.metrics import parse_counters
+from adapters.vllm.options import VllmOptions
+from adapters.vllm.server import VllmServer
 
 ANSWER_CAP = 128
 TOP = 2  # candidates asked per position: the gap needs the best two
@@ -98,4 +102,39 @@ def vllm_answers(client: VllmClient, prompts: Sequence[Sequence[int]],
         spent = after - before
         out.append(vllm_answer(done, spent.draft_tokens or 0, spent.accepted or 0))
         before = after
+    return tuple(out)
+
+
+def vllm_run(options: VllmOptions, prompts: Sequence[Sequence[int]], logs: Path,
+             cap: int = ANSWER_CAP, deaths: int = 0) -> tuple[Answer, ...]:
+    """vLLM's answers to `prompts` from a server of `options` (its logs `<logs>/<n>.log`).
+    A prompt that kills the server gets an answer carrying the error, and a new server
+    answers the next one, until the server has died more than `deaths` times: the prompts
+    after that get an answer saying they were not asked (deaths 0: the first death raises).
+
+    Why a server dies: vLLM 0.32's CPU Gated DeltaNet spec-decode path without its native
+    conv kernel (no AMX, not ARM: `gdn_attention._spec_forward`) rolls each sequence's conv
+    buffer as if every step verified a full draft of `num_speculative_tokens`. ngram drafts
+    vary in length: after a shorter one, the next step reads the wrong conv window (the
+    answer is corrupted), and when more tokens were accepted than the new step holds, the
+    buffer copy fails ("The size of tensor a (7) must match the size of tensor b (6)") and
+    the server dies. MTP always drafts in full and is unaffected."""
+    out: list[Answer] = []
+    died = 0
+    while len(out) < len(prompts):
+        with VllmServer(options, logs / f"{died}.log") as server:
+            while len(out) < len(prompts):
+                try:
+                    out += vllm_answers(server.client, [prompts[len(out)]], cap)
+                except ServerDiedError as exc:
+                    if died >= deaths:
+                        if deaths == 0:
+                            raise
+                        out.append(Answer((), (), error=str(exc)))
+                        skipped = f"not asked: the server had died {died + 1} times"
+                        out += [Answer((), (), error=skipped)] * (len(prompts) - len(out))
+                        break
+                    out.append(Answer((), (), error=str(exc)))
+                    died += 1
+                    break
     return tuple(out)

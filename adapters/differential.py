@@ -55,12 +55,15 @@ class Relation(StrEnum):
 class Answer:
     """One engine's greedy answer to one prompt: its tokens, the top-1 minus top-2 gap the
     engine reported at each of them (None where it reported none), and the drafted and
-    accepted tokens behind it (0 for plain decoding, or where the engine does not say)."""
+    accepted tokens behind it (0 for plain decoding, or where the engine does not say).
+    `error` says why there is no answer (the engine died on the prompt, or was not asked
+    it after dying too often); its tokens are then empty."""
 
     tokens: tuple[int, ...]
     gaps: tuple[float | None, ...]
     drafted: int = 0
     accepted: int = 0
+    error: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.gaps) != len(self.tokens):
@@ -138,6 +141,8 @@ class Comparison:
     bound: float
     identical: int = 0
     divergences: list[Divergence] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+    """(prompt, error) of each prompt either run has no answer to: not compared."""
     drift: list[float] = field(default_factory=list)
     """|gap difference| between the two engines at every position where both answers
     still agree and both gave a gap: how far rounding moves a gap (what the bound must
@@ -156,7 +161,7 @@ class Comparison:
 
     @property
     def explained(self) -> bool:
-        """Every divergence is a near-tie."""
+        """Every divergence is a near-tie (failed prompts aside: see `failed`)."""
         return all(d.near_tie for d in self.divergences)
 
     @property
@@ -172,6 +177,7 @@ class Comparison:
         return {"relation": self.relation.value, "reference": self.reference.label,
                 "run": self.run.label, "bound": self.bound, "answers": self.answers,
                 "identical": self.identical, "explained": self.explained,
+                "failed": [{"prompt": i, "error": e} for i, e in self.failed],
                 "drift": drift_summary(self.drift),
                 "drafted": sum(a.drafted for a in self.run.answers),
                 "accepted": sum(a.accepted for a in self.run.answers),
@@ -195,6 +201,10 @@ def compare(relation: Relation, reference: Run, run: Run) -> Comparison:
     bound = max(near_tie_bound(reference.dtype), near_tie_bound(run.dtype))
     result = Comparison(relation, reference, run, bound)
     for i, (ref, answer) in enumerate(zip(reference.answers, run.answers, strict=True)):
+        error = ref.error or answer.error
+        if error is not None:
+            result.failed.append((i, error))
+            continue
         d = first_divergence(i, ref, answer, bound)
         shared = len(ref.tokens) if d is None else d.position
         result.drift += [abs(a - b) for a, b in zip(ref.gaps[:shared], answer.gaps[:shared],
@@ -240,7 +250,8 @@ def not_lossless_findings(comparisons: Sequence[Comparison]) -> list[Finding]:
         accepted = sum(a.accepted for a in c.run.answers)
         out.append(not_lossless_finding(NotLossless(
             engine=c.run.engine, method=c.run.method, dtype=c.run.dtype.value,
-            answers=c.answers, differing=len(c.divergences), not_ties=len(bad),
+            answers=c.answers - len(c.failed), differing=len(c.divergences),
+            not_ties=len(bad), failed=len(c.failed),
             prompt=first.prompt, position=first.position, expected=first.expected,
             actual=first.actual, expected_gap=first.expected_gap,
             actual_gap=first.actual_gap, bound=c.bound, drafted=drafted,
@@ -262,9 +273,11 @@ def report(comparisons: Sequence[Comparison]) -> str:
         drift = drift_summary(c.drift)
         moved = (f", gaps moved by at most {drift['max']:.3g} (median {drift['median']:.3g}) "
                  f"over {drift['positions']} shared positions" if drift["positions"] else "")
+        died = (f", {len(c.failed)} without an answer (first: prompt {c.failed[0][0]}: "
+                f"{c.failed[0][1]})" if c.failed else "")
         lines.append(f"{c.run.label} vs {c.reference.label} ({c.relation.value}): "
                      f"{c.identical}/{c.answers} token-identical, {len(c.divergences)} "
-                     f"divergent{acc}, near-tie bound {c.bound:g}{moved}")
+                     f"divergent{died}{acc}, near-tie bound {c.bound:g}{moved}")
         lines += [f"  prompt {d.prompt} position {d.position}: {d.expected} vs {d.actual}, "
                   f"gaps {_gap(d.expected_gap)} / {_gap(d.actual_gap)} "
                   f"({'near-tie' if d.near_tie else 'NOT a near-tie'})"

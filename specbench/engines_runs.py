@@ -10,8 +10,9 @@ verify steps, and its answers.
 - vLLM: one server per method (a start costs a minute or more), warmed up, then every pass
   on it (vLLM keeps no drafting state across requests); a pass is the difference of its
   Prometheus counters: generated tokens, decode seconds (first token to last), drafted
-  and accepted tokens, verify steps with drafts. A method the server refuses is kept with
-  the server's error.
+  and accepted tokens, verify steps with drafts. A method vLLM refuses, or whose server
+  dies mid-pass (vLLM 0.32's ngram on a CPU without AMX: adapters/answers.vllm_run), is
+  kept with the error.
 
 tok/s is generated tokens over decode seconds everywhere: prefill is excluded, and each
 answer's first token (produced by the prefill) is counted, as llama.cpp's `timings` and
@@ -161,15 +162,15 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
              prompts: Sequence[Sequence[int]], repeats: int, logs: Path
              ) -> tuple[list[EngineRun], dict[str, str]]:
     """`repeats` passes of each method on one vLLM server per method (bfloat16, the only
-    dtype its CPU build runs); the methods it refuses, with its error."""
-    from adapters.vllm.errors import MethodUnsupportedError, ModelRefusedError
+    dtype its CPU build runs); the methods it refuses or dies running, with the error."""
+    from adapters.vllm.errors import MethodUnsupportedError, ModelRefusedError, ServerDiedError
     from adapters.vllm.options import VllmOptions, speculative_method
     from adapters.vllm.server import VllmServer
     from engine.shipped import model_dir
 
     warmup = warmup_prompt()
     runs: list[EngineRun] = []
-    refused: dict[str, str] = {}
+    failed: dict[str, str] = {}
     for m in methods:
         try:
             method = speculative_method([m])
@@ -190,9 +191,12 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
                         int(spent["accepted"]), int(spent["steps"]) if method else None,
                         [t for c in done for t in c.tokens]))
         except (MethodUnsupportedError, ModelRefusedError) as exc:
-            refused[m] = str(exc)
+            failed[m] = f"refused: {exc}"
             opts.log(f"engines: vLLM {m} refused: {exc}")
-    return runs, refused
+        except ServerDiedError as exc:
+            failed[m] = f"died mid-pass: {exc}"
+            opts.log(f"engines: vLLM {m} died: {exc}")
+    return runs, failed
 
 
 def _vllm_counters(page: str) -> dict[str, float]:

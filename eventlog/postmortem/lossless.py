@@ -18,8 +18,9 @@ from eventlog.postmortem.finding import Finding, Kind, Severity
 @dataclass(frozen=True)
 class NotLossless:
     """What the differential saw: the engine and its speculative method (the engine's name
-    for it) and dtype; of `answers` answers, `differing` left the plain ones and
-    `not_ties` of those at a non-tie; the first such: the prompt's index, the answer
+    for it) and dtype; of `answers` answers compared, `differing` left the plain ones and
+    `not_ties` of those at a non-tie (`failed` more prompts got no answer from one of the
+    two runs: the engine died on them); the first such: the prompt's index, the answer
     position, plain's token and the speculative one, the gap each engine run reported there
     (None: not reported) and the near-tie bound; the run's drafted and accepted tokens."""
 
@@ -29,6 +30,7 @@ class NotLossless:
     answers: int
     differing: int
     not_ties: int
+    failed: int
     prompt: int
     position: int
     expected: int | None
@@ -54,12 +56,14 @@ def not_lossless_finding(seen: NotLossless) -> Finding:
     acc = "" if seen.acceptance is None else (
         f" Acceptance was {seen.acceptance:.2f} ({seen.accepted}/{seen.drafted}): the "
         f"engine's counters alone would not show it.")
+    died = (f" {seen.failed} more prompt(s) got no answer: the engine died on them."
+            if seen.failed else "")
     text = (f"{seen.engine} with speculative method {seen.method} ({seen.dtype}) is not "
             f"lossless: {seen.not_ties} of {seen.answers} greedy answers leave {seen.engine}'s "
             f"plain answers at a non-tie ({seen.differing} differ in all). First: prompt "
             f"{seen.prompt}, answer token {seen.position}: plain {seen.expected}, speculative "
             f"{seen.actual}; top-2 gap {_gap(seen.expected_gap)} plain, "
             f"{_gap(seen.actual_gap)} speculative, above the near-tie bound {seen.bound:g}, "
-            f"so rounding cannot explain it (vLLM #39273 class).{acc}")
+            f"so rounding cannot explain it (vLLM #39273 class).{acc}{died}")
     return Finding(Kind.SPECULATIVE_NOT_LOSSLESS, Severity.ERROR, 0, 0, text,
                    ADVICE[Kind.SPECULATIVE_NOT_LOSSLESS], asdict(seen))

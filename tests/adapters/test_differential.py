@@ -192,3 +192,17 @@ def test_drift_is_the_gap_difference_where_the_answers_still_agree() -> None:
     assert sorted(result.drift) == [0.125, 0.25, 0.5]
     assert result.to_dict()["drift"] == {"positions": 3, "max": 0.5, "median": 0.25}
     assert "gaps moved by at most 0.5 (median 0.25) over 3 shared positions" in report([result])
+
+
+def test_a_prompt_the_engine_died_on_is_reported_not_compared() -> None:
+    died = Answer((), (), error="ServerDiedError: tensor a (7) vs b (6)")
+    spec = run("vllm", "ngram", BF16, died, answer([4, 7, 6]))
+    runs = [run("ours", "none", BF16, *ANSWERS), run("vllm", "none", BF16, *ANSWERS), spec]
+    comparisons = compare_runs("ours", runs)
+    result = next(c for c in comparisons if c.run is spec)
+    assert result.failed == [(0, died.error)] and result.identical == 0
+    assert [d.prompt for d in result.divergences] == [1]
+    assert "1 without an answer (first: prompt 0: ServerDiedError" in report([result])
+    (finding,) = not_lossless_findings(comparisons)
+    assert finding.numbers["failed"] == 1 and finding.numbers["answers"] == 1
+    assert "1 more prompt(s) got no answer: the engine died on them" in finding.explanation

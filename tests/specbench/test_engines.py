@@ -31,7 +31,7 @@ def test_rows_take_the_fastest_pass_and_judge_against_the_engines_plain() -> Non
             run("ours", "mtp", 0, 0.5, [1, 2], drafted=40, accepted=30, steps=10),
             run("vllm", "none", 0, 0.25, [1, 3]),
             run("vllm", "ngram-simple", 0, 0.2, [1, 4], drafted=8, accepted=2, steps=4)]
-    found = rows(runs, {"mtp": "ModelRefusedError: no MTP weights"})
+    found = rows(runs, {"mtp": "refused: ModelRefusedError: no MTP | weights"})
     by = {(r["engine"], r["method"]): r for r in found}
     assert list(by) == [("ours", "none"), ("ours", "mtp"), ("vllm", "none"),
                         ("vllm", "ngram-simple"), ("vllm", "mtp")]
@@ -40,8 +40,9 @@ def test_rows_take_the_fastest_pass_and_judge_against_the_engines_plain() -> Non
     assert mtp["speedup"] == 2.0 and mtp["acceptance"] == 0.75 and mtp["mean_length"] == 4.0
     assert mtp["same_as_plain"] is True  # vLLM's own plain answers differ from ours: no matter
     assert by["vllm", "ngram-simple"]["same_as_plain"] is False
-    assert by["vllm", "mtp"]["refused"].startswith("ModelRefusedError")
+    assert by["vllm", "mtp"]["failed"].startswith("refused: ModelRefusedError")
     text = table(found)
     assert "| ours | mtp | float32 | 200 | 2.00x | 0.75 | 4.00 | yes |" in text
     assert "| vllm | ngram-simple | float32 | 500 | 1.25x | 0.25 | 1.50 | **NO** |" in text
-    assert "| vllm | mtp | bfloat16 | refused |" in text
+    assert "| vllm | mtp | bfloat16 | - | - | - | - | refused: ModelRefusedError: no MTP / " \
+           "weights |" in text
