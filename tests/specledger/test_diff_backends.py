@@ -28,7 +28,7 @@ SIM = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64", "--question-
 # history back (after an answer cut at the limit they do not: llama-server's template closes
 # it with <|im_end|>, ours does not). Two engines agree token for token only away from
 # near-ties: our target's smallest top-1/top-2 logit gap in this conversation is 2.7e-3,
-# above the differential's GAP_BOUND (seed 4's was 6.7e-4, a tie another CPU could tip).
+# above the float32 near-tie bound, 1e-3 (seed 4's was 6.7e-4, a tie another CPU could tip).
 REAL = {"turns": 2, "max_answer_tokens": 48, "draft_max": 4, "seed": 6}
 
 
