@@ -232,3 +232,22 @@ def test_bfloat16_mtp_drafter_is_lossless(bf16: tuple[LoadedCheckpoint, Path],
     assert _answers(journal) == plain_bf16
     assert [e for e in journal.events if e.trigger is Trigger.VERIFY]
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
+
+
+def test_shipped_wide_runs_in_bfloat16_with_a_true_state() -> None:
+    # The model three engines run, in vLLM's dtype: MTP speculation answers what plain
+    # decoding answers, and the state audit passes every commit (bf16 rounding moves a
+    # true state by up to ~3e-2 from its one-token-at-a-time twin; a float32 tolerance
+    # would call that contamination).
+    config = RunConfig(backend="torch", model="shipped:wide", dtype="bfloat16", turns=1,
+                       max_answer_tokens=24, draft_max=3, strategy="checkpoint")
+    ckpt = load_checkpoint("shipped:wide", dtype=torch.bfloat16)
+    runs = {}
+    for drafter in ("none", "mtp"):
+        journal = MemoryJournal()
+        session = Session(config.replace(drafter=drafter), journal,
+                          backend=TorchBackend(config, ckpt), conversation=_Questions())
+        session.run()
+        assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
+        runs[drafter] = _answers(journal)
+    assert runs["mtp"] == runs["none"]
