@@ -19,7 +19,7 @@ Which answers are compared (`compare_runs`):
   #39273 class: speculation changed the output while acceptance looked healthy. The
   postmortem names it `speculative_not_lossless` (`not_lossless_findings`);
 - our bfloat16 answers against our float32 ones (precision): what bf16 rounding alone
-  moves. Reported, not judged: bf16 rounds every weight, not only the sums.
+  moves, judged by the bf16 bound like the rest.
 
 Nothing here imports torch; each engine's answers are built by `adapters.answers`.
 """
@@ -39,7 +39,15 @@ GAP_BOUNDS = {DType.FLOAT32: 1e-3, DType.BFLOAT16: 0.25}
 
 
 def near_tie_bound(dtype: DType) -> float:
-    """The largest top-2 gap rounding can flip in `dtype`."""
+    """The largest top-2 gap rounding in `dtype` is taken to flip (`GAP_BOUNDS`), set well
+    above the most the gap moved between two engines computing in it while their answers
+    still agreed (`Comparison.drift`, shipped:wide, 50 held-out prompts):
+    - float32: 1e-3; ours against llama-server (f32 GGUF and KV cache, no flash
+      attention): at most 1.4e-5 (median 5.9e-7) over 6,400 positions;
+    - bfloat16: 0.25; ours against vLLM: at most 0.094 (median 1.2e-7) over 4,354
+      positions. A bf16 logit of this model's size is a multiple of 1/32 or 1/16, so a gap
+      is 0, 0.03, 0.06, ...: the bound is 8 such steps, and many greedy choices are exact
+      ties (gap 0), which the two engines break differently."""
     return GAP_BOUNDS[dtype]
 
 
@@ -152,12 +160,6 @@ class Comparison:
     def answers(self) -> int:
         """How many answers were compared."""
         return len(self.run.answers)
-
-    @property
-    def judged(self) -> bool:
-        """Whether its divergences must be near-ties (a precision comparison is only
-        reported)."""
-        return self.relation is not Relation.PRECISION
 
     @property
     def explained(self) -> bool:
