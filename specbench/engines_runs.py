@@ -16,7 +16,10 @@ verify steps, and its answers.
 
 tok/s is generated tokens over decode seconds everywhere: prefill is excluded, and each
 answer's first token (produced by the prefill) is counted, as llama.cpp's `timings` and
-vLLM's counters both do.
+vLLM's counters both do. Answers keep the top-2 gaps llama-server (`n_probs`, plain steps
+only) and vLLM (`top_logprobs`) report, so that a method's answers can be judged against
+plain decoding up to near-ties (adapters/differential.py); ours come as one answer per
+pass, without gaps (its float32 verify and decode agree token for token).
 """
 
 import re
@@ -25,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from adapters.differential import Answer
 from engine.config import RunConfig
 from specbench.common import BenchOptions
 
@@ -44,8 +48,8 @@ VLLM_COUNTERS = {"generated": "vllm:generation_tokens_total",
 class EngineRun:
     """One pass of one engine and method (our drafter name; `engine_method` the engine's
     own) over every prompt. `steps` are the verify steps that checked drafts (None where
-    unknown); `tokens` every answer's tokens, prompt after prompt; `session` the recorded
-    session (ours only)."""
+    unknown); `answers` its answers, prompt after prompt (ours: the pass's tokens as one);
+    `session` the recorded session (ours only)."""
 
     engine: str
     method: str
@@ -57,7 +61,7 @@ class EngineRun:
     drafted: int
     accepted: int
     steps: int | None
-    tokens: list[int]
+    answers: list[Answer]
     session: int | None = None
 
     @property
@@ -77,8 +81,9 @@ class EngineRun:
         return 1.0 + self.accepted / self.steps if self.steps else None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able mapping with the derived numbers (the tokens as their count)."""
-        return asdict(self) | {"tokens": len(self.tokens), "tok_s": self.tok_s,
+        """JSON-able mapping with the derived numbers (the answers as their lengths)."""
+        return asdict(self) | {"answers": [len(a.tokens) for a in self.answers],
+                               "tok_s": self.tok_s,
                                "acceptance": self.acceptance, "mean_length": self.mean_length}
 
 
@@ -119,7 +124,8 @@ def run_ours(opts: BenchOptions, base: RunConfig, methods: Sequence[str], repeat
             r = record(c, opts, log, ckpt, repeat=i)
             runs.append(EngineRun(OURS, c.drafter, c.drafter, base.dtype.value, i,
                                   r.generated, r.decode_s, r.drafted, r.accepted,
-                                  r.draft_rounds if c.drafter != PLAIN else None, r.answer,
+                                  r.draft_rounds if c.drafter != PLAIN else None,
+                                  [Answer(tuple(r.answer), (None,) * len(r.answer))],
                                   r.session))
     return runs
 
@@ -128,6 +134,7 @@ def run_llama(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
               prompts: Sequence[Sequence[int]], repeats: int, logs: Path) -> list[EngineRun]:
     """`repeats` passes of each drafter on llama-server (f32 GGUF export of the target and
     draft model), fresh servers each pass."""
+    from adapters.answers import TOP, llama_answer
     from adapters.llama.gguf_export import cached_gguf
     from adapters.llama.options import ServerOptions
     from adapters.llama.server import LlamaServer
@@ -147,14 +154,14 @@ def run_llama(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
             with LlamaServer(options, logs / f"llama-{m}.log") as server:
                 server.client.complete(warmup, WARMUP_TOKENS)  # first-request allocations
                 before = prometheus_total(server.client.metrics(), LLAMA_STEPS)
-                done = [server.client.complete(p, base.answer_cap) for p in prompts]
+                done = [server.client.complete(p, base.answer_cap, n_probs=TOP)
+                        for p in prompts]
                 after = prometheus_total(server.client.metrics(), LLAMA_STEPS)
             steps = None if before is None or after is None or m == PLAIN else int(after - before)
             runs.append(EngineRun(
                 LLAMA, m, llama_name(m), "float32", i, sum(c.predicted_n for c in done),
                 sum(c.predicted_ms for c in done) / 1e3, sum(c.draft_n for c in done),
-                sum(c.draft_accepted for c in done), steps,
-                [t for c in done for t in c.tokens]))
+                sum(c.draft_accepted for c in done), steps, [llama_answer(c) for c in done]))
     return runs
 
 
@@ -163,6 +170,7 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
              ) -> tuple[list[EngineRun], dict[str, str]]:
     """`repeats` passes of each method on one vLLM server per method (bfloat16, the only
     dtype its CPU build runs); the methods it refuses or dies running, with the error."""
+    from adapters.answers import TOP, vllm_answer
     from adapters.vllm.errors import MethodUnsupportedError, ModelRefusedError, ServerDiedError
     from adapters.vllm.options import VllmOptions, speculative_method
     from adapters.vllm.server import VllmServer
@@ -182,19 +190,21 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
                 server.client.complete(warmup, WARMUP_TOKENS, top=0)
                 for i in range(repeats):
                     before = _vllm_counters(server.client.metrics())
-                    done = [server.client.complete(p, base.answer_cap, top=0) for p in prompts]
+                    done = [server.client.complete(p, base.answer_cap, top=TOP)
+                            for p in prompts]
                     spent = {k: v - before[k]
                              for k, v in _vllm_counters(server.client.metrics()).items()}
                     runs.append(EngineRun(
                         VLLM, m, method.value if method else PLAIN, "bfloat16", i,
                         int(spent["generated"]), spent["decode_s"], int(spent["drafted"]),
                         int(spent["accepted"]), int(spent["steps"]) if method else None,
-                        [t for c in done for t in c.tokens]))
+                        [vllm_answer(c) for c in done]))
         except (MethodUnsupportedError, ModelRefusedError) as exc:
             failed[m] = f"refused: {exc}"
             opts.log(f"engines: vLLM {m} refused: {exc}")
         except ServerDiedError as exc:
-            failed[m] = f"died mid-pass: {exc}"
+            # The server's own last error says why; the rest is how we noticed.
+            failed[m] = f"died mid-pass: {str(exc).rpartition('last error: ')[2]}"
             opts.log(f"engines: vLLM {m} died: {exc}")
     return runs, failed
 
