@@ -55,13 +55,15 @@ PANEL = (6.4, 3.8)
 
 @dataclass(frozen=True)
 class Plan:
-    """`repeats` passes of each engine's methods over `prompts` prompts, answers capped at
-    `tokens`, drafts at `draft`."""
+    """`repeats` passes of each engine's methods over `prompts` prompts (llama.cpp's
+    `llama_repeats`: its pass lasts about a second, so load elsewhere on the CPU swings it
+    most, and a pass costs it least), answers capped at `tokens`, drafts at `draft`."""
 
     prompts: int
     tokens: int
     draft: int
     repeats: int
+    llama_repeats: int
     quick: bool = False
 
     def methods(self, engine: str) -> tuple[str, ...]:
@@ -70,10 +72,10 @@ class Plan:
 
 
 def plan_for(quick: bool) -> Plan:
-    """8 prompts of up to 128 tokens, draft 4, 2 passes; quick: a smoke run."""
+    """8 prompts of up to 128 tokens, draft 4, 2 passes (llama.cpp 6); quick: a smoke run."""
     if quick:
-        return Plan(prompts=1, tokens=16, draft=4, repeats=1, quick=True)
-    return Plan(prompts=8, tokens=128, draft=4, repeats=2)
+        return Plan(prompts=1, tokens=16, draft=4, repeats=1, llama_repeats=1, quick=True)
+    return Plan(prompts=8, tokens=128, draft=4, repeats=2, llama_repeats=6)
 
 
 def base_config(opts: BenchOptions, plan: Plan) -> RunConfig:
@@ -208,7 +210,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     vllm_runs, failed = run_vllm(opts, base, plan.methods(VLLM), prompts, plan.repeats, logs)
     wall[VLLM] = time.perf_counter() - t
     t = time.perf_counter()
-    llama_runs = run_llama(opts, base, plan.methods(LLAMA), prompts, plan.repeats, logs)
+    llama_runs = run_llama(opts, base, plan.methods(LLAMA), prompts, plan.llama_repeats, logs)
     wall[LLAMA] = time.perf_counter() - t
     t = time.perf_counter()
     ours = run_ours(opts, base, plan.methods(OURS), plan.repeats, ckpt)
@@ -229,9 +231,11 @@ def run(opts: BenchOptions) -> SuiteResult:
         f"Same weights ({TARGET} with its MTP head, {DRAFT}), {plan.prompts} held-out "
         f"prompt(s), answers capped at {plan.tokens} tokens, draft {plan.draft}, greedy, "
         f"{opts.threads} thread(s) for ours and llama.cpp; fastest of {plan.repeats} "
-        f"pass(es). tok/s = generated tokens / decode seconds (prefill excluded); mean "
-        f"accepted length = 1 + accepted / verify steps with drafts; answers = plain: every "
-        f"pass's answers against the engine's plain ones, up to near-ties.{quick}",
+        f"pass(es) ({plan.llama_repeats} for llama.cpp). tok/s = generated tokens / decode "
+        f"seconds (prefill excluded); mean accepted length = 1 + accepted / verify steps "
+        f"with drafts; answers = plain: every pass's answers against the engine's plain "
+        f"ones, up to near-ties. Measured on a shared 2-core machine: tok/s swings with the "
+        f"load of other jobs.{quick}",
         "", table(joined)])
     files = plot(joined, folder / "engines")
     data = {"plan": asdict(plan), "threads": opts.threads, "model": TARGET,
