@@ -54,13 +54,13 @@ def _gap(g: float | None) -> str:
 def not_lossless_finding(seen: NotLossless) -> Finding:
     """The `speculative_not_lossless` error for what the differential saw."""
     acc = "" if seen.acceptance is None else (
-        f" Acceptance was {seen.acceptance:.2f} ({seen.accepted}/{seen.drafted}): the "
-        f"engine's counters alone would not show it.")
+        f" Acceptance was {seen.acceptance:.2f} ({seen.accepted}/{seen.drafted}); no "
+        f"counter of the engine checks the output itself.")
     died = (f" {seen.failed} more prompt(s) got no answer: the engine died on them."
             if seen.failed else "")
     text = (f"{seen.engine} with speculative method {seen.method} ({seen.dtype}) is not "
-            f"lossless: {seen.not_ties} of {seen.answers} greedy answers leave {seen.engine}'s "
-            f"plain answers at a non-tie ({seen.differing} differ in all). First: prompt "
+            f"lossless: of {seen.answers} greedy answers compared with {seen.engine}'s plain "
+            f"ones, {seen.differing} differ, {seen.not_ties} at a non-tie. First: prompt "
             f"{seen.prompt}, answer token {seen.position}: plain {seen.expected}, speculative "
             f"{seen.actual}; top-2 gap {_gap(seen.expected_gap)} plain, "
             f"{_gap(seen.actual_gap)} speculative, above the near-tie bound {seen.bound:g}, "
