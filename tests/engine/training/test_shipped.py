@@ -19,9 +19,10 @@ from engine.training.evaluate import greedy, held_out_turns
 MiB = 1024 * 1024
 PAIRS = {"default": ("target", "draft"), "wide": ("wide", "wide-draft")}
 # The share of held-out turns a target must end with <|im_end|> within 512 greedy tokens.
-# The wide target got 238 steps of its 30 contended minutes and almost never ends an answer
-# (1 of 200): recorded, not promised; its fixed-step retrain (WIDE_STEPS) is still to run.
-END_RATE = {"target": 0.8, "wide": 0.0}
+# The wide target is there to run in three engines: with four layers to the default's eight
+# it falls into loops more often under greedy decoding and ends 37% of 200 (the default
+# 89%), though teacher-forced it predicts better (top-1 accuracy 0.66 to 0.64).
+END_RATE = {"target": 0.8, "wide": 0.3}
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,10 @@ def test_training_record_and_evaluation_are_kept(shipped: Shipped) -> None:
 
 
 def test_target_ends_held_out_turns(shipped: Shipped) -> None:
-    if not END_RATE[shipped.target_name]:
-        pytest.skip(f"{shipped.target_name} is not promised to end its answers")
-    turns = held_out_turns(5, seed=1)
+    turns = held_out_turns(10, seed=1)
     ended = sum(greedy(shipped.target.model, prompt)[-1] == IM_END for prompt, _ in turns)
-    assert ended >= 4  # the 80% figure over 200 turns is in eval.json
+    # Ten turns are a small sample of the 200 in eval.json: half the promised rate.
+    assert ended >= 5 * END_RATE[shipped.target_name]
 
 
 def test_target_matches_transformers(shipped: Shipped) -> None:
