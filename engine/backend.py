@@ -4,11 +4,20 @@ backend declares beyond them (callers check these fields; nothing is probed)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
-from engine.config import Strategy
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
+
+
+class Keep(Enum):
+    """What a verify forward keeps beside advancing the state: the one thing a rollback
+    strategy asks of the model (each strategy declares its own, engine/strategies/)."""
+
+    NOTHING = "nothing"  # the state simply advances (checkpoint, none)
+    PER_TOKEN = "per_token"  # the recurrent state after every batch position (select)
+    INPUTS = "inputs"  # the state stays; the recurrent inputs are recorded (replay)
 
 
 @dataclass
@@ -44,10 +53,10 @@ class BatchVerify(Protocol):
     """One target forward over several sequences at once (a scheduler step's slots): row
     `i` is `batches[i]` from `states[i]`'s own position, rows of different lengths. Each
     row's result, and what it leaves in its state, is what `verify(states[i], batches[i],
-    strategies[i])` alone gives (up to the numerics of the batch shape)."""
+    keeps[i])` alone gives (up to the numerics of the batch shape)."""
 
     def __call__(self, states: Sequence["SeqState"], batches: Sequence[Sequence[int]],
-                 strategies: Sequence[Strategy]) -> list["VerifyOut"]:
+                 keeps: Sequence[Keep]) -> list["VerifyOut"]:
         """The rows' results, in order."""
 
 
@@ -87,11 +96,9 @@ class Backend(Protocol):
     def prefill(self, state: SeqState, tokens: Sequence[int]) -> int:
         """Consume `tokens`; return the target's next token."""
 
-    def verify(self, state: SeqState, batch: Sequence[int], strategy: Strategy) -> VerifyOut:
-        """One forward over `batch` from the state's position; what it keeps is what
-        `strategy` commits or rolls back with (`checkpoint` and `none`: the state simply
-        advances; `per_token`: the state after every position; `input_replay`: the state
-        stays and the recurrent inputs are recorded)."""
+    def verify(self, state: SeqState, batch: Sequence[int], keep: Keep) -> VerifyOut:
+        """One forward over `batch` from the state's position, keeping what `keep` says
+        (`VerifyOut.kept`), which the round's strategy settles with."""
 
     def forward(self, state: SeqState, tokens: Sequence[int]) -> list[int]:
         """Consume `tokens` (a replay forward); return the target token after each."""

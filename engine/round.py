@@ -21,7 +21,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.backend import Backend, SeqState, VerifyOut
+from engine.backend import Backend, Keep, SeqState, VerifyOut
 from engine.config import ReplayPolicy, Strategy
 from engine.drafters.base import ChainDrafter
 from engine.slot import Slot
@@ -31,16 +31,18 @@ from fsm.invariants import CommitFacts, check_commit
 from fsm.states import Trigger
 
 LIVELOCK_CYCLE = ["verify", "reject", "restore", "replay", "restore", "retry"]
+_KEEP = {Strategy.CHECKPOINT: Keep.NOTHING, Strategy.NONE: Keep.NOTHING,
+         Strategy.PER_TOKEN: Keep.PER_TOKEN, Strategy.INPUT_REPLAY: Keep.INPUTS}
 
 
 @dataclass(frozen=True)
 class VerifyRequest:
     """What a round asks the target: one forward over `batch` from `state`'s position,
-    keeping what `strategy` needs."""
+    keeping what `keep` says."""
 
     state: SeqState
     batch: list[int]
-    strategy: Strategy
+    keep: Keep
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def drive(steps: RoundSteps, b: Backend) -> Block:
         request = next(steps)
         while request is not None:
             t = b.now()
-            out = b.verify(request.state, request.batch, request.strategy)
+            out = b.verify(request.state, request.batch, request.keep)
             steps.send(Verified(out, b.now() - t))
             request = steps.send(None)
     except StopIteration as done:
@@ -111,7 +113,7 @@ def round_steps(s: Slot, budget: int | None = None) -> RoundSteps:
     draft = _draft_state(s, stats, k)
     trigger = Trigger.VERIFY
     while True:
-        res = _answer((yield VerifyRequest(s.state, batch, strategy)))
+        res = _answer((yield VerifyRequest(s.state, batch, _KEEP[strategy])))
         out = res.out
         verified: dict[str, Any] = {"drafts": drafts, "targets": out.targets, "batch": k + 1}
         if trigger is Trigger.VERIFY:
@@ -159,7 +161,7 @@ def _draft_state(s: Slot, stats: dict[str, int], k: int) -> tuple[int | None, in
 def _plain_steps(s: Slot) -> RoundSteps:
     """A non-speculative step: verify only the last committed token."""
     m, b = s.machine, s.backend
-    res = _answer((yield VerifyRequest(s.state, [s.tokens[-1]], Strategy.NONE)))  # no rollback
+    res = _answer((yield VerifyRequest(s.state, [s.tokens[-1]], Keep.NOTHING)))  # no rollback
     out = res.out
     m.fire(Trigger.DECODE, res.duration,
            {"targets": out.targets, "drafted": 0, "batch": 1, **res.shared})

@@ -114,7 +114,7 @@ class BatchScheduler:
         b = self.backend
         t = b.now()
         outs = self.verify_batch([r.state for r in rows], [r.batch for r in rows],
-                                 [r.strategy for r in rows])
+                                 [r.keep for r in rows])
         took = b.now() - t
         self.forwards += 1
         shared = {"batch_id": self.forwards, "batch_slots": len(rows),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config import Strategy
+from engine.backend import Keep
 from engine.hybrid.config import FULL as FULL_ATTENTION
 from engine.sim.costs import CostProfile
 from specbench.calibration_fit import Point
@@ -88,7 +88,7 @@ def physical_profile(backend: TorchBackend, model: str, name: str) -> CostProfil
     elem = m.embed_tokens.weight.element_size()
     n_full = sum(kind == FULL_ATTENTION for kind in cfg.layer_types)
     state = backend.new_state()
-    kept = backend.verify(state, [1, 2], Strategy.INPUT_REPLAY).kept
+    kept = backend.verify(state, [1, 2], Keep.INPUTS).kept
     return CostProfile(
         name=name,
         weight_bytes=float(sum(p.numel() * p.element_size() for p in m.parameters())),
@@ -106,26 +106,26 @@ def physical_profile(backend: TorchBackend, model: str, name: str) -> CostProfil
 
 Thunk = Callable[[], object]
 # The measured verify forwards, by what they keep (the cost profile's names).
-_VERIFY = {"verify_live": Strategy.CHECKPOINT, "verify_per_token": Strategy.PER_TOKEN,
-           "verify_deferred": Strategy.INPUT_REPLAY}
+_VERIFY = {"verify_live": Keep.NOTHING, "verify_per_token": Keep.PER_TOKEN,
+           "verify_deferred": Keep.INPUTS}
 
 
 def _thunk(backend: TorchBackend, state: HybridState, op: str, tokens: list[int]) -> Thunk:
     """Prepare one sample of `op` (untimed) and return the call to time."""
     if op.startswith("verify_"):
-        strategy = _VERIFY[op]
-        return lambda: backend.verify(state, tokens, strategy)
+        keep = _VERIFY[op]
+        return lambda: backend.verify(state, tokens, keep)
     if op == "snapshot":
         return lambda: backend.snapshot(state)
     if op == "restore":
         snap = backend.snapshot(state)
-        backend.verify(state, tokens, Strategy.CHECKPOINT)
+        backend.verify(state, tokens, Keep.NOTHING)
         return lambda: backend.restore(state, snap)
     if op == "select":
-        kept = backend.verify(state, tokens, Strategy.PER_TOKEN).kept
+        kept = backend.verify(state, tokens, Keep.PER_TOKEN).kept
         return lambda: backend.select(state, kept, len(tokens) - 1)
     if op == "replay_inputs":
-        kept = backend.verify(state, tokens, Strategy.INPUT_REPLAY).kept
+        kept = backend.verify(state, tokens, Keep.INPUTS).kept
         return lambda: backend.replay_inputs(state, kept, len(tokens))
     if op == "prefill":
         fresh = backend.new_state()

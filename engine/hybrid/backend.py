@@ -11,7 +11,7 @@ from weakref import WeakKeyDictionary
 import torch
 from tokenizers import Tokenizer
 
-from engine.backend import Capabilities, VerifyOut
+from engine.backend import Capabilities, Keep, VerifyOut
 from engine.config import RunConfig, Strategy
 from engine.errors import BackendError
 from engine.hybrid.device import resolve_device, synchronize, torch_dtype
@@ -30,6 +30,9 @@ UBATCH = 512
 # batch-shape rounding: ~1e-6 in float32, up to 0.026 in bfloat16 (measured over 2-turn
 # sessions of shipped:target, every rollback strategy).
 AUDIT_TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 0.1}
+# What the model keeps for each `Keep`, in the model's own terms.
+_MODEL_KEEP = {Keep.NOTHING: Strategy.NONE, Keep.PER_TOKEN: Strategy.PER_TOKEN,
+               Keep.INPUTS: Strategy.INPUT_REPLAY}
 
 
 def template_for(tok: Tokenizer) -> ChatTemplate:
@@ -200,28 +203,29 @@ class TorchBackend:
         """Consume the prompt in chunks; return the next token."""
         return self._pick(self._consume(state, tokens))
 
-    def verify(self, state: HybridState, batch: Sequence[int], strategy: Strategy
-               ) -> VerifyOut:
-        """One forward over [last committed, drafts...]; the strategy decides what is kept."""
+    def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
+        """One forward over [last committed, drafts...], keeping what `keep` says."""
         start = state.position
-        logits, kept = self.model.verify(self._ids(batch), state, strategy, self.kernels)
+        logits, kept = self.model.verify(self._ids(batch), state, _MODEL_KEEP[keep],
+                                         self.kernels)
         self._store_hidden(state, start)
         targets = self._targets(logits[0], list(batch[1:]))
         return VerifyOut(targets, kept)
 
     def verify_batch(self, states: Sequence[HybridState], batches: Sequence[Sequence[int]],
-                     strategies: Sequence[Strategy]) -> list[VerifyOut]:
+                     keeps: Sequence[Keep]) -> list[VerifyOut]:
         """Every row's verify in one forward (`HybridModel.verify_rows`); row i's targets,
         kept data, state and hidden states are those `verify(states[i], batches[i],
-        strategies[i])` gives, sampled in row order from the one generator."""
-        if not len(states) == len(batches) == len(strategies):
-            raise BackendError(f"verify_batch takes one batch and one strategy per state; got "
+        keeps[i])` gives, sampled in row order from the one generator."""
+        if not len(states) == len(batches) == len(keeps):
+            raise BackendError(f"verify_batch takes one batch and one keep per state; got "
                                f"{len(states)} states, {len(batches)} batches and "
-                               f"{len(strategies)} strategies")
+                               f"{len(keeps)} keeps")
         if len(states) <= 1:  # one row is one verify: the same forward, bit for bit
-            return [self.verify(*row) for row in zip(states, batches, strategies, strict=True)]
+            return [self.verify(*row) for row in zip(states, batches, keeps, strict=True)]
         starts = [s.position for s in states]
-        logits, kept = self.model.verify_rows(batches, states, strategies, self.kernels)
+        logits, kept = self.model.verify_rows(batches, states,
+                                              [_MODEL_KEEP[k] for k in keeps], self.kernels)
         hidden = self._last.out  # (B, T, H), the final norm's output of that forward
         # Greedy targets of every row in one argmax (one device sync, not one a row).
         greedy = logits.argmax(dim=-1).tolist() if self.params.greedy else None

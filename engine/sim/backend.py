@@ -12,8 +12,8 @@ shape (the numerics behind llama.cpp #28060).
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.backend import Capabilities, VerifyOut
-from engine.config import RunConfig, Strategy
+from engine.backend import Capabilities, Keep, VerifyOut
+from engine.config import RunConfig
 from engine.sim.costs import CostProfile, get_profile
 from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
 from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCAB
@@ -143,18 +143,18 @@ class SimBackend:
         )
         return targets[-1]
 
-    def verify(self, state: SimState, batch: Sequence[int], strategy: Strategy) -> VerifyOut:
-        """One forward over `batch`; what is kept depends on `strategy`. The drafter's peeks
+    def verify(self, state: SimState, batch: Sequence[int], keep: Keep) -> VerifyOut:
+        """One forward over `batch`, keeping what `keep` says. The drafter's peeks
         already walked most of the batch from this state: the walk is reused."""
         n = len(batch)
         self._t += self.costs.verify_s(n, state.position)
-        out = self._verify_row(state, batch, strategy, n)
-        if strategy is Strategy.PER_TOKEN:
+        out = self._verify_row(state, batch, keep, n)
+        if keep is Keep.PER_TOKEN:
             self._t += self.costs.intermediate_write_s(n)
         return out
 
     def verify_batch(self, states: Sequence[SimState], batches: Sequence[Sequence[int]],
-                     strategies: Sequence[Strategy]) -> list[VerifyOut]:
+                     keeps: Sequence[Keep]) -> list[VerifyOut]:
         """One forward over every row (`engine.backend.BatchVerify`): the clock advances
         once, by the batched forward's cost, and near-ties see the whole forward's shape
         (its total tokens), so a row's targets can differ from its own verify's only where
@@ -162,21 +162,21 @@ class SimBackend:
         self._t += self.costs.batch_verify_s([(len(b), st.position)
                                               for st, b in zip(states, batches, strict=True)])
         shape = sum(len(b) for b in batches)
-        outs = [self._verify_row(st, b, strategy, shape)
-                for st, b, strategy in zip(states, batches, strategies, strict=True)]
-        written = sum(len(b) for b, strategy in zip(batches, strategies, strict=True)
-                      if strategy is Strategy.PER_TOKEN)
+        outs = [self._verify_row(st, b, keep, shape)
+                for st, b, keep in zip(states, batches, keeps, strict=True)]
+        written = sum(len(b) for b, keep in zip(batches, keeps, strict=True)
+                      if keep is Keep.PER_TOKEN)
         if written:  # the per_token rows' states after every verified position
             self._t += self.costs.intermediate_write_s(written)
         return outs
 
-    def _verify_row(self, state: SimState, batch: Sequence[int], strategy: Strategy,
+    def _verify_row(self, state: SimState, batch: Sequence[int], keep: Keep,
                     shape: int) -> VerifyOut:
         """One row of a verify forward of `shape` tokens, its cost already paid."""
         w = self._walk(state, batch, shape)
         targets = list(w.targets)
         pos0 = state.position
-        if strategy is Strategy.INPUT_REPLAY:
+        if keep is Keep.INPUTS:
             # The recurrence is not applied: only the attention KV is written, and the
             # per-position inputs (here: the tokens) are kept for the commit.
             kept = (state.h, pos0, state.answer_start, list(batch))
@@ -184,7 +184,7 @@ class SimBackend:
             return VerifyOut(targets, kept)
         state.kv.extend(batch)
         state.h, state.answer_start = w.hs[-1], w.starts[-1]
-        if strategy is Strategy.PER_TOKEN:
+        if keep is Keep.PER_TOKEN:
             return VerifyOut(targets, (pos0, list(w.hs), list(w.starts)))
         return VerifyOut(targets)
 

@@ -5,8 +5,7 @@ tokens (it cannot be trimmed, so a rollback that forgets it shows in the audit).
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.backend import Capabilities, VerifyOut
-from engine.config import Strategy
+from engine.backend import Capabilities, Keep, VerifyOut
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
 
@@ -82,14 +81,14 @@ class DoubleBackend:
         self._consume(s, tokens)
         return targets
 
-    def verify(self, s: DoubleState, batch: Sequence[int], strategy: Strategy) -> VerifyOut:
+    def verify(self, s: DoubleState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         targets, pos0, h0 = self.peek(s, batch), s.position, s.h
-        if strategy is Strategy.INPUT_REPLAY:  # KV written, the recurrence left for later
+        if keep is Keep.INPUTS:  # KV written, the recurrence left for later
             s.kv.extend(batch)
             return VerifyOut(targets, (pos0, h0, list(batch)))
         hs = [chain(h0, batch[:i + 1]) for i in range(len(batch))]
         self._consume(s, batch)
-        return VerifyOut(targets, (pos0, hs) if strategy is Strategy.PER_TOKEN else None)
+        return VerifyOut(targets, (pos0, hs) if keep is Keep.PER_TOKEN else None)
 
     def snapshot(self, s: DoubleState) -> tuple[int, int]:
         return s.position, s.h

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.backend import Keep
 from engine.config import RunConfig
 from engine.sim.backend import SimBackend
 from engine.sim.costs import PROFILES, CostProfile
@@ -44,7 +45,8 @@ def test_the_sim_clock_advances_once_per_batched_forward(sizes: list[int],
     rows = [(n, st_.position) for n, st_ in zip(sizes, states, strict=True)]
     batches = [[3] * n for n in sizes]
     t = b.now()
-    outs = b.verify_batch(states, batches, [config.strategy] * len(sizes))
+    keep = {"per_token": Keep.PER_TOKEN, "input_replay": Keep.INPUTS}.get(strategy, Keep.NOTHING)
+    outs = b.verify_batch(states, batches, [keep] * len(sizes))
     expected = b.costs.batch_verify_s(rows)
     if strategy == "per_token":
         expected += b.costs.intermediate_write_s(sum(sizes))

@@ -174,11 +174,11 @@ class _FailingForward(SimBackend):
 
     calls = 0
 
-    def verify_batch(self, states: Any, batches: Any, strategies: Any) -> Any:
+    def verify_batch(self, states: Any, batches: Any, keeps: Any) -> Any:
         self.calls += 1
         if self.calls == 3:
             raise BackendError("device lost")
-        return super().verify_batch(states, batches, strategies)
+        return super().verify_batch(states, batches, keeps)
 
 
 def test_a_failed_forward_fails_every_slot_it_held() -> None:

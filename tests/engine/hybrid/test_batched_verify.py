@@ -13,7 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.backend import VerifyOut
+from engine.backend import Keep, VerifyOut
 from engine.config import RunConfig, Strategy
 from engine.errors import BackendError
 from engine.hybrid import HybridError, HybridModel, HybridState, StateError
@@ -28,6 +28,7 @@ LOGIT_TOL = 1e-4  # relative to the logits' peak
 VOCAB = 300
 P, R, C, N = (Strategy.PER_TOKEN, Strategy.INPUT_REPLAY, Strategy.CHECKPOINT,
               Strategy.NONE)
+KEEP = {P: Keep.PER_TOKEN, R: Keep.INPUTS, C: Keep.NOTHING, N: Keep.NOTHING}
 
 
 @dataclass(frozen=True)
@@ -163,10 +164,10 @@ def test_backend_rows_match_sequential_verifies(shipped: LoadedCheckpoint,
     # prefills draw alike from the two equally seeded generators).
     mine, batches = _setup(alone.prefill, alone.new_state, rows, seed=11)
     theirs, _ = _setup(together.prefill, together.new_state, rows, seed=11)
-    strategies = [row.strategy for row in rows]
-    expected: list[VerifyOut] = [alone.verify(s, b, st) for s, b, st in
-                                 zip(mine, batches, strategies, strict=True)]
-    got = together.verify_batch(theirs, batches, strategies)
+    keeps = [KEEP[row.strategy] for row in rows]
+    expected: list[VerifyOut] = [alone.verify(s, b, k) for s, b, k in
+                                 zip(mine, batches, keeps, strict=True)]
+    got = together.verify_batch(theirs, batches, keeps)
     for row, want, out, a, b in zip(rows, expected, got, mine, theirs, strict=True):
         assert out.targets == want.targets
         if row.strategy is P:
@@ -183,6 +184,6 @@ def test_backend_rows_match_sequential_verifies(shipped: LoadedCheckpoint,
 
 def test_backend_refuses_mismatched_rows(shipped: LoadedCheckpoint) -> None:
     backend = _backend(shipped)
-    with pytest.raises(BackendError, match="one batch and one strategy per state"):
-        backend.verify_batch([backend.new_state()], [[1], [2]], [N, N])
+    with pytest.raises(BackendError, match="one batch and one keep per state"):
+        backend.verify_batch([backend.new_state()], [[1], [2]], [Keep.NOTHING] * 2)
     assert backend.verify_batch([], [], []) == []
