@@ -1,7 +1,9 @@
-"""The analysis commands: `replay --rerun`, `diff` and `postmortem`."""
+"""The analysis commands: `replay --rerun`, `diff`, `postmortem`, `graph`, `report` and
+`scenario`."""
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from engine.files import check_target, write_file
 from eventlog import get_session, open_db
@@ -20,11 +22,52 @@ from specledger.analysis_output import (
     token_diff_json,
     turn_deltas_json,
 )
+from specledger.cli_common import RERUN_BACKENDS, add_tolerance
+from specledger.graphs import GraphKind, default_name, graph_dot
 from specledger.report import build_report
 from specledger.rerun import recorded_config, rerun
-from specledger.scenarios import run_scenario
+from specledger.scenarios import SCENARIOS, run_scenario
 from specledger.settings import parse_settings
 from specledger.token_text import decoders
+from viz import GraphFormat, image
+
+
+def add_parser(sub: Any) -> None:
+    """The `diff`, `postmortem`, `graph`, `report` and `scenario` subcommands."""
+    diff = sub.add_parser("diff",
+                          help="first divergent event and per-turn deltas of two sessions")
+    diff.add_argument("a", type=int)
+    diff.add_argument("b", type=int)
+    diff.add_argument("--tokens", action="store_true",
+                      help="compare the committed tokens, not every event (the default for "
+                           "sessions of different backends)")
+    add_tolerance(diff)
+    post = sub.add_parser("postmortem",
+                          help="findings from the log; exit 1 on an error-level finding")
+    post.add_argument("session", type=int)
+    post.add_argument("--reference", type=int, default=None,
+                      help="a plain (drafter none) session of the same conversation")
+    post.add_argument("--fail-on", choices=["error", "warning"], default="error",
+                      help="lowest severity that makes the exit status 1")
+    graph = sub.add_parser("graph", help="draw a session's state graph")
+    graph.add_argument("sessions", type=int, nargs="*", metavar="SESSION",
+                       help="one session; two or more for --kind divergence; none for machine")
+    graph.add_argument("--kind", choices=[k.value for k in GraphKind], default="fsm")
+    graph.add_argument("--format", choices=[f.value for f in GraphFormat], default="svg")
+    graph.add_argument("--out", default=None, help="file to write (default: session-N-KIND.EXT)")
+    report = sub.add_parser("report",
+                            help="one self-contained HTML file: graphs, metrics, findings")
+    report.add_argument("sessions", type=int, nargs="+", metavar="SESSION")
+    report.add_argument("--out", default=None, help="file to write (default: report-N.html)")
+    scen = sub.add_parser("scenario",
+                          help="record a session that reproduces a known bug, and its fix")
+    scen.add_argument("name", choices=list(SCENARIOS))
+    scen.add_argument("--backend", choices=RERUN_BACKENDS, default="sim")
+    scen.add_argument("--seed", type=int, default=1)
+    scen.add_argument("--model", default=None, help="torch: target checkpoint directory")
+    scen.add_argument("--draft-model", default=None, help="torch: draft checkpoint directory")
+    scen.add_argument("--set", action="append", metavar="KEY=VALUE",
+                      help="change the scenario's base settings (sizes, drafter), repeatable")
 
 
 def tolerance_from_args(args: argparse.Namespace) -> Tolerance:
@@ -108,6 +151,21 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
         print_postmortem(pm)
     levels = [Severity.ERROR] + ([Severity.WARNING] if args.fail_on == "warning" else [])
     return 1 if any(pm.has(s) for s in levels) else 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """`specledger graph S [S ...] --kind fsm|timeline|divergence|machine`."""
+    kind, fmt = GraphKind(args.kind), GraphFormat(args.format)
+    out = Path(args.out or f"{default_name(kind, args.sessions)}.{fmt.value}")
+    check_target(out)
+    dot = graph_dot(open_db(args.db, create=False), kind, args.sessions)
+    write_file(out, image(dot, fmt))
+    if args.json:
+        output.emit_json({"session": args.sessions[0] if args.sessions else None,
+                          "sessions": args.sessions, "kind": kind.value, "path": str(out)})
+    else:
+        output.console.print(f"wrote {out}")
+    return 0
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:

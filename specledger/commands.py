@@ -3,11 +3,11 @@
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from adapters.llama.exposed import build_exposure
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
-from engine.files import check_target, write_file
 from engine.metrics import TurnMetrics
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
@@ -18,6 +18,7 @@ from specledger import (
     analysis_cmds,
     bench_cmd,
     calibrate_cmd,
+    demo,
     export_cmd,
     import_cmd,
     llama_cmd,
@@ -25,10 +26,30 @@ from specledger import (
     output,
 )
 from specledger.api import RunResult, run_session, session_turns
+from specledger.cli_common import RERUN_BACKENDS, add_tolerance, at_least
 from specledger.errors import UsageError
-from specledger.graphs import GraphKind, default_name, graph_dot
-from specledger.run_flags import config_from_args
-from viz import GraphFormat, image
+from specledger.run_flags import add_run_flags, config_from_args
+
+
+def add_parser(sub: Any) -> None:
+    """The `run`, `sessions`, `show` and `replay` subcommands."""
+    run = sub.add_parser("run", help="run and record a session")
+    add_run_flags(run)
+    sub.add_parser("sessions", help="list recorded sessions")
+    show = sub.add_parser("show", help="a session's summary and turns")
+    show.add_argument("session", type=int)
+    replay = sub.add_parser("replay",
+                            help="project a session's state, or re-execute it (--rerun)")
+    replay.add_argument("session", type=int)
+    replay.add_argument("--at", type=at_least(int, 0), default=None,
+                        help="fold events through this seq (0: before the first)")
+    replay.add_argument("--rerun", action="store_true",
+                        help="run the session again and compare every event with the log")
+    replay.add_argument("--backend", choices=RERUN_BACKENDS, default=None,
+                        help="--rerun on another backend (a counterfactual)")
+    replay.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="--rerun with a setting changed (a counterfactual), repeatable")
+    add_tolerance(replay)
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -38,10 +59,9 @@ def dispatch(args: argparse.Namespace) -> int:
         "sessions": cmd_sessions,
         "show": cmd_show,
         "replay": cmd_replay,
-        "graph": cmd_graph,
-        "demo": cmd_demo,
         "diff": analysis_cmds.cmd_diff,
         "postmortem": analysis_cmds.cmd_postmortem,
+        "graph": analysis_cmds.cmd_graph,
         "scenario": analysis_cmds.cmd_scenario,
         "report": analysis_cmds.cmd_report,
         "bench": bench_cmd.cmd_bench,
@@ -50,6 +70,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "export": export_cmd.cmd_export,
         "migrate": migrate_cmd.cmd_migrate,
         "llama": llama_cmd.cmd_llama,
+        "demo": demo.cmd_demo,
     }[args.command]
     return handler(args)
 
@@ -194,25 +215,3 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"{len(s['tokens'])} tokens, position {s['position']}, digest {s['digest']}, "
             f"{s['violations']} violations; last tokens: {tail}")
     return 0
-
-
-def cmd_graph(args: argparse.Namespace) -> int:
-    """`specledger graph S [S ...] --kind fsm|timeline|divergence|machine`."""
-    kind, fmt = GraphKind(args.kind), GraphFormat(args.format)
-    out = Path(args.out or f"{default_name(kind, args.sessions)}.{fmt.value}")
-    check_target(out)
-    dot = graph_dot(open_db(args.db, create=False), kind, args.sessions)
-    write_file(out, image(dot, fmt))
-    if args.json:
-        output.emit_json({"session": args.sessions[0] if args.sessions else None,
-                          "sessions": args.sessions, "kind": kind.value, "path": str(out)})
-    else:
-        output.console.print(f"wrote {out}")
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """`specledger demo`: legacy vs truncate on a 27B-like profile, three turns."""
-    from specledger.demo import run_demo
-
-    return run_demo(args.db, Path(args.out_dir), args.seed, args.json)

@@ -10,6 +10,7 @@ Part 1 runs the shipped hybrid model (torch backend, MTP drafter) on this machin
 simulates Qwen3.5-27B on an H200 with 1,500-token answers.
 """
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -33,6 +34,18 @@ PARTS = (
     ("real engine: the shipped hybrid model on this CPU, MTP drafter", REAL_CONFIG),
     ("Qwen3.5-27B on one H200, simulated", SIM_CONFIG),
 )
+
+
+def add_parser(sub: Any) -> None:
+    """The `demo` subcommand."""
+    p = sub.add_parser("demo", help="the #28049 amplification, shown")
+    p.add_argument("--out-dir", default="out/demo", help="where the graphs go")
+    p.add_argument("--seed", type=int, default=1)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """`specledger demo`: legacy vs truncate on a 27B-like profile, three turns."""
+    return run_demo(args.db, Path(args.out_dir), args.seed, args.json)
 
 
 def _part(label: str, base: RunConfig, db: str, out_dir: Path, seed: int,
