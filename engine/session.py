@@ -100,7 +100,9 @@ class Session:
                               "sequential")
         seq = itertools.count(1)
         next_seq = seq.__next__
-        shared: dict[str, object] = {}
+        # What every slot's drafter shares: the backend (the MTP head uses its loaded
+        # target), ngram-mod's pool, a draft model.
+        shared: dict[str, object] = {"backend": self.backend}
         self.slots = [
             Slot(
                 id=i,

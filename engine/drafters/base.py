@@ -107,12 +107,17 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
             return NgramMod(params, pool)
         case "mtp":
             from engine.drafters.mtp import MtpDrafter
-            from engine.hybrid.device import resolve_device, torch_dtype
+            from engine.hybrid.backend import TorchBackend
             from engine.hybrid.mtp import load_mtp
 
             if "mtp" not in shared:
-                shared["mtp"] = load_mtp(config.model, device=resolve_device(config.device),
-                                         dtype=torch_dtype(config.dtype))
+                backend = shared.get("backend")
+                if not isinstance(backend, TorchBackend):
+                    raise ConfigError("drafter: 'mtp' drafts from the loaded target's MTP "
+                                      "head, which only the torch backend has")
+                # The head's weights come from the target's checkpoint; the embedding
+                # and LM head are the loaded target's own (no second load).
+                shared["mtp"] = load_mtp(backend.checkpoint.path, backend.model)
             return MtpDrafter(shared["mtp"])
         case "draft-model":
             from engine.drafters.draft_model import DraftModelDrafter
@@ -130,7 +135,8 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
 
 def make_drafter(config: RunConfig, slot: int, shared: dict[str, Any]) -> Drafter | None:
     """The configured drafter for `slot`, or None for plain decoding. `shared` holds what
-    all slots of a session share (ngram-mod's pool)."""
+    all slots of a session share: the backend under "backend" (the MTP head binds to its
+    loaded target), ngram-mod's pool, the loaded drafters."""
     names = config.drafter_names
     if names == ("none",):
         return None

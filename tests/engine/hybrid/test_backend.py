@@ -251,3 +251,5 @@ def test_shipped_wide_runs_in_bfloat16_with_a_true_state() -> None:
         assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
         runs[drafter] = _answers(journal)
     assert runs["mtp"] == runs["none"]
+    # The head drafts with the loaded target's embedding and LM head: no second target.
+    assert session.slots[0].drafter.head.target is ckpt.model
