@@ -6,7 +6,7 @@ drafting excluded. The profiles are built from public specifications
 (engine/sim/profiles/*-llama.json, sources in each description): predictions, not
 measurements.
 
-`python -m specbench.calibration_llama_profiles` prints the table (the README's).
+`python -m specbench.calibration_llama_profiles` prints the table (docs/results.md's).
 """
 
 from dataclasses import replace

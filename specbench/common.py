@@ -2,7 +2,7 @@
 
 A suite records its runs as sessions in the benchmark's log (`BenchOptions.db`), writes
 `results.json` and `results.md` under `<out>/<suite>/`, and draws its plots there as PNG
-and SVG. The README links those files, as recorded in the checkout's `bench/results/`
+and SVG. docs/results.md links those files, as recorded in the checkout's `bench/results/`
 (`record.py`), and quotes the goals table.
 """
 
@@ -77,7 +77,7 @@ class BenchOptions:
 
 @dataclass(frozen=True)
 class Goal:
-    """One line of the README's goals table."""
+    """One line of the goals table (docs/results.md)."""
 
     name: str
     target: str

@@ -124,7 +124,7 @@ def table(builds: list[dict[str, object]]) -> str:
     lines += ["", "## Known incidents in each build's source", "",
               "`bug`: the code the incident is about is there, unfixed; `fixed`: the fix is in "
               "the source; `absent`: the build cannot run the scenario (no such drafter or "
-              "code path). What each build does when run is in the README's incident table "
+              "code path). What each build does when run is in docs/llama.md's incident table "
               "(`specledger bench incidents`).", "",
               "| incident | " + " | ".join(str(b["version"]) for b in builds) + " |",
               "|---|" + "---|" * len(builds)]

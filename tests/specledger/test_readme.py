@@ -97,3 +97,27 @@ def _commands_of_the_cli() -> list[str]:
 def test_synopsis_shows_every_command(command: str) -> None:
     assert re.search(rf"^specledger {command}\b", _blocks(_section("CLI"), "text")[0],
                      flags=re.M)
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors of a markdown file's headings."""
+    return {"#" + re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", markdown, flags=re.M)}
+
+
+@pytest.mark.parametrize("page", ["README.md", *sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))])
+def test_every_relative_link_leads_somewhere(page: str) -> None:
+    """The README sends readers to docs/ for everything long: a moved section or a renamed
+    heading must not leave a link pointing at nothing."""
+    source = ROOT / page
+    for target, anchor in _LINK.findall(source.read_text()):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path = (source.parent / target).resolve()
+        assert path.exists(), f"{page}: {target}"
+        if anchor and path.suffix == ".md":
+            assert anchor in _anchors(path.read_text()), f"{page}: {target}{anchor}"
