@@ -22,12 +22,21 @@ from fsm.turn_counts import TurnCounts
 TurnKey = tuple[int, int]
 Payload = dict[str, Any]
 
-PHASES: dict[Trigger, str] = {
+STEPS: dict[Trigger, str] = {
     Trigger.BEGIN: "checkpoint", Trigger.DRAFT: "draft", Trigger.VERIFY: "verify",
-    Trigger.RETRY: "verify", Trigger.DECODE: "verify", Trigger.RESTORE: "rollback",
-    Trigger.REPLAY: "rollback", Trigger.COMMIT: "commit",
+    Trigger.RETRY: "verify", Trigger.DECODE: "verify", Trigger.RESTORE: "restore",
+    Trigger.REPLAY: "replay", Trigger.COMMIT: "commit", Trigger.PREFILL: "prefill",
+    Trigger.CTX_SAVE: "ctx_save", Trigger.CTX_RESTORE: "ctx_restore",
 }
-"""The phase of a round each of its steps' durations counts to."""
+"""The triggers of timed events, each with the step its duration times (a retry or a decode
+verifies)."""
+TURN_STEPS = frozenset({Trigger.PREFILL, Trigger.CTX_SAVE, Trigger.CTX_RESTORE})
+"""The steps timed outside rounds, at the level of their turn."""
+PHASES: dict[Trigger, str] = {
+    t: "rollback" if step in ("restore", "replay") else step
+    for t, step in STEPS.items() if t not in TURN_STEPS}
+"""The phase of a round each of its steps' durations counts to (restoring and replaying
+both roll back)."""
 _DEST: dict[str, RoundState] = {t: dest for t, _, dest in TRANSITIONS if dest is not None}
 _T = Trigger
 _RESTORE, _VERIFY, _DRAFT, _COMMIT, _REJECT, _ACCEPT, _RETRY, _LIVELOCK, _DECODE = (

@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from eventlog.fold import STEPS, TURN_STEPS
 from eventlog.postmortem import Finding
 from fsm.event import Event
 from fsm.states import Trigger
 
 T = Trigger
-PHASES = {T.BEGIN: "checkpoint", T.DRAFT: "draft", T.VERIFY: "verify", T.DECODE: "verify",
-          T.RETRY: "verify", T.RESTORE: "restore", T.REPLAY: "replay", T.COMMIT: "commit",
-          T.PREFILL: "prefill", T.CTX_SAVE: "ctx_save", T.CTX_RESTORE: "ctx_restore"}
-"""Triggers of timed events and the slice each becomes (a decode or a retry verifies)."""
-ROUND_LEVEL = frozenset(PHASES) - {T.PREFILL, T.CTX_SAVE, T.CTX_RESTORE}
+ROUND_LEVEL = frozenset(STEPS) - TURN_STEPS
+"""The timed events whose slices sit inside a round (a step's slice is named `STEPS[trigger]`)."""
 
 
 class Level(StrEnum):
@@ -131,10 +129,10 @@ class _Folder:
             tr.open.append(Level.ROUND)
             yield SliceBegin(slot, tr.at(start), f"round {ev.round}", Level.ROUND,
                              {"turn": ev.turn, "round": ev.round})
-        elif trig in PHASES and trig not in ROUND_LEVEL:
+        elif trig in TURN_STEPS:
             yield from self._close(slot, tr, Level.ROUND, start)
-        if trig in PHASES:
-            yield SliceBegin(slot, tr.at(start), PHASES[trig], Level.PHASE,
+        if trig in STEPS:
+            yield SliceBegin(slot, tr.at(start), STEPS[trig], Level.PHASE,
                              {"seq": ev.seq, "trigger": trig.value, **ev.payload})
             yield SliceEnd(slot, tr.at(t))
         yield from self._note(ev, tr, t)

@@ -11,10 +11,11 @@ import pytest
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import CounterDescriptor, Trace, TrackEvent
 
 from eventlog import open_db, scan_events
+from eventlog.fold import STEPS
 from eventlog.postmortem import postmortem_session
 from fsm.event import Event
 from specledger.cli import main
-from specledger.export.timeline import PHASES, ROUND_LEVEL
+from specledger.export.timeline import ROUND_LEVEL
 
 RUN = ["--backend", "sim", "--slots", "2", "--turns", "2", "--prompt-tokens", "64",
        "--question-tokens", "8", "--answer-tokens", "60", "--eog-policy", "legacy",
@@ -73,11 +74,11 @@ def _slices(stream: list[tuple[int, str, int, str, dict[str, Any]]]
 def _check_slices(slices: list[dict[str, Any]], events: list[Event], per_ns: float) -> None:
     """One phase slice per timed event, at its times, in its round and turn."""
     phases = {s["args"]["seq"]: s for s in slices if "seq" in s["args"]}
-    timed = [e for e in events if e.trigger in PHASES]
-    assert len(phases) == len(timed) == sum(1 for s in slices if s["name"] in PHASES.values())
+    timed = [e for e in events if e.trigger in STEPS]
+    assert len(phases) == len(timed) == sum(1 for s in slices if s["name"] in STEPS.values())
     for ev in timed:
         s = phases[ev.seq]
-        assert (s["slot"], s["name"], s["args"]["trigger"]) == (ev.slot, PHASES[ev.trigger],
+        assert (s["slot"], s["name"], s["args"]["trigger"]) == (ev.slot, STEPS[ev.trigger],
                                                                ev.trigger.value)
         assert s["end"] == pytest.approx(ev.t * 1e9 / per_ns, abs=2 / per_ns)
         assert s["begin"] == pytest.approx((ev.t - ev.duration) * 1e9 / per_ns, abs=2 / per_ns)
