@@ -111,7 +111,7 @@ Row = list[Any]
 """One event as `scan_rows` reads it: its `body`, the fields in `eventlog.schema.BODY`
 order (seq, slot, turn, round, trigger, duration, source, t, payload, dest), the trigger
 and states as their names."""
-SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD, DEST = range(len(BODY))
+SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, TIME, PAYLOAD, DEST = range(len(BODY))
 """The positions of the fields in a `Row`."""
 
 # As text: psycopg would decode json itself, and more slowly.

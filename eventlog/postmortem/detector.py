@@ -16,9 +16,9 @@ from fsm.states import Trigger
 
 Row = Sequence[Any]
 """One event's fields as `eventlog.reader.scan_rows` reads them (its `Row`)."""
-SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, T, PAYLOAD = (
+SEQ, SLOT, TURN, ROUND, TRIGGER, DURATION, SOURCE, TIME, PAYLOAD = (
     reader.SEQ, reader.SLOT, reader.TURN, reader.ROUND, reader.TRIGGER, reader.DURATION,
-    reader.SOURCE, reader.T, reader.PAYLOAD)
+    reader.SOURCE, reader.TIME, reader.PAYLOAD)
 """The positions of the fields in a `Row` (the trigger and source as their names)."""
 
 Handler = Callable[[Row, Any], None]

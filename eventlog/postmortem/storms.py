@@ -16,11 +16,11 @@ from eventlog.postmortem.detector import (
     ROUND,
     SEQ,
     SLOT,
+    TIME,
     TURN,
     Handler,
     PathOf,
     Row,
-    T,
     config_value,
     examples,
 )
@@ -133,9 +133,9 @@ class RestoreStorms:
             n = restores[pos] = restores.get(pos, 0) + 1
             if n > 1:
                 if r.repeats < 2:  # the round's first repeated restore: its redo begins
-                    r.redo_from = row[T] - row[DURATION]
+                    r.redo_from = row[TIME] - row[DURATION]
                 r.repeats = max(r.repeats, n)
-                r.redo_s = row[T] - r.redo_from
+                r.redo_s = row[TIME] - r.redo_from
 
         def on_livelock(row: Row, guard: Livelock) -> None:
             r = get(row[SLOT])
@@ -152,7 +152,7 @@ class RestoreStorms:
             if r.repeats > 1 or r.guard is not None:
                 r.last_seq = row[SEQ]
                 if r.repeats > 1:
-                    r.redo_s = row[T] - r.redo_from
+                    r.redo_s = row[TIME] - r.redo_from
                 self.storms.append(opened.pop(slot))
             else:  # the common case: a round without a storm leaves no trace
                 del opened[slot]
