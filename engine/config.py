@@ -180,9 +180,7 @@ class RunConfig:
 
     def _check(self) -> None:
         for f in fields(self):
-            problem = out_of_bounds(f, getattr(self, f.name))
-            if problem:
-                raise ConfigError(f"{f.name}: {problem}")
+            _check_field(f, getattr(self, f.name))
         if self.draft_min > self.draft_max:
             raise ConfigError(f"draft_min: {self.draft_min} must not exceed draft_max "
                               f"({self.draft_max})")
@@ -233,6 +231,18 @@ class RunConfig:
     def replace(self, **changes: Any) -> "RunConfig":
         """A copy with `changes` applied and validated."""
         return RunConfig.from_dict({**self.to_dict(), **changes})
+
+
+def check_setting(name: str, value: Any) -> None:
+    """Refuse `value` (ConfigError) where `RunConfig`'s field `name` would: its type, bounds
+    and choices, declared once, for another component's copy of the setting."""
+    _check_field(next(f for f in fields(RunConfig) if f.name == name), value)
+
+
+def _check_field(f: Field[Any], value: Any) -> None:
+    problem = out_of_bounds(f, value)
+    if problem:
+        raise ConfigError(f"{f.name}: {problem}")
 
 
 def out_of_bounds(f: Field[Any], value: Any) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from adapters.llama.builds import Dialect
 from adapters.llama.paths import DEFAULT_BUILD, check_build
-from engine.config import RunConfig
+from engine.config import RunConfig, check_setting
 from engine.errors import ConfigError
 
 HOST = "127.0.0.1"  # loopback only: the server is ours, never anyone else's
@@ -163,7 +163,7 @@ class ServerOptions:
                                                      or not self.draft_model.is_file()):
             raise ConfigError(f"draft_model: drafter draft-model needs the draft GGUF file, "
                               f"got {self.draft_model}")
-        _check("draft_max", self.draft_max, 1, 64)
+        check_setting("draft_max", self.draft_max)
         _check("draft_min", self.draft_min, 0, self.draft_max)
         _check("ngram_n", self.ngram_n, 1, 1024)
         _check("ngram_min_hits", self.ngram_min_hits, 1, 1 << 16)

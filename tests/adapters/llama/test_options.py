@@ -122,6 +122,18 @@ def test_out_of_range(gguf: Path, field: str, value: object, message: str) -> No
         ServerOptions(model=gguf, **{field: value})  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("draft_max", [0, 1, 64, 65])
+def test_draft_max_bounds_are_the_run_configs(gguf: Path, draft_max: int) -> None:
+    """A draft size a run accepts, the server options accept, and only that."""
+    try:
+        RunConfig(draft_max=draft_max)
+    except ConfigError as exc:
+        with pytest.raises(ConfigError, match=str(exc)):
+            ServerOptions(model=gguf, draft_max=draft_max)
+    else:
+        assert ServerOptions(model=gguf, draft_max=draft_max).draft_max == draft_max
+
+
 def test_missing_model(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="export gguf"):
         ServerOptions(model=tmp_path / "absent.gguf")
