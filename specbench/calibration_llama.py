@@ -35,6 +35,7 @@ from specbench.calibration_llama_measure import (
     timed_passes,
     traces,
 )
+from specbench.calibration_llama_profiles import report as public_report
 from specbench.calibration_llama_validate import reprefill_check, validate
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table, panels, save_figure
 from specledger.api import code_version
@@ -141,7 +142,7 @@ def table(profile: CostProfile, mtp_token_s: float, errors: dict[str, dict[str, 
           f"{'exact' if reprefill['exact'] else '**different**'}.")
     load = (f"Load average (1 min) after each timed pass: "
             f"{', '.join(f'{x:.2f}' for x in loads)} on {_cores()} cores.")
-    return f"{constants}\n\n{fits}\n\n{val}\n\n{re}\n\n{load}\n"
+    return f"{constants}\n\n{fits}\n\n{val}\n\n{re}\n\n{load}\n\n{public_report()}"
 
 
 def _cores() -> int:

@@ -24,6 +24,12 @@ the verify's logits back and decides on the host). `ROUND_COPIES` says which cop
 strategy's round makes. The defaults (device, 0) leave every time unchanged to the bit,
 and `specledger bench calibration --backend llama` fits them to llama-server.
 
+llama.cpp's host path (`llama_state_seq_get_data_ext` without the on-device flag) reads
+the state out tensor by tensor, each read a blocking copy that waits for the device: a
+checkpoint costs `state_tensors` x `tensor_copy_s` beside its bytes, which is what makes
+it cost hundreds of milliseconds on some backends whatever the bandwidth
+(docs/design.md#llama-checkpoints). Both default to 0.
+
 Profiles are named so a session records which one produced its times: the built-in ones
 below, and measured ones stored as JSON in `engine/sim/profiles/` (`specledger bench
 calibration` writes them).
@@ -113,6 +119,11 @@ class CostProfile:
     # Per speculative round (a verify of drafts): the host synchronisation that reads the
     # verify's results back and runs the accept decision.
     round_sync_s: float = 0.0
+    # llama.cpp's host path copies a checkpoint one tensor at a time, each copy a blocking
+    # read (or write) with its own synchronisation: the tensors of one recurrent state
+    # (conv + recurrent state per recurrent layer) and the cost of each such copy.
+    state_tensors: int = 0
+    tensor_copy_s: float = 0.0
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
@@ -163,7 +174,8 @@ class CostProfile:
             return self.copy_s()
         host = place is Placement.HOST and self.host_bw is not None
         bw = self.host_bw if host else self.copy_bw
-        return self.host_copy_s + self.state_bytes / bw
+        per_tensor = self.state_tensors * self.tensor_copy_s
+        return self.host_copy_s + per_tensor + self.state_bytes / bw
 
     def round_copy_s(self, strategy: str, rejected: bool) -> float:
         """The state copies of one speculative round of `strategy` (`ROUND_COPIES`)."""
