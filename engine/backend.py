@@ -29,6 +29,11 @@ class VerifyOut:
     kept: Any = None
 
 
+class Snapshot(Protocol):
+    """A backend's restorable copy of one state (`Backend.snapshot`), opaque to the
+    engine."""
+
+
 class SeqState(Protocol):
     """A backend's per-sequence state (attention KV + recurrent + conv)."""
 
@@ -103,10 +108,10 @@ class Backend(Protocol):
     def forward(self, state: SeqState, tokens: Sequence[int]) -> list[int]:
         """Consume `tokens` (a replay forward); return the target token after each."""
 
-    def snapshot(self, state: SeqState) -> Any:
+    def snapshot(self, state: SeqState) -> Snapshot:
         """A restorable copy of the recurrent + conv state and the KV length."""
 
-    def restore(self, state: SeqState, snap: Any) -> None:
+    def restore(self, state: SeqState, snap: Snapshot) -> None:
         """Bring `state` back to `snap`."""
 
     def select(self, state: SeqState, kept: Any, index: int) -> None:

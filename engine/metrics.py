@@ -1,8 +1,13 @@
-"""Per-turn measurements: the numbers a conversation-level benchmark needs."""
+"""Per-turn measurements, the numbers a conversation-level benchmark needs, folded from the
+events the turn fired."""
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from eventlog.fold import LogFold
+from eventlog.records import TurnRecord
+from fsm.event import Event
+from fsm.machine import EventSink
 from fsm.turn_counts import TurnCounts
 
 
@@ -60,3 +65,25 @@ class TurnMetrics(TurnCounts):
         """Inverse of `to_dict` (derived rates are recomputed)."""
         names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+class TurnFold:
+    """The session's events on their way to the journal, folded as they pass by the one
+    fold (eventlog/fold.py): a turn's metrics are read from it, never counted beside it."""
+
+    def __init__(self, journal: EventSink) -> None:
+        self._journal = journal
+        self._fold = LogFold(on_close=_forget)
+
+    def append(self, event: Event) -> None:
+        """Fold the event, then hand it to the journal."""
+        self._fold.apply(event)
+        self._journal.append(event)
+
+    def metrics(self, slot: int) -> TurnMetrics:
+        """The metrics of `slot`'s turn in progress, as its END_TURN records them."""
+        return TurnMetrics(**asdict(self._fold.counts(slot)))
+
+
+def _forget(_: TurnRecord) -> None:
+    """A closed turn's record is not kept: END_TURN carried its metrics."""

@@ -10,10 +10,12 @@ from engine.config import BackendKind, RunConfig, Schedule
 from engine.conversation import Conversation, HeldOutConversation, SimConversation
 from engine.drafters import make_drafter
 from engine.errors import ConfigError
-from engine.metrics import TurnMetrics
+from engine.metrics import TurnFold, TurnMetrics
 from engine.progress import Progress
 from engine.scheduler import BatchScheduler
+from engine.services import Services
 from engine.slot import Slot
+from engine.strategies import RollbackStrategy, strategy_for
 from engine.turn import run_turn
 from fsm.event import Event
 from fsm.invariants import ProgressGuard
@@ -77,7 +79,9 @@ def make_conversation(config: RunConfig) -> Conversation:
 class Session:
     """Runs `config.turns` turns in each of `config.slots` slots against one backend,
     asking what `conversation` says (both made from the configuration when not given),
-    on the configured schedule: slot after slot, or the slots batched in lockstep."""
+    on the configured schedule: slot after slot, or the slots batched in lockstep. Rounds
+    settle with `strategy`, the configuration's unless one is given (a new strategy is
+    one class, engine/strategies/base.py)."""
 
     def __init__(
         self,
@@ -86,6 +90,7 @@ class Session:
         backend: Backend | None = None,
         progress: Progress | None = None,
         conversation: Conversation | None = None,
+        strategy: RollbackStrategy | None = None,
     ) -> None:
         self.config = config
         self.journal = journal
@@ -98,6 +103,9 @@ class Session:
             raise ConfigError(f"schedule: the {self.backend.name} backend has no batched "
                               "verify (capabilities.verify_batch); run it with --schedule "
                               "sequential")
+        metrics = TurnFold(journal)
+        self.services = Services(self.backend, config, strategy or strategy_for(config.strategy),
+                                 metrics)
         seq = itertools.count(1)
         next_seq = seq.__next__
         # What every slot's drafter shares: the backend (the MTP head uses its loaded
@@ -106,16 +114,14 @@ class Session:
         self.slots = [
             Slot(
                 id=i,
-                config=config,
-                backend=self.backend,
                 state=self.backend.new_state(),
-                machine=RoundMachine(i, journal, next_seq, self.backend.now),
+                machine=RoundMachine(i, metrics, next_seq, self.backend.now),
                 drafter=make_drafter(config, i, shared),
                 guard=ProgressGuard(config.livelock_guard),
             )
             for i in range(config.slots)
         ]
-        self.scheduler = (BatchScheduler(self.slots, self.backend, verify_batch,
+        self.scheduler = (BatchScheduler(self.services, self.slots, verify_batch,
                                          journal.end_unit, progress)
                           if batched and verify_batch is not None else None)
 
@@ -125,7 +131,8 @@ class Session:
         turn = slot.machine.turn + 1
         question = self.conversation.question(slot.id, turn)
         try:
-            metrics = run_turn(slot, question, self.journal.end_unit, self.progress)
+            metrics = run_turn(self.services, slot, question, self.journal.end_unit,
+                               self.progress)
         except Exception as exc:
             self._fail([slot], exc)
             raise

@@ -6,10 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.backend import Backend, SeqState
-from engine.config import RunConfig
+from engine.backend import Backend, SeqState, Snapshot
 from engine.drafters import Drafter
-from engine.metrics import TurnMetrics
 from engine.speculative import common_prefix
 from fsm.invariants import ProgressGuard
 from fsm.machine import RoundMachine
@@ -20,7 +18,7 @@ class CtxCheckpoint:
     """A saved state at `position` (a prompt position, never beyond the committed length)."""
 
     position: int
-    snap: Any
+    snap: Snapshot
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,13 @@ def plan_reuse(
 
 @dataclass
 class Slot:
-    """Everything one conversation owns. `tokens` are committed; `transcript` is what the
-    user saw (prompt + visible answer through EOG)."""
+    """Everything one conversation owns: its state, the machine its events go through,
+    its drafter and progress guard (each holds the slot's own history), `tokens`
+    committed, `transcript` what the user saw (prompt + visible answer through EOG), and
+    its context checkpoints. The backend and configuration every slot shares are passed
+    where they are used (`engine.services.Services`)."""
 
     id: int
-    config: RunConfig
-    backend: Backend
     state: SeqState
     machine: RoundMachine
     drafter: Drafter | None
@@ -71,26 +70,23 @@ class Slot:
     tokens: list[int] = field(default_factory=list)
     transcript: list[int] = field(default_factory=list)
     ring: deque[CtxCheckpoint] = field(default_factory=deque)
-    stats: TurnMetrics = field(default_factory=TurnMetrics)
 
-    def save_ctx(self, snap: Any) -> None:
-        """Add a context checkpoint at the current position, dropping the oldest."""
-        if self.config.ctx_checkpoints == 0:
-            return
+    def save_ctx(self, snap: Snapshot, limit: int) -> None:
+        """Add a context checkpoint at the current position, keeping the newest `limit`."""
         self.ring.append(CtxCheckpoint(self.state.position, snap))
-        while len(self.ring) > self.config.ctx_checkpoints:
+        while len(self.ring) > limit:
             self.ring.popleft()
 
     def drop_ctx_beyond(self, position: int) -> None:
         """Forget checkpoints that belong to a history no longer in the slot."""
         self.ring = deque(c for c in self.ring if c.position <= position)
 
-    def view(self) -> dict[str, Any]:
+    def view(self, backend: Backend) -> dict[str, Any]:
         """The live slot state, in the projection's terms."""
         return {
             "slot": self.id,
             "tokens": list(self.tokens),
             "position": self.state.position,
             "state": self.machine.state.value,
-            "digest": self.backend.digest(self.state),
+            "digest": backend.digest(self.state),
         }

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.round import run_round
+from engine.services import Services
 from engine.slot import CtxCheckpoint, Slot, plan_reuse
 from engine.speculative import Block, visible_answer
 from fsm.errors import InvariantViolationError
@@ -16,6 +17,7 @@ from fsm.states import Trigger
 
 
 def run_turn(
+    e: Services,
     s: Slot,
     question: Sequence[int],
     end_unit: Callable[[], None],
@@ -23,15 +25,14 @@ def run_turn(
 ) -> TurnMetrics:
     """Run one request/answer turn on slot `s`. `end_unit` is called after every whole
     unit of events (a prefill, a round), where the journal may write."""
-    turn = open_turn(s, question, progress)
+    turn = open_turn(e, s, question, progress)
     end_unit()
-    while (budget := turn.budget()) is not None:
-        t = s.backend.now()
-        block = run_round(s, budget)
-        if not turn.close_round(block, t, s.backend.now(), progress):
+    while (budget := turn.budget(e)) is not None:
+        block = run_round(e, s, budget)
+        if not turn.close_round(block, progress):
             break
         end_unit()
-    return end_turn(turn, end_unit)
+    return end_turn(e, turn, end_unit)
 
 
 @dataclass
@@ -43,21 +44,19 @@ class OpenTurn:
     prompt: list[int]
     answer_start: int
 
-    def budget(self) -> int | None:
+    def budget(self, e: Services) -> int | None:
         """Tokens the answer may still take, or None when the turn is over (the last
         token is an EOG, or the answer reached the cap)."""
         s = self.slot
-        if s.tokens[-1] in s.backend.template.eog_ids:
+        if s.tokens[-1] in e.backend.template.eog_ids:
             return None
-        left = s.config.answer_cap - (len(s.tokens) - self.answer_start)
+        left = e.config.answer_cap - (len(s.tokens) - self.answer_start)
         return left if left > 0 else None
 
-    def close_round(self, block: Block, began: float, ended: float,
-                    progress: Progress | None) -> bool:
-        """Account a committed round that ran from `began` to `ended` on the backend's
-        clock; False when it ended the answer, else the next round is announced (NEXT)."""
+    def close_round(self, block: Block, progress: Progress | None) -> bool:
+        """Close a committed round: False when it ended the answer, else the next round
+        is announced (NEXT)."""
         s = self.slot
-        s.stats.decode_s += ended - began
         if progress is not None:
             progress.tokens(len(block.tokens))
         if block.eog is not None:
@@ -66,106 +65,93 @@ class OpenTurn:
         return True
 
 
-def open_turn(s: Slot, question: Sequence[int], progress: Progress | None = None
-              ) -> OpenTurn:
+def open_turn(e: Services, s: Slot, question: Sequence[int],
+              progress: Progress | None = None) -> OpenTurn:
     """Start a turn (`start_turn`) and report the answer's first token."""
-    prompt = start_turn(s, question)
+    prompt = start_turn(e, s, question)
     answer_start = len(prompt)
     if progress is not None:  # the prefill committed the answer's first token
         progress.tokens(len(s.tokens) - answer_start)
     return OpenTurn(s, prompt, answer_start)
 
 
-def start_turn(s: Slot, question: Sequence[int]) -> list[int]:
+def start_turn(e: Services, s: Slot, question: Sequence[int]) -> list[int]:
     """Open a turn: reuse what the slot can, repair the recurrent state if it must,
     prefill the rest and commit the first answer token. Returns the prompt."""
-    m, b = s.machine, s.backend
+    m, b = s.machine, e.backend
     m.turn += 1
     m.round = 0
-    s.stats = TurnMetrics(slot=s.id, turn=m.turn)
     prompt = b.template.next_prompt(s.transcript, question)
     slot_len = len(s.tokens)
     plan = plan_reuse(s.tokens, s.state.position, s.ring, prompt)
-    s.stats.prompt_tokens = len(prompt)
-    s.stats.kept_tokens = plan.kept
-    s.stats.f_keep = plan.kept / slot_len if slot_len else 1.0
     s.tokens = list(prompt)
     m.fire(Trigger.START_TURN, 0.0, {"trim": plan.kept, "append": prompt[plan.kept:],
-           "prompt_tokens": len(prompt), "kept": plan.kept, "f_keep": s.stats.f_keep})
+           "prompt_tokens": len(prompt), "kept": plan.kept,
+           "f_keep": plan.kept / slot_len if slot_len else 1.0})
     s.drop_ctx_beyond(min(plan.kept, len(prompt) - 1))
     if s.drafter is not None:
         s.drafter.new_request()
     if plan.restore is not None or plan.reset:
-        _repair(s, plan.restore, plan.reprefill)
-    _prefill(s, prompt, plan.start)
+        _repair(e, s, plan.restore, plan.reprefill)
+    _prefill(e, s, prompt, plan.start)
     return prompt
 
 
-def _repair(s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
+def _repair(e: Services, s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
     """Bring the recurrent state back to a context checkpoint (or to nothing)."""
-    m, b = s.machine, s.backend
+    m, b = s.machine, e.backend
     old = s.state.position
     t = b.now()
     if ckpt is None:
         b.reset(s.state)
     else:
         b.restore(s.state, ckpt.snap)
-    s.stats.ctx_restores += 1
-    s.stats.reprefill_tokens = reprefill
-    s.stats.repair_s += b.now() - t
     m.fire(Trigger.CTX_RESTORE, b.now() - t, {
         "position": s.state.position, "digest": b.digest(s.state), "reprefill": reprefill,
         "from_position": old, "reset": ckpt is None})
 
 
-def _prefill(s: Slot, prompt: Sequence[int], start: int) -> None:
+def _prefill(e: Services, s: Slot, prompt: Sequence[int], start: int) -> None:
     """Process prompt[start:], saving context checkpoints every `ctx_checkpoint_every`
     tokens and before the generation header, then commit the first answer token.
 
-    The first `reprefill_tokens` processed are history seen before; their share of each
-    chunk's time, pro rata by tokens, is the turn's repeated prefill (`reprefill_s`).
-    Splitting chunks there instead would add events and change recorded sessions."""
-    m, b, cfg = s.machine, s.backend, s.config
+    The first `reprefill` tokens processed are history seen before; the fold counts their
+    share of each chunk's time as the turn's repeated prefill (`reprefill_s`). Splitting
+    chunks there instead would add events and change recorded sessions."""
+    m, b, cfg = s.machine, e.backend, e.config
     end = len(prompt)
     header_at = end - len(b.template.header)
     stops = {p for p in range(cfg.ctx_checkpoint_every, end, cfg.ctx_checkpoint_every)}
     stops.add(header_at)
     cuts = [*sorted(p for p in stops if start < p < end), end]
     pos = start
-    repeated_end = start + s.stats.reprefill_tokens
     for cut in cuts:
         t = b.now()
         first = b.prefill(s.state, prompt[pos:cut])
-        took = b.now() - t
-        s.stats.prefill_tokens += cut - pos
-        s.stats.prefill_s += took
-        s.stats.reprefill_s += took * max(0, min(cut, repeated_end) - pos) / (cut - pos)
         chunk: Prefill = {"tokens": cut - pos, "position": cut, "digest": b.digest(s.state)}
         if cut == end:
             chunk["append"] = [first]
         m.fire(Trigger.PREFILL, b.now() - t, chunk)
         if cut < end and cfg.ctx_checkpoints:
             t = b.now()
-            s.save_ctx(b.snapshot(s.state))
+            s.save_ctx(b.snapshot(s.state), cfg.ctx_checkpoints)
             m.fire(Trigger.CTX_SAVE, b.now() - t, {"at": cut, "bytes": b.state_bytes()})
         pos = cut
     s.tokens.append(first)
 
 
-def end_turn(turn: OpenTurn, end_unit: Callable[[], None]) -> TurnMetrics:
-    """Close the turn: the transcript, the turn's counts, the slot checked against what
-    the user saw (invariant 1), END_TURN."""
+def end_turn(e: Services, turn: OpenTurn, end_unit: Callable[[], None]) -> TurnMetrics:
+    """Close the turn: the transcript, the slot checked against what the user saw
+    (invariant 1), END_TURN with the turn's metrics (folded from its events)."""
     s, prompt, answer_start = turn.slot, turn.prompt, turn.answer_start
-    m, b, cfg = s.machine, s.backend, s.config
-    answer = visible_answer(s.tokens[answer_start:], b.template.eog_ids)
+    m = s.machine
+    answer = visible_answer(s.tokens[answer_start:], e.backend.template.eog_ids)
     s.transcript = [*prompt, *answer]
-    s.stats.generated_tokens = len(answer)
-    s.stats.stray_tokens = len(s.tokens) - len(s.transcript)
     for v in check_turn_end(s.tokens, s.transcript):
-        s.stats.violations += 1
         m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
-        if cfg.strict:
+        if e.config.strict:
             raise InvariantViolationError(f"{v.invariant}: {v.message}")
-    m.fire(Trigger.END_TURN, 0.0, {"metrics": s.stats.to_dict()})
+    metrics = e.metrics.metrics(s.id)
+    m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics.to_dict()})
     end_unit()
-    return s.stats
+    return metrics

@@ -3,9 +3,9 @@ state at any seq (the projection) and each turn's record (its committed tokens, 
 END_TURN recorded and the same counted again from the events, its draft rounds and phase
 times), holding only the slots and their open turns.
 
-The counted metrics are the engine's `TurnMetrics`, which a live run counts as it goes (the
-engine does not read the log): on the sim's clock they agree exactly, timings included
-(tests/eventlog/test_fold.py); on a wall clock the engine's own timings are END_TURN's."""
+The counted metrics are the engine's `TurnMetrics`: a live run folds its events as it fires
+them (engine/metrics.py, `TurnFold`) and records the counts in END_TURN, so a stored log's
+fold agrees with END_TURN, timings included (tests/eventlog/test_fold.py)."""
 
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
@@ -163,13 +163,26 @@ class LogFold:
             slot, turn, first_seq=seq, stats=TurnCounts(slot, turn))
         return rec
 
+    def counts(self, slot: int) -> TurnCounts:
+        """The counts of `slot`'s open turn as its END_TURN would close them now (what
+        the engine records in END_TURN's metrics)."""
+        rec = self._open[slot]
+        _answered(rec)
+        return rec.stats
+
     def _close(self, rec: TurnRecord) -> None:
-        st = rec.stats
-        n = len(rec.committed)
-        st.generated_tokens = n if rec.answer_end is None else rec.answer_end
-        st.stray_tokens = n - st.generated_tokens
+        _answered(rec)
         if self._on_close is not None and rec is not self._void:
             self._on_close(self.records.pop((rec.slot, rec.turn)))
+
+
+def _answered(rec: TurnRecord) -> None:
+    """The turn's answer and stray tokens: what it committed through its first EOG, and
+    what followed."""
+    st = rec.stats
+    n = len(rec.committed)
+    st.generated_tokens = n if rec.answer_end is None else rec.answer_end
+    st.stray_tokens = n - st.generated_tokens
 
 
 def _prefill(rec: TurnRecord, p: Payload, d: float) -> None:

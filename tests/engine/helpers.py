@@ -12,5 +12,5 @@ def open_slot(config: RunConfig, journal: Journal | None = None
     journal = journal if journal is not None else MemoryJournal()
     session = Session(config, journal)
     slot = session.slots[0]
-    start_turn(slot, session.conversation.question(0, 1))
+    start_turn(session.services, slot, session.conversation.question(0, 1))
     return session, slot, journal

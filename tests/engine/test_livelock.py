@@ -31,10 +31,10 @@ class _Capped(MemoryJournal):
 
 
 def test_without_guard_the_round_never_commits() -> None:
-    _, slot, journal = open_slot(RunConfig(**LIVELOCK_CONFIG, livelock_guard=0), _Capped())
+    session, slot, journal = open_slot(RunConfig(**LIVELOCK_CONFIG, livelock_guard=0), _Capped())
     with pytest.raises(_Budget):
         for _ in range(500):
-            run_round(slot)
+            run_round(session.services, slot)
             slot.machine.fire(Trigger.NEXT)
     tail = journal.events[-5000:]
     restores = [e for e in tail if e.trigger is Trigger.RESTORE]
@@ -44,21 +44,22 @@ def test_without_guard_the_round_never_commits() -> None:
 
 
 def test_guard_ends_the_livelock_and_records_it() -> None:
-    _, slot, journal = open_slot(RunConfig(**LIVELOCK_CONFIG, livelock_guard=2))
+    session, slot, journal = open_slot(RunConfig(**LIVELOCK_CONFIG, livelock_guard=2))
     for _ in range(300):
-        run_round(slot)
+        run_round(session.services, slot)
         slot.machine.fire(Trigger.NEXT)
     livelocks = [e for e in journal.events if e.trigger is Trigger.LIVELOCK]
     assert livelocks
     assert livelocks[0].payload["cycle"][:4] == ["verify", "reject", "restore", "replay"]
-    assert slot.stats.rounds == 300 and slot.stats.livelocks == len(livelocks)
+    metrics = session.services.metrics.metrics(slot.id)
+    assert metrics.rounds == 300 and metrics.livelocks == len(livelocks)
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
 
 
 def test_reconstruct_never_livelocks() -> None:
     config = RunConfig(**{**LIVELOCK_CONFIG, "replay_policy": "reconstruct"})
-    _, slot, journal = open_slot(config)
+    session, slot, journal = open_slot(config)
     for _ in range(300):
-        run_round(slot)
+        run_round(session.services, slot)
         slot.machine.fire(Trigger.NEXT)
     assert not [e for e in journal.events if e.trigger is Trigger.LIVELOCK]

@@ -42,7 +42,7 @@ def test_projection_equals_live_state_at_every_turn_end(
             assert sorted(views) == [s.id for s in started]
             for live in started:
                 view = views[live.id]
-                expected = live.view()
+                expected = live.view(session.backend)
                 assert view.tokens == expected["tokens"]
                 assert view.position == expected["position"]
                 assert view.digest == expected["digest"]

@@ -26,15 +26,15 @@ def test_state_digest_equals_sequential_digest_for_1000_rounds(
 ) -> None:
     config = RunConfig(strategy=strategy, acceptance=acceptance, answer_tokens=10**6,
                        prompt_tokens=64, draft_max=8, seed=3)
-    _, slot, journal = open_slot(config)
+    session, slot, journal = open_slot(config)
     partial = 0
     for i in range(ROUNDS):
-        block = run_round(slot)
+        block = run_round(session.services, slot)
         partial += block.accepted < 8
         slot.machine.fire(Trigger.NEXT)
         if i % 97 == 0:  # an independent recomputation, not the engine's own audit cache
             position = slot.state.position
-            assert slot.backend.digest(slot.state) == _sequential_digest(slot.tokens[:position])
+            assert session.backend.digest(slot.state) == _sequential_digest(slot.tokens[:position])
     assert slot.state.position == len(slot.tokens) - 1
     assert partial > 10  # the rollback path really ran
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
@@ -43,9 +43,9 @@ def test_state_digest_equals_sequential_digest_for_1000_rounds(
 def test_none_is_caught_at_the_first_partial_rejection() -> None:
     config = RunConfig(strategy=Strategy.NONE, acceptance=0.6, answer_tokens=10**6,
                        prompt_tokens=64, seed=5)
-    _, slot, journal = open_slot(config)
+    session, slot, journal = open_slot(config)
     for _ in range(50):
-        run_round(slot)
+        run_round(session.services, slot)
         slot.machine.fire(Trigger.NEXT)
     first_reject = next(e for e in journal.events if e.trigger is Trigger.REJECT)
     first_violation = next(e for e in journal.events
@@ -63,10 +63,10 @@ def test_strict_mode_raises_on_violation() -> None:
 
     config = RunConfig(strategy=Strategy.NONE, acceptance=0.5, answer_tokens=10**6,
                        prompt_tokens=16, strict=True)
-    _, slot, _ = open_slot(config)
+    session, slot, _ = open_slot(config)
     with pytest.raises(InvariantViolationError, match="state_truth"):
         for _ in range(50):
-            run_round(slot)
+            run_round(session.services, slot)
             slot.machine.fire(Trigger.NEXT)
 
 
@@ -79,7 +79,7 @@ def test_strategies_cost_differently_on_the_simulated_clock() -> None:
         assert isinstance(session.backend, SimBackend)
         t0 = session.backend.now()
         for _ in range(200):
-            run_round(slot)
+            run_round(session.services, slot)
             slot.machine.fire(Trigger.NEXT)
         times[strategy] = (session.backend.now() - t0) / (len(slot.tokens))
     # checkpoint pays a replay forward after every partial accept

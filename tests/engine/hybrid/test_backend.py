@@ -57,7 +57,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[LoadedCheckpoint, 
     return load_checkpoint(target), draft
 
 
-def _run(models: tuple[LoadedCheckpoint, Path], **kw: object) -> tuple[list, MemoryJournal]:
+def _run(models: tuple[LoadedCheckpoint, Path], **kw: object) -> tuple[Session, MemoryJournal]:
     ckpt, draft = models
     config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
                        draft_max=4, draft_model=str(draft), model=str(ckpt.path), **kw)
@@ -65,7 +65,7 @@ def _run(models: tuple[LoadedCheckpoint, Path], **kw: object) -> tuple[list, Mem
     session = Session(config, journal, backend=TorchBackend(config, ckpt),
                       conversation=_Questions())
     session.run()
-    return session.slots, journal
+    return session, journal
 
 
 def _answers(journal: MemoryJournal) -> list[int]:
@@ -83,12 +83,12 @@ def plain(models: tuple[LoadedCheckpoint, Path]) -> list[int]:
 def test_speculative_equals_plain_and_state_stays_true(
     models: tuple[LoadedCheckpoint, Path], plain: list[int], strategy: str, drafter: str
 ) -> None:
-    slots, spec = _run(models, drafter=drafter, strategy=strategy, ngram_n=2)
+    session, spec = _run(models, drafter=drafter, strategy=strategy, ngram_n=2)
     assert _answers(spec) == plain
     assert [e for e in spec.events if e.trigger is Trigger.REJECT]
     assert not [e for e in spec.events if e.trigger is Trigger.INVARIANT_VIOLATION]
     view = project(spec.events)[0]
-    live = slots[0].view()
+    live = session.slots[0].view(session.backend)
     assert (view.tokens, view.position, view.digest) == (
         live["tokens"], live["position"], live["digest"])
 
@@ -197,8 +197,8 @@ def test_dtype_option_loads_the_target_in_bfloat16(models: tuple[LoadedCheckpoin
 def test_bfloat16_speculative_equals_plain_and_state_stays_true(
     bf16: tuple[LoadedCheckpoint, Path], plain_bf16: list[int], strategy: str
 ) -> None:
-    slots, spec = _run(bf16, drafter="draft-model", strategy=strategy, dtype="bfloat16")
-    assert slots[0].drafter.model.dtype == torch.bfloat16
+    session, spec = _run(bf16, drafter="draft-model", strategy=strategy, dtype="bfloat16")
+    assert session.slots[0].drafter.model.dtype == torch.bfloat16
     assert _answers(spec) == plain_bf16
     assert [e for e in spec.events if e.trigger is Trigger.REJECT]
     assert not [e for e in spec.events if e.trigger is Trigger.INVARIANT_VIOLATION]

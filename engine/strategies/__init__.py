@@ -1,0 +1,22 @@
+"""The rollback strategies, one class a file (`base.RollbackStrategy` says what one is),
+and the configuration's names for them."""
+
+from engine.config import Strategy
+from engine.strategies.base import RollbackStrategy, Round
+from engine.strategies.checkpoint import Checkpoint
+from engine.strategies.input_replay import InputReplay
+from engine.strategies.none import NoRollback
+from engine.strategies.per_token import PerToken
+
+STRATEGIES: dict[Strategy, type[RollbackStrategy]] = {
+    Strategy.CHECKPOINT: Checkpoint, Strategy.PER_TOKEN: PerToken,
+    Strategy.INPUT_REPLAY: InputReplay, Strategy.NONE: NoRollback,
+}
+
+
+def strategy_for(name: Strategy) -> RollbackStrategy:
+    """The strategy the configuration names."""
+    return STRATEGIES[name]()
+
+
+__all__ = ["STRATEGIES", "RollbackStrategy", "Round", "strategy_for"]
