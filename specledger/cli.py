@@ -20,6 +20,7 @@ from specledger import (
     import_cmd,
     llama_cmd,
     migrate_cmd,
+    watch_cmd,
 )
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_cmd.add_parser(sub)
     migrate_cmd.add_parser(sub)
     llama_cmd.add_parser(sub)
+    watch_cmd.add_parser(sub)
     demo.add_parser(sub)
     for name, child in sub.choices.items():
         if name not in ("bench", "llama"):  # bench keeps its sessions beside its results

@@ -24,6 +24,7 @@ from specledger import (
     llama_cmd,
     migrate_cmd,
     output,
+    watch_cmd,
 )
 from specledger.api import RunResult, run_session, session_turns
 from specledger.cli_common import RERUN_BACKENDS, add_tolerance, at_least
@@ -70,6 +71,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "export": export_cmd.cmd_export,
         "migrate": migrate_cmd.cmd_migrate,
         "llama": llama_cmd.cmd_llama,
+        "watch": watch_cmd.cmd_watch,
         "demo": demo.cmd_demo,
     }[args.command]
     return handler(args)

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import Engine
+
 from adapters.protocol import ObservedEngine, Recording
 from engine.config import RunConfig
 from engine.errors import BackendError
@@ -63,6 +65,13 @@ def store_journal(db: str, journal: UnitJournal, rec: Recording,
                          seeds={"seed": rec.seed} if rec.seed is not None else {},
                          code_version=code_version(), model_digest=rec.model_digest,
                          parent_id=parent_id)
+    write_journal(engine, sid, journal, failed=rec.error is not None)
+    return sid
+
+
+def write_journal(engine: Engine, sid: int, journal: UnitJournal, *, failed: bool) -> None:
+    """Write `journal`'s events into the created session `sid`, unit by unit, and close
+    it (`failed`, or `finished`)."""
     with Recorder(engine, sid) as recorder:
         start = 0
         for end in journal.ends:
@@ -70,9 +79,7 @@ def store_journal(db: str, journal: UnitJournal, rec: Recording,
                 recorder.append(ev)
             recorder.end_unit()
             start = end
-        recorder.close(SessionStatus.FAILED if rec.error is not None
-                       else SessionStatus.FINISHED)
-    return sid
+        recorder.close(SessionStatus.FAILED if failed else SessionStatus.FINISHED)
 
 
 @dataclass(frozen=True)

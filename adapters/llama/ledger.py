@@ -52,7 +52,10 @@ class LedgerResult:
     truncated: list[Truncation] = field(default_factory=list)
 
 
-class _Ledger:
+class TaskLedger:
+    """The round machines of a log's slots and what each has been fed, task by task
+    (`record_log` drives one over a whole log, `specledger watch` over a live one)."""
+
     def __init__(self, reading: LogReading, journal: Sink, draft_reuse_logged: bool) -> None:
         self.server = reading.server
         self.journal = journal
@@ -216,7 +219,7 @@ def record_log(reading: LogReading, journal: Sink, *,
     i-th task's prompt where the caller knows them (a run that tokenized its requests);
     `responses` are the client's answers, matched to tasks by shape and cross-checked."""
     fold = fold_tasks(reading.records)
-    ledger = _Ledger(reading, journal, fold.draft_reuse_logged)
+    ledger = TaskLedger(reading, journal, fold.draft_reuse_logged)
     shapes = [(t.prompt_tokens, t.generated_logged) for t in fold.tasks]
     matched = match_responses(shapes, list(responses)) if responses else [None] * len(shapes)
     cuts = {c.task: c for c in fold.truncated}

@@ -47,8 +47,9 @@ K = RecordKind
 _PENDING = 64  # drafter lines kept while their batches are awaited
 
 
-class _Folder:
-    """The per-slot state of the fold."""
+class TaskFolder:
+    """The per-slot state of the fold, record by record (`specledger watch` folds a live
+    log with one, forgetting each task once it is recorded)."""
 
     def __init__(self) -> None:
         self.out = TaskFold()
@@ -212,6 +213,14 @@ class _Folder:
         if rnd is not None:
             rnd.last_line, rnd.t_end = r.line, r.t
 
+    def forget(self, task: LlamaTask) -> None:
+        """Drop a task that was recorded, so a fold that never ends stays small."""
+        self.out.tasks.remove(task)
+        self.by_id.pop(task.task, None)
+        if self.current.get(task.slot) is task:
+            del self.current[task.slot]
+            self.open.pop(task.slot, None)
+
     def finish(self) -> TaskFold:
         """The fold, with each task the log ends inside reported and its open round
         dropped."""
@@ -228,7 +237,7 @@ class _Folder:
 
 def fold_tasks(records: list[Record]) -> TaskFold:
     """The tasks and rounds of a log's records."""
-    folder = _Folder()
+    folder = TaskFolder()
     for r in records:
         folder.apply(r)
     return folder.finish()

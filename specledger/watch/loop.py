@@ -1,0 +1,263 @@
+"""The watch loop: poll the log, cut it into records, fold them into requests, record
+each request (or hold it in the ring), judge it, count it, save where reading got to.
+
+It stops between two polls when asked (SIGINT, SIGTERM, or the caller's `stop`), never
+in the middle of a write: what the log had shown by then is read, each request still
+being served is recorded as incomplete, and the cursor is saved where reading stopped,
+so the next watch of the same log starts there and records no request twice."""
+
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sqlalchemy import Engine
+
+from eventlog import open_db
+from eventlog.postmortem.finding import Finding
+from specledger.watch.findings import SHOWN, FindingHook, finding_doc, finding_line, judge
+from specledger.watch.follower import Chunk, LogFollower, Switch
+from specledger.watch.metrics import WatchMetrics
+from specledger.watch.prune import prune
+from specledger.watch.requests import Request, RequestRecorder
+from specledger.watch.ring import Ring
+from specledger.watch.store import (
+    ensure_tables,
+    is_recorded,
+    load_cursor,
+    save_cursor,
+    store_request,
+)
+from specledger.watch.stream import RecordStream, merge_facts
+
+_HEADER_BYTES = 1 << 21  # the server's start-up lines are read again on resume, up to this
+_FIRST_TASK = re.compile(rb"\| task \d+ \| processing task")
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """What to follow and keep: the log, the ledger, the hook, the metrics port, the
+    bounds (`keep` sessions, sessions younger than `keep_for`, `ring` rounds per slot
+    held in memory) and the poll period."""
+
+    log: Path
+    db: str
+    on_finding: str | None = None
+    metrics_port: int | None = None
+    keep: int | None = None
+    keep_for: timedelta | None = None
+    ring: int | None = None
+    poll_s: float = 0.05
+    settle_s: float = 0.05
+
+
+@dataclass
+class WatchTally:
+    """What one watch did: requests recorded (and how many of them were cut by its stop
+    or a server restart), requests held in the ring and not written, requests skipped
+    as already recorded, findings, sessions pruned, file switches, lag per request."""
+
+    recorded: int = 0
+    incomplete: int = 0
+    ring_dropped: int = 0
+    skipped: int = 0
+    findings: int = 0
+    pruned: int = 0
+    switches: list[str] = field(default_factory=list)
+    lags: list[float] = field(default_factory=list)
+    resumed_at: int | None = None
+
+
+class Watcher:
+    """Follows one log into one ledger; `say` prints a line, `emit` a finding's JSON."""
+
+    def __init__(self, opts: WatchOptions, say: Callable[[str], None],
+                 emit: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.opts = opts
+        self.log = str(opts.log)
+        self.say, self.emit = say, emit
+        self.engine: Engine = open_db(opts.db, create=True)
+        ensure_tables(self.engine)
+        self.tally = WatchTally()
+        self.metrics = WatchMetrics()
+        self.ring = Ring(opts.ring) if opts.ring is not None else None
+        self.hook = FindingHook(opts.on_finding) if opts.on_finding else None
+        cursor = load_cursor(self.engine, self.log)
+        self.follower = LogFollower(opts.log, cursor)
+        self.stream = RecordStream(opts.settle_s)
+        self.recorder: RequestRecorder | None = None
+        self._last_facts = self.stream.server
+        if self.follower.resumed and cursor is not None:
+            self.tally.resumed_at = cursor.offset
+            self.stream.reset(cursor.offset, cursor.line)
+            self._read_header()
+            self._new_recorder(cursor.dev, cursor.ino, resumed=True)
+        self._read_at = 0.0
+
+    def _new_recorder(self, dev: int, ino: int, resumed: bool) -> None:
+        self.recorder = RequestRecorder(self.stream.server, self.log, dev, ino, resumed)
+
+    def _read_header(self) -> None:
+        """On resume: the server's facts from the file's start-up lines."""
+        with self.opts.log.open("rb") as f:
+            head = f.read(min(_HEADER_BYTES, self.follower.offset))
+        m = _FIRST_TASK.search(head)
+        head = head[:head.rfind(b"\n", 0, m.start()) + 1] if m is not None else head
+        head = head[:head.rfind(b"\n") + 1]
+        if head:
+            probe = RecordStream()
+            probe.feed(head, 0, 1)
+            probe.take(force=True)
+            merge_facts(self.stream.server, probe.server)
+
+    def step(self) -> bool:
+        """One poll; whether it read anything."""
+        chunks = self.follower.poll()
+        for chunk in chunks:
+            self._chunk(chunk)
+        self._take(force=False)
+        return bool(chunks)
+
+    def _chunk(self, chunk: Chunk) -> None:
+        if chunk.switch is not None or self.recorder is None:
+            if chunk.switch is not None:
+                self._end_file(chunk.switch)
+            self.stream.reset(chunk.start, chunk.line)
+            self._new_recorder(chunk.dev, chunk.ino, resumed=chunk.start > 0)
+        self._read_at = time.monotonic()
+        self.stream.feed(chunk.data, chunk.start, chunk.line)
+
+    def _end_file(self, why: Switch) -> None:
+        """The file being read was replaced: read what it still held, and record the
+        requests it leaves unfinished as incomplete (its server is gone)."""
+        self.tally.switches.append(why.value)
+        self._take(force=True)
+        if self.recorder is not None:
+            self._handle(self.recorder.stop(self.stream.counts))
+        self._last_facts = self.stream.server
+
+    def _take(self, force: bool) -> None:
+        while self.recorder is not None:
+            piece = self.stream.take(force)
+            if piece is None:
+                return
+            if self.stream.server.build is None and piece.records:
+                merge_facts(self.stream.server, self._last_facts)  # a log with no start-up
+            self._handle(self.recorder.feed(piece, self.stream.counts))
+            if force:
+                return
+
+    def _handle(self, done: list[Request]) -> None:
+        for req in done:
+            if req.key and is_recorded(self.engine, req.key):
+                self.tally.skipped += 1
+                continue
+            findings = judge(req)
+            shown = [f for f in findings if f.severity in SHOWN]
+            self.metrics.request(req, findings)
+            if self.ring is not None:
+                self.ring.add(req)
+                self.metrics.ring_rounds.set(self.ring.held_rounds)
+                if not shown:
+                    continue
+                held = self.ring.drain()
+                sid = 0
+                for r in held:
+                    sid = self._store(r, judge(r) if r is not req else findings)
+                self.metrics.ring_rounds.set(0)
+            else:
+                sid = self._store(req, findings)
+            for f in shown:
+                self._report(f, req, sid)
+        if done:
+            self._save_cursor()
+            self.tally.pruned += prune(self.engine, self.log, self.opts.keep,
+                                       self.opts.keep_for)
+
+    def _store(self, req: Request, findings: list[Finding]) -> int:
+        extra = {"log": self.log, "start": req.start, "task": req.task.task,
+                 "slot": req.task.slot, "findings": [f.to_dict() for f in findings]}
+        sid = store_request(self.engine, self.log, req, extra)
+        self.tally.recorded += 1
+        self.tally.incomplete += req.error is not None
+        lag = time.monotonic() - self._read_at
+        self.tally.lags.append(lag)
+        self.metrics.lag.set(lag)
+        return sid
+
+    def _report(self, f: Finding, req: Request, sid: int) -> None:
+        self.tally.findings += 1
+        doc = finding_doc(f, req, sid, self.log)
+        if self.emit is not None:
+            self.emit(doc)
+        else:
+            self.say(finding_line(doc))
+        if self.hook is not None:
+            self.hook.send(doc)
+
+    def _save_cursor(self) -> None:
+        """Save the offset reading resumes from: the first line of the oldest request
+        still being served (what came before it is recorded), else the first line not
+        yet read."""
+        cur = self.follower.cursor()
+        if cur is None or self.recorder is None:
+            return
+        if (cur.dev, cur.ino) != (self.recorder.dev, self.recorder.ino):
+            return  # the follower moved on to the next file; its first chunk saves it
+        open_at = self.recorder.open_lines()
+        offset, line = min(open_at) if open_at else (self.stream.offset, self.stream.line)
+        save_cursor(self.engine, self.log, self.follower.cursor_at(offset, line))
+
+    def finish(self) -> None:
+        """Read what the log holds now, record the requests being served as incomplete,
+        save the cursor at the end of what was read."""
+        for chunk in self.follower.poll():
+            self._chunk(chunk)
+        self._take(force=True)
+        if self.recorder is not None:
+            self._handle(self.recorder.stop(self.stream.counts))
+            self._save_cursor()
+        if self.ring is not None:
+            self.tally.ring_dropped += len(self.ring.drain())
+        if self.hook is not None:
+            self.hook.close()
+        self.follower.close()
+
+    def run(self, stop: threading.Event) -> WatchTally:
+        """Poll until `stop` is set, then finish."""
+        served = (self.metrics.serve(self.opts.metrics_port)
+                  if self.opts.metrics_port is not None else None)
+        try:
+            while not stop.is_set():
+                if not self.step():
+                    stop.wait(self.opts.poll_s)
+            self.finish()
+        finally:
+            if served is not None:
+                served.shutdown()
+        return self.tally
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stop` (the loop ends between two polls); a second one
+    interrupts at once."""
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+

@@ -1,0 +1,132 @@
+"""A live log's records folded into requests, each fired through the import's own round
+machine (adapters/llama/taskfold.py, ledger.py) the moment its slot is released: one
+`Request` per llama-server task, its events numbered from 1 as a session of its own.
+The slots' machines and states live on between requests, so a request's kept prefix,
+its re-prefill and its stray tokens are judged against what its slot held before, as
+`import` judges them over a whole log."""
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.llama.ledger import TaskLedger
+from adapters.llama.ledger_rounds import accepted_drafts
+from adapters.llama.logread import LogReading
+from adapters.llama.logrecords import Record, RecordKind
+from adapters.llama.provenance import Provenance, session_config
+from adapters.llama.serverfacts import ServerInfo
+from adapters.llama.taskfold import TaskFolder
+from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
+from engine.metrics import TurnMetrics
+from specledger.observed import UnitJournal
+from specledger.watch.stream import LineCounts, Piece
+
+K = RecordKind
+_ROUND_KINDS = (K.DRAFT, K.DECODE, K.TOKEN)
+
+
+@dataclass(frozen=True)
+class RoundTally:
+    """One round of a request: its drafter, drafts verified and accepted."""
+
+    drafter: str
+    drafted: int
+    accepted: int
+
+
+@dataclass
+class Request:
+    """One recorded llama-server task: where its first line is (`start`, the file's
+    `dev`/`ino`), its `key` (unique to that line of that file), the events of its
+    session, its metrics (None when it was cut), its rounds, why it is incomplete
+    (`error`), the stored config, and the log time and line of its last line."""
+
+    task: LlamaTask
+    key: str
+    start: int
+    journal: UnitJournal
+    metrics: TurnMetrics | None
+    rounds: list[RoundTally]
+    error: str | None
+    config: dict[str, Any]
+    last_line: int
+    last_t: float | None
+
+
+def request_key(dev: int, ino: int, start: int, first_line: bytes) -> str:
+    """What names a request across runs: its file, the offset of its first line and the
+    line itself (its time prefix and task id)."""
+    return hashlib.sha256(b"%d:%d:%d:" % (dev, ino, start) + first_line).hexdigest()[:32]
+
+
+class RequestRecorder:
+    """Folds the records of one file (one server's life, or the part of it after a
+    resume) and fires each request when its slot is released. `server` is the stream's
+    facts, filled as they are read; `resumed`: the log was entered mid-way, so no slot is
+    known to start empty."""
+
+    def __init__(self, server: ServerInfo, path: str, dev: int, ino: int,
+                 resumed: bool) -> None:
+        self.server, self.path, self.dev, self.ino = server, path, dev, ino
+        self.folder = TaskFolder()
+        self.ledger = TaskLedger(LogReading(records=[], server=server), UnitJournal(),
+                                 draft_reuse_logged=False)
+        self.ledger.rounds_visible = False
+        self.resumed = resumed
+        self.kinds: dict[RecordKind, Record] = {}  # one record of each kind seen (provides)
+        self.starts: dict[int, tuple[int, int, str]] = {}  # task id -> (offset, line, key)
+
+    def open_lines(self) -> list[tuple[int, int]]:
+        """Where the requests being served now (not yet released) start: (offset, line)."""
+        return [self.starts[t.task][:2] for t in self.folder.out.tasks if t.task in self.starts]
+
+    def feed(self, piece: Piece, counts: LineCounts) -> list[Request]:
+        """Fold `piece`; the requests it completed."""
+        done: list[Request] = []
+        for r in piece.records:
+            self.kinds.setdefault(r.kind, r)
+            if r.kind in _ROUND_KINDS:
+                self.ledger.rounds_visible = True
+            self.folder.apply(r)
+            if r.kind is K.TASK_STARTED and r.task is not None and r.line in piece.starts:
+                at, raw = piece.starts[r.line]
+                self.starts[r.task] = (at, r.line, request_key(self.dev, self.ino, at, raw))
+            elif r.kind is K.RELEASED and r.task is not None:
+                task = self.folder.by_id.get(r.task)
+                if task is not None and task.released is not None:
+                    done.append(self._fire(task, None, counts))
+        return done
+
+    def stop(self, counts: LineCounts) -> list[Request]:
+        """The requests still being served, recorded as cut here."""
+        fold = self.folder.finish()
+        return [self._fire(next(t for t in fold.tasks if t.task == cut.task), cut, counts)
+                for cut in list(fold.truncated)]
+
+    def _fire(self, task: LlamaTask, cut: Truncation | None, counts: LineCounts) -> Request:
+        ledger = self.ledger
+        journal = ledger.journal = UnitJournal()
+        if self.resumed and task.slot not in ledger.slots:
+            ledger.slot(task.slot).length = None  # it may hold an earlier request's tokens
+        units = ledger.task_units(task, None, None, cut)
+        for _, t in units:
+            ledger.set_time(t)
+        for seq, ev in enumerate(journal.events, 1):
+            ev.seq = seq
+        metrics = ledger.turns.pop() if ledger.turns else None
+        rounds = [RoundTally(rnd.spec_type or "unnamed", rnd.drafted, accepted_drafts(rnd))
+                  for rnd in task.rounds if rnd.complete and rnd.speculative]
+        start, _, key = self.starts.pop(task.task, (-1, 0, ""))
+        fold = TaskFold(tasks=[task], truncated=[cut] if cut is not None else [])
+        reading = LogReading(records=list(self.kinds.values()), server=self.server,
+                             lines=counts.lines, parsed=counts.parsed,
+                             skipped=counts.skipped, unknown=counts.unknown)
+        config = session_config(reading, fold, Provenance(log_path=self.path), None, 0)
+        error = (f"watch stopped inside task {task.task} (slot {task.slot}, line "
+                 f"{cut.line})" if cut is not None else None)
+        if cut is None:
+            self.folder.forget(task)
+        last = task.released
+        return Request(task, key, start, journal, metrics, rounds, error, config,
+                       last.line if last is not None else task.last_line,
+                       last.t if last is not None else None)

@@ -1,0 +1,105 @@
+"""What `watch` keeps in the ledger besides the sessions: where it stopped in each log
+(`watch_cursors`: the file's identity and offset, so the next run resumes there) and the
+requests it recorded (`watch_requests`: each request's key, so none is recorded twice,
+and its session, so old ones can be pruned). Both tables are watch's own; they are
+created beside the ledger's on first use and no other command reads them."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    delete,
+    select,
+)
+
+from eventlog import create_session
+from eventlog.interrupts import interrupts_deferred
+from eventlog.schema import UTCDateTime
+from specledger.api import code_version
+from specledger.observed import write_journal
+from specledger.watch.follower import Cursor
+from specledger.watch.requests import Request
+
+BACKEND = "llama"
+watch_metadata = MetaData()
+
+cursors = Table(
+    "watch_cursors", watch_metadata,
+    Column("log", String(1024), primary_key=True),
+    Column("dev", BigInteger, nullable=False),
+    Column("ino", BigInteger, nullable=False),
+    Column("offset", BigInteger, nullable=False),
+    Column("line", BigInteger, nullable=False),
+    Column("tail_sha", String(64), nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+)
+
+requests = Table(
+    "watch_requests", watch_metadata,
+    Column("key", String(32), primary_key=True),
+    Column("log", String(1024), nullable=False, index=True),
+    Column("session_id", Integer, nullable=False, index=True),
+    Column("slot", Integer, nullable=False),
+    Column("task", Integer, nullable=False),
+    Column("start", BigInteger, nullable=False),
+    Column("recorded", UTCDateTime, nullable=False),
+)
+
+
+def ensure_tables(engine: Engine) -> None:
+    """Create watch's tables where the ledger lacks them."""
+    watch_metadata.create_all(engine, checkfirst=True)
+
+
+def load_cursor(engine: Engine, log: str) -> Cursor | None:
+    """Where the last watch of `log` stopped, or None."""
+    with engine.connect() as conn:
+        row = conn.execute(select(cursors).where(cursors.c.log == log)).first()
+    if row is None:
+        return None
+    return Cursor(row.dev, row.ino, row.offset, row.line, row.tail_sha)
+
+
+def save_cursor(engine: Engine, log: str, cursor: Cursor) -> None:
+    """Remember where reading `log` has got to."""
+    with interrupts_deferred(), engine.begin() as conn:
+        conn.execute(delete(cursors).where(cursors.c.log == log))
+        conn.execute(cursors.insert().values(
+            log=log, dev=cursor.dev, ino=cursor.ino, offset=cursor.offset, line=cursor.line,
+            tail_sha=cursor.tail_sha, updated=datetime.now(UTC)))
+
+
+def is_recorded(engine: Engine, key: str) -> bool:
+    """Whether a request with this key is in the ledger already."""
+    with engine.connect() as conn:
+        return conn.execute(select(requests.c.key).where(requests.c.key == key)
+                            ).first() is not None
+
+
+def store_request(engine: Engine, log: str, req: Request, extra: dict[str, Any]) -> int:
+    """Record `req` as a session (its config with `extra` under `watch`) and note its key;
+    returns the session's id. The key is noted before the events are written: a watch
+    killed in between leaves the session incomplete, never a second copy."""
+    config = {**req.config, "watch": extra}
+    sid = create_session(engine, config=config, backend=BACKEND, seeds={},
+                         code_version=code_version())
+    with interrupts_deferred(), engine.begin() as conn:
+        conn.execute(requests.insert().values(
+            key=req.key, log=log, session_id=sid, slot=req.task.slot, task=req.task.task,
+            start=req.start, recorded=datetime.now(UTC)))
+    write_journal(engine, sid, req.journal, failed=req.error is not None)
+    return sid
+
+
+def recorded_sessions(engine: Engine, log: str) -> list[int]:
+    """The sessions recorded from `log`, oldest first."""
+    with engine.connect() as conn:
+        return list(conn.execute(select(requests.c.session_id).where(requests.c.log == log)
+                                 .order_by(requests.c.session_id)).scalars())
