@@ -21,6 +21,7 @@ from specledger import (
     llama_cmd,
     migrate_cmd,
     watch_cmd,
+    whatif_cmd,
 )
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_parser(sub)
     import_cmd.add_parser(sub)
     calibrate_cmd.add_parser(sub)
+    whatif_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     migrate_cmd.add_parser(sub)
     llama_cmd.add_parser(sub)

@@ -25,6 +25,7 @@ from specledger import (
     migrate_cmd,
     output,
     watch_cmd,
+    whatif_cmd,
 )
 from specledger.api import RunResult, run_session, session_turns
 from specledger.cli_common import RERUN_BACKENDS, add_tolerance, at_least
@@ -68,6 +69,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "bench": bench_cmd.cmd_bench,
         "import": import_cmd.cmd_import,
         "calibrate": calibrate_cmd.cmd_calibrate,
+        "whatif": whatif_cmd.cmd_whatif,
         "export": export_cmd.cmd_export,
         "migrate": migrate_cmd.cmd_migrate,
         "llama": llama_cmd.cmd_llama,
