@@ -81,14 +81,15 @@ def base_profile(opts: BenchOptions, target: Path) -> CostProfile:
     """The shipped model's sizes (the GGUF file's bytes; KV and state from the model)
     with placeholder rates, checkpoints in host memory at the memcpy rate."""
     from engine.hybrid.backend import TorchBackend
-    from specbench.calibration_measure import cpu_name, physical_profile
+    from specbench.calibration_measure import FULL_ATTENTION, cpu_name, physical_profile
 
     backend = TorchBackend(RunConfig(backend="torch", model=opts.model, audit=False,
                                      device="cpu"), opts.checkpoint(opts.model))
     sizes = physical_profile(backend, opts.model, PROFILE_NAME)
     bw = memcpy_bw(int(sizes.state_bytes))
+    recurrent = sum(kind != FULL_ATTENTION for kind in backend.model.config.layer_types)
     return replace(sizes, weight_bytes=float(target.stat().st_size), copy_bw=bw, host_bw=bw,
-                   checkpoint_place="host",
+                   checkpoint_place="host", state_tensors=2 * recurrent,
                    description=f"{opts.model} as f32 GGUF on llama.cpp's llama-server, "
                                f"{cpu_name()}")
 
@@ -114,8 +115,8 @@ def table(profile: CostProfile, mtp_token_s: float, errors: dict[str, dict[str, 
         ("multi_token_s (fitted): forwards of 2+ tokens", ms(profile.multi_token_s)),
         ("hbm_bw (fitted, effective): weights and KV", f"{profile.hbm_bw / 1e9:.2f} GB/s"),
         ("round_sync_s (fitted): per speculative round", ms(profile.round_sync_s)),
-        ("host_copy_s (fitted): per checkpoint copy to or from host memory",
-         ms(profile.host_copy_s)),
+        (f"tensor_copy_s (fitted): per state tensor copied to or from host memory "
+         f"({profile.state_tensors} a checkpoint)", ms(profile.tensor_copy_s)),
         ("mtp_token_s (fitted, beside the profile): MTP head per drafted token",
          ms(mtp_token_s)),
         ("host_bw = copy_bw (measured memcpy of one state)", f"{profile.copy_bw / 1e9:.2f} GB/s"),

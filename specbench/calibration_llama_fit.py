@@ -8,8 +8,10 @@ the fit is linear: `LINEAR` names the unknowns. On a CPU the compute of a forwar
 with its tokens, which `token_s` carries (`peak_flops` is set out of reach). Copies
 within memory (device copies, the `per_token` select) run at the memcpy rate measured
 on this machine; llama.cpp keeps whole-state checkpoints in host memory
-(`checkpoint_place` host, memcpy rate), so what is fitted of a checkpoint is its fixed
-cost `host_copy_s` (the state read out and written back tensor by tensor). The n-gram
+(`checkpoint_place` host, memcpy rate), so what is fitted of a checkpoint is the cost of
+each of its blocking tensor copies, `tensor_copy_s` (llama.cpp reads the state out and
+writes it back tensor by tensor; `state_tensors` is the model's count: on one model a fixed
+cost per checkpoint and a cost per tensor are the same column, so `host_copy_s` stays 0). The n-gram
 types have no per-token states (`n_rs_seq` 0): their rounds are the `checkpoint`
 strategy's; draft-mtp with `n_rs_seq` is `per_token`'s. Drafting is not a backend
 operation: the MTP head's cost per drafted token (`mtp_token_s`) is fitted beside the
@@ -29,7 +31,7 @@ from engine.sim.nnls import nnls
 from specbench.calibration_llama_measure import Trace
 
 LINEAR = ("launch_s", "inv_hbm_bw", "token_s", "multi_token_s", "round_sync_s",
-          "host_copy_s", "mtp_token_s")
+          "tensor_copy_s", "mtp_token_s")
 UNREACHED_FLOPS = 1e18  # compute is in token_s: the roofline's compute side never binds
 STRATEGY = {"none": "none", "ngram-mod": "checkpoint", "ngram-simple": "checkpoint",
             "ngram-map-k": "checkpoint", "mtp": "per_token"}
@@ -52,7 +54,7 @@ def profile_of(base: CostProfile, theta: Sequence[float]) -> tuple[CostProfile, 
     v = dict(zip(LINEAR, (float(x) for x in theta), strict=True))
     profile = replace(base, launch_s=v["launch_s"], hbm_bw=1.0 / max(v["inv_hbm_bw"], 1e-30),
                       token_s=v["token_s"], multi_token_s=v["multi_token_s"],
-                      round_sync_s=v["round_sync_s"], host_copy_s=v["host_copy_s"],
+                      round_sync_s=v["round_sync_s"], tensor_copy_s=v["tensor_copy_s"],
                       peak_flops=UNREACHED_FLOPS)
     return profile, v["mtp_token_s"]
 

@@ -24,7 +24,8 @@ from tests.adapters.llama.conftest import require_llama
 
 # The shipped model's sizes under llama.cpp's placement, made-up rates.
 TRUE = replace(PROFILES["tiny-cpu"], name="llama-test", peak_flops=1e18, launch_s=2e-3,
-               token_s=4e-4, multi_token_s=1e-3, round_sync_s=3e-4, host_copy_s=5e-4,
+               token_s=4e-4, multi_token_s=1e-3, round_sync_s=3e-4, state_tensors=12,
+               tensor_copy_s=4e-5,
                checkpoint_place="host", host_bw=2e10, copy_bw=2e10)
 MTP_S = 1.5e-3
 
@@ -75,7 +76,7 @@ def test_fit_recovers_known_constants() -> None:
     base = replace(TRUE, launch_s=1.0, token_s=1.0, hbm_bw=1.0, round_sync_s=0.0)
     got, mtp = fit(rows, base)
     assert mtp == pytest.approx(MTP_S, rel=1e-4)
-    for name in ("launch_s", "token_s", "multi_token_s", "round_sync_s", "host_copy_s"):
+    for name in ("launch_s", "token_s", "multi_token_s", "round_sync_s", "tensor_copy_s"):
         assert getattr(got, name) == pytest.approx(getattr(TRUE, name), rel=1e-4), name
 
 
