@@ -4,12 +4,13 @@ notes, and it never touches a session still `running` (one being written)."""
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Column, Engine, Table, delete, select
 
 from engine.errors import ConfigError
 from eventlog.interrupts import interrupts_deferred
-from eventlog.schema import SessionStatus, events, sessions
+from eventlog.schema import SessionStatus, metadata, sessions
 from specledger.watch.store import requests
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -23,6 +24,13 @@ def parse_duration(text: str) -> timedelta:
         raise ConfigError(f"--keep-for {text!r}: give a positive number and a unit, "
                           "s, m, h or d (30m, 12h, 7d)")
     return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _session_columns() -> list[tuple[Table, Column[Any]]]:
+    """Every ledger table's column that refers to a session (the events, and whatever
+    table the schema adds beside them), dependents first."""
+    return [(t, fk.parent) for t in reversed(metadata.sorted_tables) if t is not sessions
+            for fk in t.foreign_keys if fk.column is sessions.c.id]
 
 
 def prune(engine: Engine, log: str, keep: int | None, keep_for: timedelta | None) -> int:
@@ -41,7 +49,8 @@ def prune(engine: Engine, log: str, keep: int | None, keep_for: timedelta | None
                   if (keep is not None and i >= keep)
                   or (cutoff is not None and when.astimezone(UTC) < cutoff)]
         if doomed:
-            conn.execute(delete(events).where(events.c.session_id.in_(doomed)))
+            for table, column in _session_columns():
+                conn.execute(delete(table).where(column.in_(doomed)))
             conn.execute(delete(requests).where(requests.c.session_id.in_(doomed)))
             conn.execute(delete(sessions).where(sessions.c.id.in_(doomed)))
     return len(doomed)

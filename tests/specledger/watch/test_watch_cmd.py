@@ -1,0 +1,121 @@
+"""`specledger watch` as a user runs it: findings printed as they come, Prometheus
+counters served, SIGTERM and Ctrl-C end it cleanly (the request in flight recorded as
+incomplete), and the next run resumes where it stopped."""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import SQLAlchemyError
+
+from fsm.errors import SpecledgerError
+from specledger.cli import main
+from tests.specledger.watch.helpers import rows
+from tests.specledger.watch.test_stream import fixture_bytes
+
+ROOT = Path(__file__).parents[3]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(log: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    return subprocess.Popen([sys.executable, "-m", "specledger", "watch", "--llama-log",
+                             str(log), "--db", str(db), *extra], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _line(proc: subprocess.Popen[str], want: str, timeout_s: float = 60.0) -> str:
+    """The first line of the watch's stdout that holds `want`."""
+    assert proc.stdout is not None
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            line = proc.stdout.readline()
+            if want in line:
+                return line
+            if not line and proc.poll() is not None:
+                break
+    proc.kill()
+    err = proc.stderr.read() if proc.stderr else ""
+    raise AssertionError(f"no line with {want!r}; stderr: {err}")
+
+
+def _wait_rows(db: Path, n: int, timeout_s: float = 60.0) -> None:
+    """Wait until the watch has recorded `n` requests (the ledger may not exist yet)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            if len(rows(str(db))) >= n:
+                return
+        except (SpecledgerError, SQLAlchemyError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {n} requests recorded in {timeout_s} s")
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_findings_metrics_and_a_clean_stop(tmp_path: Path, how: signal.Signals) -> None:
+    log, db, port = tmp_path / "s.log", tmp_path / "l.db", _free_port()
+    log.touch()
+    proc = _start(log, db, "--metrics-port", str(port))
+    _line(proc, "watching")
+    log.write_bytes(fixture_bytes("edited-history"))
+    found = _line(proc, "history_reprefill")
+    assert "slot 0 turn 2" in found and "reprefill_tokens=22" in found
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        scrape = r.read().decode()
+    assert 'specledger_watch_requests_total{status="finished"} 2.0' in scrape
+    assert 'specledger_watch_findings_total{kind="history_reprefill",severity="warning"} 1.0' \
+        in scrape
+    assert "specledger_watch_reprefilled_tokens_total 22.0" in scrape
+    proc.send_signal(how)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped: 2 request(s) recorded (0 incomplete)" in out
+    assert len(rows(str(db))) == 2
+
+
+def test_a_stop_mid_request_and_the_resume(tmp_path: Path) -> None:
+    log, db = tmp_path / "s.log", tmp_path / "l.db"
+    data = fixture_bytes("two-slots")
+    middle = data.index(b"\n", data.index(b"| task 9 | processing task") + 200) + 1
+    log.write_bytes(data[:middle])
+    proc = _start(log, db, "--json")
+    _wait_rows(db, 2)  # tasks 0 and 1; task 9 stays in flight
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    summary = json.loads(out.splitlines()[-1])["summary"]
+    assert (summary["recorded"], summary["incomplete"]) == (3, 1)
+    with log.open("ab") as f:
+        f.write(data[middle:])
+    proc = _start(log, db, "--json")
+    _wait_rows(db, 4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    summary = json.loads(out.splitlines()[-1])["summary"]
+    assert proc.returncode == 0, err
+    assert (summary["recorded"], summary["resumed_at"]) == (1, middle)
+    assert sorted((task, status) for _, status, _, task, _ in rows(str(db))) == [
+        (0, "finished"), (1, "finished"), (9, "failed"), (10, "finished")]
+
+
+def test_a_bad_duration_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "--llama-log", str(tmp_path / "s.log"), "--db",
+                 str(tmp_path / "l.db"), "--keep-for", "soon"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--keep-for 'soon'" in err
