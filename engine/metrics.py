@@ -5,7 +5,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from eventlog.fold import LogFold
-from eventlog.records import TurnRecord
 from fsm.event import Event
 from fsm.machine import EventSink
 from fsm.turn_counts import TurnCounts
@@ -73,7 +72,7 @@ class TurnFold:
 
     def __init__(self, journal: EventSink) -> None:
         self._journal = journal
-        self._fold = LogFold(on_close=_forget)
+        self._fold = LogFold(on_close=lambda _: None)  # END_TURN carried a closed turn's
 
     def append(self, event: Event) -> None:
         """Fold the event, then hand it to the journal."""
@@ -83,7 +82,3 @@ class TurnFold:
     def metrics(self, slot: int) -> TurnMetrics:
         """The metrics of `slot`'s turn in progress, as its END_TURN records them."""
         return TurnMetrics(**asdict(self._fold.counts(slot)))
-
-
-def _forget(_: TurnRecord) -> None:
-    """A closed turn's record is not kept: END_TURN carried its metrics."""

@@ -87,15 +87,12 @@ def _plain(e: Services, s: Slot) -> Round:
 
 def record(r: Round, res: Verified) -> None:
     """Take the verify's answer and fire its event."""
-    r.out = res.out
-    drafts, targets, n = r.drafts, res.out.targets, len(r.batch)
-    payload: dict[str, Any]
-    if r.trigger is Trigger.DECODE:
-        payload = {"targets": targets, "drafted": 0, "batch": n}
-    elif r.trigger is Trigger.VERIFY:
-        payload = {"drafts": drafts, "targets": targets, "batch": n, "drafted": n - 1}
-    else:
-        payload = {"drafts": drafts, "targets": targets, "batch": n}
+    r.out, n = res.out, len(r.batch)
+    payload: dict[str, Any] = {"targets": r.out.targets, "drafted": 0, "batch": n}
+    if r.trigger is not Trigger.DECODE:
+        payload = {"drafts": r.drafts, "targets": r.out.targets, "batch": n}
+        if r.trigger is Trigger.VERIFY:
+            payload["drafted"] = n - 1
     r.slot.machine.fire(r.trigger, res.duration, {**payload, **res.shared})
 
 

@@ -9,9 +9,7 @@ from engine.strategies.none import NoRollback
 from engine.strategies.per_token import PerToken
 
 STRATEGIES: dict[Strategy, type[RollbackStrategy]] = {
-    Strategy.CHECKPOINT: Checkpoint, Strategy.PER_TOKEN: PerToken,
-    Strategy.INPUT_REPLAY: InputReplay, Strategy.NONE: NoRollback,
-}
+    Strategy(c.name): c for c in (Checkpoint, PerToken, InputReplay, NoRollback)}
 
 
 def strategy_for(name: Strategy) -> RollbackStrategy:

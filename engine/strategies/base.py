@@ -1,7 +1,5 @@
-"""What a rollback strategy is: what the verify forward must keep (`Keep`), and how a
-round settles on the target's verdict (commit as verified, or roll back to the accepted
-boundary). Each strategy is one class in this package (docs/design.md#rollback-strategies);
-`Round` is what it works on."""
+"""What a rollback strategy is (docs/design.md#rollback-strategies), and the `Round` it
+settles."""
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -16,14 +14,11 @@ from fsm.states import Trigger
 
 @dataclass
 class Round:
-    """One round of a slot between its verify request and its commit.
-
-    `batch` is what the target verifies: the last committed token, then the drafts (none
-    when the round decodes plainly); `position` is the state's position when the round
-    began; `saved` the strategy's checkpoint from then, if it takes one; `out` the
-    latest verify's answer; `trigger` the event that records the next verify (VERIFY, or
-    RETRY after a re-verification that disagreed, or DECODE); `draft_facts` invariant 6's
-    (draft state position, where it belongs)."""
+    """One round of a slot between its verify request and its commit. `batch`: the last
+    committed token, then the drafts (none: a plain decode); `position`: the state's when
+    the round began; `saved`: the strategy's checkpoint; `out`: the latest verify's
+    answer; `trigger`: what records the next verify (VERIFY, RETRY, DECODE);
+    `draft_facts`: invariant 6's (draft state position, where it belongs)."""
 
     slot: Slot
     backend: Backend
@@ -60,17 +55,15 @@ class Round:
 
 
 class RollbackStrategy(ABC):
-    """How rejected drafts leave the recurrent state. A subclass names itself (`name`, the
-    BEGIN event's `strategy`), says what the verify forward keeps (`keep`), and settles:
-    `save` before drafting, `accept` when every draft was accepted, `roll_back` when the
-    target rejected one. Strategies hold no per-round data (that is the `Round`'s), so
-    one object serves every slot."""
+    """How rejected drafts leave the recurrent state: its `name` (BEGIN's `strategy`),
+    what the verify forward keeps, and how the round settles. It holds no per-round data
+    (the `Round` does), so one object serves every slot."""
 
     name: ClassVar[str]
     keep: ClassVar[Keep]
 
     def save(self, backend: Backend, state: SeqState) -> Snapshot | None:
-        """What to restore a rejection to, taken before drafting; None by default."""
+        """What a rejection restores, taken before drafting; None by default."""
         return None
 
     def accept(self, r: Round) -> None:
@@ -82,4 +75,4 @@ class RollbackStrategy(ABC):
     def roll_back(self, r: Round, block: Block) -> bool:
         """Bring the state to the accepted boundary (`block.consumed` batch positions past
         `r.position`), recording each step as an event; False when the round must
-        verify again (a re-verification disagreed)."""
+        verify again."""

@@ -1,5 +1,5 @@
-"""`input_replay`: the verify forward leaves the recurrent state where it was and records
-the recurrence's inputs; the commit runs only the recurrence over the accepted prefix."""
+"""`input_replay`: the verify leaves the recurrent state and records its inputs; the
+commit runs only the recurrence over the accepted prefix."""
 
 from engine.backend import Keep
 from engine.speculative import Block
@@ -8,7 +8,7 @@ from fsm.states import Trigger
 
 
 class InputReplay(RollbackStrategy):
-    """Replay the recorded recurrent inputs of the accepted positions."""
+    """Replay the recorded inputs."""
 
     name = "input_replay"
     keep = Keep.INPUTS

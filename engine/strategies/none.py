@@ -1,6 +1,5 @@
-"""`none`: no rollback of the recurrent state at all; only the attention KV is cut back.
-Wrong by design (invariant 2 catches it at the first partial rejection): the baseline
-that shows what the other strategies pay for."""
+"""`none`: only the attention KV is cut back, the recurrent state keeps every verified
+token. Wrong by design (invariant 2 catches it): what the others pay for."""
 
 from engine.backend import Keep
 from engine.speculative import Block
@@ -8,12 +7,12 @@ from engine.strategies.base import RollbackStrategy, Round
 
 
 class NoRollback(RollbackStrategy):
-    """Trim the KV to the accepted boundary; the recurrence keeps every verified token."""
+    """Trim the KV to the accepted boundary."""
 
     name = "none"
     keep = Keep.NOTHING
 
     def roll_back(self, r: Round, block: Block) -> bool:
-        """Cut the attention KV; the recurrent state cannot be trimmed, so it stays."""
+        """Cut the attention KV; the recurrent state cannot be trimmed."""
         r.backend.trim(r.state, r.position + block.consumed)
         return True

@@ -1,5 +1,5 @@
-"""`per_token`: the verify forward keeps the recurrent state after every batch position;
-a rejection selects the one at the accepted boundary."""
+"""`per_token`: the verify keeps the recurrent state after every batch position; a
+rejection selects the one at the accepted boundary."""
 
 from engine.backend import Keep
 from engine.speculative import Block
@@ -8,13 +8,13 @@ from fsm.states import Trigger
 
 
 class PerToken(RollbackStrategy):
-    """Select the state kept after the last accepted position."""
+    """Select the kept state."""
 
     name = "per_token"
     keep = Keep.PER_TOKEN
 
     def roll_back(self, r: Round, block: Block) -> bool:
-        """The kept state after batch position `consumed - 1` becomes live."""
+        """The state after batch position `consumed - 1` becomes live."""
         b, index = r.backend, block.consumed - 1
         t = b.now()
         b.select(r.state, r.verified.kept, index)
