@@ -130,8 +130,12 @@ def fit(base: CostProfile, fit_set: tuple[Measured, ...]) -> CostProfile:
     return p
 
 
+_SUDOINGX_21 = "https://github.com/sudoingX/qwen38-mtp/pull/21"
+_TURBO_TAN_74 = "https://github.com/turbo-tan/llama.cpp-tq3/pull/74"
+_LLAMA_28118 = "https://github.com/ggml-org/llama.cpp/pull/28118"
+_LLAMA_28120 = "https://github.com/ggml-org/llama.cpp/pull/28120"
 _RTX3090_PLAIN = Measured(
-    Kind.PLAIN_TOK_S, 41.3, "https://github.com/sudoingX/qwen38-mtp/pull/21",
+    Kind.PLAIN_TOK_S, 41.3, _SUDOINGX_21,
     "RTX 3090, Qwen3.8-27B Q4_K_M, llama.cpp b10450, mean of 3 runs x 3 prompts")
 EVIDENCE: dict[str, Evidence] = {e.profile: e for e in (
     Evidence(
@@ -146,11 +150,11 @@ EVIDENCE: dict[str, Evidence] = {e.profile: e for e in (
         "fp32 state + conv windows: 96 state tensors).",
         fit=(
             _RTX3090_PLAIN,
-            Measured(Kind.SPEEDUP, 63.5 / 41.3, "https://github.com/sudoingX/qwen38-mtp/pull/21",
+            Measured(Kind.SPEEDUP, 63.5 / 41.3, _SUDOINGX_21,
                      "the same run with --spec-type draft-mtp --spec-draft-n-max 2 "
                      "(n_rs_seq rollback): 63.5 tok/s, acceptance 0.69-0.87 (0.78 taken)",
                      mode=Mode.ROLLBACK, draft=2, acceptance=0.78),
-            Measured(Kind.CHECKPOINT_S, 14.96e-3, "https://github.com/turbo-tan/llama.cpp-tq3/pull/74",
+            Measured(Kind.CHECKPOINT_S, 14.96e-3, _TURBO_TAN_74,
                      "RTX 3090, Qwen3.6-27B-MTP TQ3_4S: the full-state checkpoint saved every "
                      "speculative step, 14.96 ms per step"),
         ),
@@ -161,7 +165,7 @@ EVIDENCE: dict[str, Evidence] = {e.profile: e for e in (
                      "RTX 3090 capped at 250 W, Q4_K_M, b10473: 31.9 -> 52.8 tok/s with "
                      "draft-mtp n-max 4, acceptance 0.648", mode=Mode.ROLLBACK, draft=4,
                      acceptance=0.648),
-            Measured(Kind.SPEEDUP, 44.87 / 61.7, "https://github.com/turbo-tan/llama.cpp-tq3/pull/74",
+            Measured(Kind.SPEEDUP, 44.87 / 61.7, _TURBO_TAN_74,
                      "host checkpoints every step 44.87 tok/s against 61.19-62.22 with n_rs_seq; "
                      "draft and acceptance not given: llama.cpp's default n-max 3 "
                      "(ggml-org/llama.cpp#24508) and the 75% acceptance reported for Qwen3.6-27B "
@@ -182,21 +186,21 @@ EVIDENCE: dict[str, Evidence] = {e.profile: e for e in (
         "The published runs are of Qwen3.8-Flash-Next (qwen4exp), a larger model of the "
         "same kind: the fitted terms absorb the difference.",
         fit=(
-            Measured(Kind.PLAIN_TOK_S, 32.4, "https://github.com/ggml-org/llama.cpp/pull/28118",
+            Measured(Kind.PLAIN_TOK_S, 32.4, _LLAMA_28118,
                      "Strix Halo gfx1151, Vulkan + RADV, Qwen3.8-Flash-Next Q4_K_M, no draft"),
-            Measured(Kind.CHECKPOINT_S, 0.600, "https://github.com/ggml-org/llama.cpp/pull/28118",
+            Measured(Kind.CHECKPOINT_S, 0.600, _LLAMA_28118,
                      "the per-round host round trip of the speculative checkpoint (a save and "
                      "a restore): ~600 ms of each ~825 ms round", copies=2),
-            Measured(Kind.SPEEDUP, 44.0 / 32.0, "https://github.com/ggml-org/llama.cpp/pull/28120",
+            Measured(Kind.SPEEDUP, 44.0 / 32.0, _LLAMA_28120,
                      "the same machine and model: 32 tok/s plain, 44 with MTP and n_rs_seq "
                      "rollback; draft and acceptance not given: n-max 3 (llama.cpp's default) "
                      "and acceptance 0.8 ('high', #28118) taken", mode=Mode.ROLLBACK, draft=3,
                      acceptance=0.8),
         ),
         validation=(
-            Measured(Kind.PLAIN_TOK_S, 32.0, "https://github.com/ggml-org/llama.cpp/pull/28120",
+            Measured(Kind.PLAIN_TOK_S, 32.0, _LLAMA_28120,
                      "the same setup, no draft"),
-            Measured(Kind.SPEEDUP, 6.0 / 32.0, "https://github.com/ggml-org/llama.cpp/pull/28120",
+            Measured(Kind.SPEEDUP, 6.0 / 32.0, _LLAMA_28120,
                      "MTP with full checkpoints to host memory every round: 6 tok/s against "
                      "32 plain (n-max 3, acceptance 0.8 taken)", mode=Mode.HOST, draft=3,
                      acceptance=0.8),
