@@ -8,14 +8,13 @@ sampler chain is the temperature sampler alone at 0: the argmax, with no repetit
 penalty or top-k/p cut (llama.cpp's defaults) in the way.
 """
 
-import http.client
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.llama.errors import ServerDiedError, ServerRequestError
-from adapters.llama.options import HOST
+from adapters.process import Connection
 
 # tokenize_mixed passes numbers through untouched: one between texts splits the answer.
 _SEPARATOR = -1
@@ -65,46 +64,15 @@ class Completion:
                    draft_accepted=int(t.get("draft_n_accepted", 0)), top=top)
 
 
-class LlamaClient:
+class LlamaClient(Connection):
     """Requests to the server at 127.0.0.1:`port`. `lost` is called when the connection
     fails and returns the error to raise (the server handle says whether its process
     died, and why)."""
-
-    def __init__(self, port: int, lost: Callable[[str], Exception],
-                 timeout_s: float = 600.0) -> None:
-        self.port = port
-        self._lost = lost
-        self._timeout = timeout_s
-        self._conn: http.client.HTTPConnection | None = None
-
-    def close(self) -> None:
-        """Drop the kept-alive connection."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """Status and decoded JSON (None when the body is empty) of one request."""
         status, raw = self.request_raw(method, path, body)
         return status, (json.loads(raw) if raw else None)
-
-    def request_raw(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-        """Status and undecoded body of one request."""
-        payload = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if payload is not None else {}
-        for attempt in (0, 1):  # a kept-alive connection the server closed: reconnect once
-            if self._conn is None:
-                self._conn = http.client.HTTPConnection(HOST, self.port, timeout=self._timeout)
-            try:
-                self._conn.request(method, path, body=payload, headers=headers)
-                resp = self._conn.getresponse()
-                raw = resp.read()
-                break
-            except (OSError, http.client.HTTPException) as exc:
-                self.close()
-                if attempt:
-                    raise self._lost(f"{method} {path}: {type(exc).__name__}: {exc}") from None
-        return resp.status, raw
 
     def post(self, path: str, body: Any) -> Any:
         """POST `body`; the JSON answer, or ServerRequestError with the server's message."""

@@ -26,10 +26,9 @@ from pathlib import Path
 
 from adapters.llama.builds import Dialect
 from adapters.llama.paths import DEFAULT_BUILD, check_build
+from adapters.process import HOST
 from engine.config import RunConfig, check_setting
 from engine.errors import ConfigError
-
-HOST = "127.0.0.1"  # loopback only: the server is ours, never anyone else's
 
 
 class CacheType(StrEnum):

@@ -12,18 +12,13 @@ taken, the model or a flag refused (the log's last error line), no health in tim
 process gone mid-run.
 """
 
-import contextlib
 import functools
 import os
 import re
-import signal
 import socket
 import subprocess
-import tempfile
 import time
-import weakref
 from pathlib import Path
-from types import TracebackType
 
 from adapters.llama.builds import Dialect
 from adapters.llama.client import LlamaClient
@@ -35,6 +30,7 @@ from adapters.llama.errors import (
 )
 from adapters.llama.options import HOST, ServerOptions, server_args
 from adapters.llama.paths import require_server
+from adapters.process import ServerProcess
 
 _LISTENING = re.compile(rf"listening on http://{re.escape(HOST)}:(\d+)")
 _BIND_FAILED = "couldn't bind HTTP server socket"
@@ -42,7 +38,6 @@ _BIND_FAILED = "couldn't bind HTTP server socket"
 _GENERIC = ("exiting due to", "failed to load model", "cleaning up before exit")
 _PREFIX = re.compile(r"^\d+(\.\d+)+ [A-Z] ")  # "0.00.011.157 E "
 _POLL_S = 0.05
-STOP_GRACE_S = 5.0
 _SPEC_DRAFT_FLAG = "--spec-draft-n-max"
 
 
@@ -58,18 +53,6 @@ def binary_dialect(binary: Path) -> Dialect:
     """The flag dialect of the llama-server at `binary`, from its `--help` (asked once per
     binary file): a binary given by path may be any build, not only one of the matrix."""
     return _dialect(str(binary), binary.stat().st_mtime_ns)
-
-
-def _stop_process(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate `proc`, then kill it if it outlives the grace period."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def log_lines(log: str) -> list[str]:
@@ -103,54 +86,21 @@ def check_port_free(port: int) -> None:
                                  f"another, or 0 for a free one") from None
 
 
-class LlamaServer:
+class LlamaServer(ServerProcess[LlamaClient]):
     """One llama-server process; use as a context manager. `log_path` is where its log
     goes (default: a new file in the temp folder, kept after the server stops)."""
 
+    NAME = "llama-server"
+    LOG_PREFIX = "llama-server-"
+    STOP_GRACE_S = 5.0
+    DIED = ServerDiedError
+
     def __init__(self, options: ServerOptions, log_path: Path | None = None) -> None:
+        super().__init__(log_path)
         self.options = options
-        if log_path is None:
-            fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
-            os.close(fd)
-            log_path = Path(name)
-        self.log_path = Path(log_path)
         self.port = 0
         self.dialect = Dialect.SPEC_DRAFT
         """The flag dialect of the binary that runs (known once started)."""
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._client: LlamaClient | None = None
-
-    def __enter__(self) -> "LlamaServer":
-        self.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    @property
-    def client(self) -> LlamaClient:
-        """The client of the running server."""
-        if self._client is None:
-            raise ServerDiedError("llama-server is not running: use the handle in a `with` "
-                                  "block")
-        return self._client
-
-    @property
-    def pid(self) -> int:
-        """The server's process id."""
-        if self._proc is None:
-            raise ServerDiedError("llama-server was not started")
-        return self._proc.pid
-
-    @property
-    def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._proc is not None and self._proc.poll() is None
-
-    def log_text(self) -> str:
-        """The server's log so far."""
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def start(self) -> None:
         """Start the server and wait until it is healthy (or raise, with it stopped)."""
@@ -159,14 +109,7 @@ class LlamaServer:
             check_port_free(self.options.port)
         self.dialect = binary_dialect(binary)
         args = [str(binary), *server_args(self.options, self.options.port, self.dialect)]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")}
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("wb") as log:
-            # Its own session: a Ctrl-C reaches us, and we stop it in order.
-            self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, env=env,
-                                          start_new_session=True)
-        weakref.finalize(self, _stop_process, self._proc)
+        self._spawn(args, {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")})
         try:
             self._wait_ready()
         except BaseException:  # Ctrl-C while loading too
@@ -205,27 +148,9 @@ class LlamaServer:
 
     def _lost(self, what: str) -> Exception:
         """The error for a request that got no answer."""
-        proc = self._proc
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(1.0)  # a dying process: let it finish dying
-        if proc is not None and proc.returncode is not None:
-            code = proc.returncode
-            how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        how = self._exit_status(wait_s=1.0)
+        if how is not None:
             last = (log_lines(self.log_text()) or ["(empty log)"])[-1]
-            return ServerDiedError(f"llama-server (pid {proc.pid}) {how} mid-run ({what}); "
+            return ServerDiedError(f"llama-server (pid {self.pid}) {how} mid-run ({what}); "
                                    f"last log line: {last}")
         return ServerDiedError(f"llama-server stopped answering ({what}); log {self.log_path}")
-
-    def check_alive(self) -> None:
-        """Raise ServerDiedError if the process has exited."""
-        if not self.running:
-            raise self._lost("process check")
-
-    def stop(self) -> None:
-        """Stop the server (terminate, then kill after a grace period)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._proc is not None:
-            _stop_process(self._proc)

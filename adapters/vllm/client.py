@@ -9,14 +9,14 @@ vLLM's greedy sampling: the argmax, with no penalty or top-k/p cut in the way. S
 the model's end-of-generation ids (its generation_config.json, which vLLM reads).
 """
 
-import http.client
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.process import Connection
 from adapters.vllm.errors import ServerDiedError, ServerRequestError
-from adapters.vllm.options import HOST, SERVED_NAME
+from adapters.vllm.options import SERVED_NAME
 
 _TOKEN_ID = "token_id:"
 
@@ -59,52 +59,22 @@ def parse_completion(doc: dict[str, Any]) -> Completion:
                       int(usage.get("prompt_tokens", 0)))
 
 
-class VllmClient:
+class VllmClient(Connection):
     """Requests to the server at 127.0.0.1:`port`. `lost` is called when a request fails
     for want of a server (no connection, or a server error: vLLM answers 500 when its
     engine core died, then shuts down) and returns the error to raise (the server handle
     says whether its process died, and why)."""
 
-    def __init__(self, port: int, lost: Callable[[str], Exception],
-                 timeout_s: float = 600.0) -> None:
-        self.port = port
-        self._lost = lost
-        self._timeout = timeout_s
-        self._conn: http.client.HTTPConnection | None = None
-
-    def close(self) -> None:
-        """Drop the kept-alive connection."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-        """Status and raw body of one request."""
-        payload = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if payload is not None else {}
-        for attempt in (0, 1):  # a kept-alive connection the server closed: reconnect once
-            if self._conn is None:
-                self._conn = http.client.HTTPConnection(HOST, self.port, timeout=self._timeout)
-            try:
-                self._conn.request(method, path, body=payload, headers=headers)
-                resp = self._conn.getresponse()
-                return resp.status, resp.read()
-            except (OSError, http.client.HTTPException) as exc:
-                self.close()
-                if attempt:
-                    raise self._lost(f"{method} {path}: {type(exc).__name__}: {exc}") from None
-        raise AssertionError("unreachable")
-
     def get_text(self, path: str) -> str:
         """GET `path`'s body as text, or ServerRequestError."""
-        status, raw = self.request("GET", path)
+        status, raw = self.request_raw("GET", path)
         if status != 200:
             raise ServerRequestError(f"vLLM: GET {path} answered {status}")
         return raw.decode(errors="replace")
 
     def post(self, path: str, body: Any) -> Any:
         """POST `body`; the JSON answer, or ServerRequestError with the server's message."""
-        status, raw = self.request("POST", path, body)
+        status, raw = self.request_raw("POST", path, body)
         if status == 200:
             return json.loads(raw)
         raise self.refusal(f"POST {path}", status, raw)
@@ -125,7 +95,7 @@ class VllmClient:
     def healthy(self) -> bool:
         """Whether `/health` answers 200 (the model is loaded and warmed up)."""
         try:
-            status, _ = self.request("GET", "/health")
+            status, _ = self.request_raw("GET", "/health")
         except ServerDiedError:
             return False
         return status == 200

@@ -28,9 +28,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from adapters.process import HOST
 from adapters.vllm.errors import MethodUnsupportedError
 
-HOST = "127.0.0.1"
 SERVED_NAME = "specledger"
 """The model name requests use (`--served-model-name`), whatever directory it is."""
 KV_CACHE_GIB = 1

@@ -14,33 +14,27 @@ Failures become one-line errors: vLLM not installed, the model or an option refu
 log's last error line), no health in time, the process gone mid-run.
 """
 
-import contextlib
-import os
 import re
-import signal
 import socket
-import subprocess
-import tempfile
 import time
-import weakref
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 
 from adapters.chatml import CHATML_TEMPLATE
+from adapters.process import ServerProcess
 from adapters.vllm.client import VllmClient
 from adapters.vllm.errors import ModelRefusedError, ServerDiedError, ServerTimeoutError
 from adapters.vllm.options import HOST, VllmOptions, server_args, server_env
 from adapters.vllm.paths import require_python
 
 _POLL_S = 0.2
-STOP_GRACE_S = 10.0
 _PREFIX = re.compile(r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ "
                      r"\[[^\]]+\] ")
 _EXCEPTION = re.compile(r"^([\w.]+(Error|Exception)): (.+)")
 # Exceptions that only repeat, or point at, the one that says why.
 _GENERIC = ("Engine core initialization failed", "Engine process failed to start",
             "EngineCore encountered", "Worker failed with error")
+_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
 _LONGEST = 240  # an error line quoted in a one-line message (vLLM's list its weights)
 
 
@@ -72,69 +66,22 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate `proc`'s process group (the server and its engine core), then kill it if
-    the server outlives the grace period."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(STOP_GRACE_S)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # an engine core left behind, or the server
-    if proc.poll() is None:
-        proc.wait()
-
-
-class VllmServer:
+class VllmServer(ServerProcess[VllmClient]):
     """One vLLM server process; use as a context manager. `log_path` is where its output
     goes (default: a new file in the temp folder, kept after the server stops); the chat
     template is written beside it unless the options name one."""
 
+    NAME = "the vLLM server"
+    LOG_PREFIX = "vllm-server-"
+    STOP_GRACE_S = 10.0
+    DIED = ServerDiedError
+
     def __init__(self, options: VllmOptions, log_path: Path | None = None) -> None:
+        super().__init__(log_path)
         self.options = options
-        if log_path is None:
-            fd, name = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
-            os.close(fd)
-            log_path = Path(name)
-        self.log_path = Path(log_path)
         self.port = options.port
         self.args: list[str] = []
         """The server's arguments, once started."""
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._client: VllmClient | None = None
-
-    def __enter__(self) -> "VllmServer":
-        self.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    @property
-    def client(self) -> VllmClient:
-        """The client of the running server."""
-        if self._client is None:
-            raise ServerDiedError("the vLLM server is not running: use the handle in a "
-                                  "`with` block")
-        return self._client
-
-    @property
-    def pid(self) -> int:
-        """The server's process id."""
-        if self._proc is None:
-            raise ServerDiedError("the vLLM server was not started")
-        return self._proc.pid
-
-    @property
-    def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._proc is not None and self._proc.poll() is None
-
-    def log_text(self) -> str:
-        """The server's log so far."""
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def chat_template(self) -> Path:
         """The chat template file the server reads: the options' own, else ours written
@@ -149,16 +96,10 @@ class VllmServer:
         """Start the server and wait until it is healthy (or raise, with it stopped)."""
         python = require_python()
         self.port = self.options.port or free_port()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.args = server_args(replace(self.options, chat_template=self.chat_template()),
                                 self.port)
         cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", *self.args]
-        with self.log_path.open("wb") as log:
-            # Its own process group: a Ctrl-C reaches us, and we stop it in order.
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, env=server_env(),
-                                          start_new_session=True)
-        weakref.finalize(self, _stop_group, self._proc)
+        self._spawn(cmd, server_env())
         self._client = VllmClient(self.port, self._lost)
         try:
             self._wait_ready()
@@ -184,6 +125,13 @@ class VllmServer:
             f"vLLM's server did not report healthy within {self.options.startup_timeout_s:g} "
             f"s (log {self.log_path}: {last_error_line(self.log_text())})")
 
+    def block_size(self) -> int | None:
+        """The tokens per KV block, where vLLM's log says it raised them (a hybrid model's
+        attention pages must hold a GDN state: 256 or 384 tokens for shipped:wide, by the
+        state's dtype on this CPU); prefix-cache hits come in whole blocks."""
+        found = _BLOCK.search(self.log_text())
+        return int(found.group(1)) if found else None
+
     def _first_forward(self) -> None:
         """One token through the model: with `--enforce-eager` nothing runs the model's
         kernels before the first request, so a shape vLLM's CPU kernels refuse (an
@@ -199,16 +147,10 @@ class VllmServer:
     def died(self, what: str) -> ServerDiedError | None:
         """If the server died (or is dying: it shuts down once its engine core is gone),
         the error saying how and why, `what` naming the request it failed; else None."""
-        proc = self._proc
-        if proc is None:
+        how = self._exit_status(wait_s=self.STOP_GRACE_S)
+        if how is None:
             return None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(STOP_GRACE_S)  # a dying server: let it finish dying
-        if proc.returncode is None:
-            return None
-        code = proc.returncode
-        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        return ServerDiedError(f"vLLM's server (pid {proc.pid}) {how} mid-run ({what}); "
+        return ServerDiedError(f"vLLM's server (pid {self.pid}) {how} mid-run ({what}); "
                                f"last error: {last_error_line(self.log_text())}")
 
     def _lost(self, what: str) -> Exception:
@@ -216,15 +158,3 @@ class VllmServer:
         return self.died(what) or ServerDiedError(
             f"vLLM's server stopped answering ({what}); log {self.log_path}")
 
-    def check_alive(self) -> None:
-        """Raise ServerDiedError if the process has exited."""
-        if not self.running:
-            raise self._lost("process check")
-
-    def stop(self) -> None:
-        """Stop the server and its engine core."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._proc is not None:
-            _stop_group(self._proc)
