@@ -51,3 +51,12 @@ def require_python() -> Path:
         raise VllmNotInstalledError(f"vLLM {VLLM_VERSION} is not installed at {path} "
                                     f"({origin}): {INSTALL_HINT}")
     return path
+
+
+def workarounds() -> list[str]:
+    """The names of the specledger hooks installed into vLLM's environment
+    (`_specledger_NAME.pth`, by tools/install_vllm.sh where this machine needs them): a
+    session run on that server records them, since they change what ran."""
+    venv = python_path().parent.parent
+    return sorted(p.stem.removeprefix("_specledger_")
+                  for p in venv.glob("lib/python*/site-packages/_specledger_*.pth"))

@@ -16,6 +16,7 @@ from typing import Any
 from adapters.vllm.answers import Answer, Answers
 from adapters.vllm.ledger import VllmLedgerResult
 from adapters.vllm.options import KV_CACHE_GIB, VllmOptions
+from adapters.vllm.paths import workarounds
 from engine.config import Strategy
 
 ENGINE = "vLLM"
@@ -92,7 +93,7 @@ def session_config(opts: VllmOptions, prov: Provenance, answers: Answers,
         "strategy": Strategy.PER_TOKEN.value if spec is not None else None,
         "replay_policy": None, "eog_policy": None, "slots": 1,
         "dtype": "bfloat16", "max_model_len": opts.max_model_len, "eager": opts.eager,
-        "kv_cache_gib": KV_CACHE_GIB,
+        "kv_cache_gib": KV_CACHE_GIB, "workarounds": workarounds(),
         "prefix_caching": opts.prefix_caching,
         "prefix_caching_off_why": PREFIX_CACHING_OFF if not opts.prefix_caching else None,
         "reprefill": reprefill_cost(answers.answers, result),

@@ -47,13 +47,20 @@ def test_the_counters_around_a_request_are_its_own(plain_server: VllmServer) -> 
 
 
 def test_plain_decoding_keeps_its_prefix_cache(plain_server: VllmServer) -> None:
-    ids = prompt("a" * 600)
-    plain_server.client.complete(ids, 4)
-    before = parse_counters(plain_server.client.metrics())
-    plain_server.client.complete([*ids, 10], 4)
-    d = parse_counters(plain_server.client.metrics()) - before
-    # A hybrid model's cache holds whole 256-token blocks with their GDN state.
-    assert d.prefix_hits >= 256 and d.prefix_hits % 256 == 0
+    ids = prompt("a" * 900)
+    block = plain_server.block_size()
+    assert block is not None and block >= 256
+    hits = 0
+    # vLLM's 'align' cache keeps a block's GDN state once a later request of the prefix has
+    # run past it (on some CPUs the second request, on others the third): up to three.
+    for extra in ([], [10], [10, 11], [10, 11, 12]):
+        before = parse_counters(plain_server.client.metrics())
+        plain_server.client.complete([*ids, *extra], 4)
+        hits = (parse_counters(plain_server.client.metrics()) - before).prefix_hits
+        if hits:
+            break
+    # A hybrid model's cache holds whole blocks with their GDN state.
+    assert hits >= block and hits % block == 0
 
 
 def test_a_server_killed_mid_run_is_one_line(plain_server: VllmServer) -> None:
