@@ -79,6 +79,9 @@ class Capabilities:
     # One forward for every slot of a scheduler step (`--schedule batched`).
     verify_batch: BatchVerify | None = None
     resolved: Mapping[str, str] = field(default_factory=dict)
+    # Blocking tensor copies one checkpoint save or restore takes (llama.cpp's host path
+    # copies a state tensor by tensor); 0: none counted.
+    checkpoint_tensors: int = 0
 
 
 class Backend(Protocol):

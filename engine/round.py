@@ -67,8 +67,11 @@ def prepare(e: Services, s: Slot, budget: int | None = None) -> Round:
     pos0 = s.state.position
     t = b.now()
     saved = strategy.save(b, s.state)
-    m.fire(Trigger.BEGIN, b.now() - t, {"strategy": strategy.name, "position": pos0,
-                                         "bytes": b.state_bytes() if saved is not None else 0})
+    begin = {"strategy": strategy.name, "position": pos0,
+             "bytes": b.state_bytes() if saved is not None else 0}
+    if saved is not None and b.capabilities.checkpoint_tensors:
+        begin["tensors"] = b.capabilities.checkpoint_tensors
+    m.fire(Trigger.BEGIN, b.now() - t, begin)
     t = b.now()
     drafts = s.drafter.propose(b, s.state, s.tokens, k_max)
     stats = s.drafter.stats()

@@ -53,6 +53,9 @@ class Begin(TypedDict):
     draft_bytes: NotRequired[Annotated[int, _f(
         "the draft model's share of `bytes` (llama-server speculative checkpoints)",
         "bytes")]]
+    tensors: NotRequired[Annotated[int, _f(
+        "blocking tensor copies the checkpoint took (llama.cpp's host path: one per state "
+        "tensor); absent: none counted", "count")]]
 
 
 class Draft(TypedDict):
@@ -144,6 +147,9 @@ class Restore(TypedDict):
                                          "kept", "index")]]
     bytes: NotRequired[Annotated[int, _f("state bytes moved; absent where not logged",
                                          "bytes")]]
+    tensors: NotRequired[Annotated[int, _f(
+        "checkpoint: blocking tensor copies the restore took (llama.cpp's host path); "
+        "absent: none counted", "count")]]
     position: Annotated[int, _f("state position after the restore", _POS)]
     at: NotRequired[Annotated[int, _f("reverify_mismatch: the batch index that differed",
                                       "index")]]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from engine.backend import Capabilities, Keep, VerifyOut
 from engine.config import RunConfig
-from engine.sim.costs import CostProfile, get_profile
+from engine.sim.costs import CostProfile, Placement, get_profile
 from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
 from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCAB
 from engine.speculative import common_prefix
@@ -77,7 +77,10 @@ class SimBackend:
         self._twins: dict[int, _Twin] = {}
         self._last_walk: _Walk | None = None
         # its own peek and continuation, and one forward over several slots' rows
-        self.capabilities = Capabilities(oracle=self, verify_batch=self.verify_batch)
+        on_host = self.costs.checkpoint_place != Placement.DEVICE.value
+        self.capabilities = Capabilities(
+            oracle=self, verify_batch=self.verify_batch,
+            checkpoint_tensors=self.costs.state_tensors if on_host else 0)
 
     # clock and sizes -------------------------------------------------------------
     def now(self) -> float:

@@ -63,6 +63,8 @@ class Checkpoint(RollbackStrategy):
         t = b.now()
         b.restore(s.state, r.saved)
         livelock = s.guard.note_restore(r.position)
+        if b.capabilities.checkpoint_tensors:
+            extra = {**extra, "tensors": b.capabilities.checkpoint_tensors}
         s.machine.fire(Trigger.RESTORE, b.now() - t, {
             "mode": mode, "bytes": b.state_bytes(), "position": r.position, **extra})
         return livelock
