@@ -31,8 +31,8 @@ def add_parser(sub: Any) -> None:
                                       "profile: predicted tok/s, plain and speculative")
     p.add_argument("session", type=int, help="a recorded or imported session's id")
     p.add_argument("--profile", required=True,
-                   help="a cost profile: a name (specledger bench calibration lists them) "
-                        "or a .json file")
+                   help="a cost profile: a name (an unknown one lists the known ones) or "
+                        "a .json file")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                    help="draft_max=N: replay as if drafts were capped at N (repeatable)")
     p.add_argument("--draft-share", type=float, default=None,
