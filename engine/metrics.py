@@ -71,13 +71,14 @@ class TurnFold:
     fold (eventlog/fold.py): a turn's metrics are read from it, never counted beside it."""
 
     def __init__(self, journal: EventSink) -> None:
-        self._journal = journal
         self._fold = LogFold(on_close=lambda _: None)  # END_TURN carried a closed turn's
+        self._step, self._append = self._fold.step, journal.append  # bound once: per event
 
-    def append(self, event: Event) -> None:
+    def append(self, ev: Event) -> None:
         """Fold the event, then hand it to the journal."""
-        self._fold.apply(event)
-        self._journal.append(event)
+        self._step(ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.dest, ev.t, ev.duration,
+                   ev.payload)
+        self._append(ev)
 
     def metrics(self, slot: int) -> TurnMetrics:
         """The metrics of `slot`'s turn in progress, as its END_TURN records them."""

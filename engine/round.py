@@ -103,13 +103,13 @@ def settle(e: Services, r: Round) -> Block | None:
     """Judge the recorded verify: accept every draft or roll back to the accepted
     boundary, then commit; None when the strategy asks to verify again (the round's
     next verify is a RETRY)."""
-    s, b = r.slot, e.backend
-    block = accepted_block(r.drafts, r.verified.targets, b.template.eog_ids,
+    s, b, drafts = r.slot, e.backend, r.drafts
+    block = accepted_block(drafts, r.verified.targets, b.template.eog_ids,
                            e.config.eog_policy)
     if block.consumed == len(r.batch):
         s.machine.fire(Trigger.ACCEPT, 0.0, {"matched": block.accepted, "eog": block.eog})
         t = b.now()
-        if r.drafts:
+        if drafts:
             r.strategy.accept(r)
     else:
         s.machine.fire(Trigger.REJECT, 0.0, {"matched": block.accepted, "eog": block.eog,
@@ -119,8 +119,8 @@ def settle(e: Services, r: Round) -> Block | None:
             return None
         t = b.now()
     commit(e, s, block, t, r.draft_facts)
-    if r.drafts and s.drafter is not None:
-        s.drafter.on_commit(len(r.drafts), block.accepted)
+    if drafts and s.drafter is not None:
+        s.drafter.on_commit(len(drafts), block.accepted)
     return block
 
 
