@@ -35,7 +35,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from engine.config import RunConfig, Strategy
+from engine.backend import Keep
+from engine.config import RunConfig
 from engine.sim.costs import get_profile
 from eventlog import open_db
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table
@@ -115,8 +116,8 @@ def torch_memory(opts: BenchOptions, drafts: Iterable[int]) -> dict[str, dict[in
     out: dict[str, dict[int, int]] = {s: {} for s in STRATEGIES}
     for k in drafts:
         batch = torch.arange(k + 1, device=device).view(1, -1)
-        _, states = model.verify(batch, state.copy(), Strategy.PER_TOKEN)
-        _, inputs = model.verify(batch, state, Strategy.INPUT_REPLAY)  # `state` stays
+        _, states = model.verify(batch, state.copy(), Keep.PER_TOKEN)
+        _, inputs = model.verify(batch, state, Keep.INPUTS)  # `state` stays
         out["checkpoint"][k] = state.state_bytes
         out["per_token"][k] = states.nbytes
         out["input_replay"][k] = inputs.nbytes

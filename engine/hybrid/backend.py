@@ -12,7 +12,7 @@ import torch
 from tokenizers import Tokenizer
 
 from engine.backend import Capabilities, Keep, VerifyOut
-from engine.config import RunConfig, Strategy
+from engine.config import RunConfig
 from engine.errors import BackendError
 from engine.hybrid.device import resolve_device, synchronize, torch_dtype
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
@@ -30,9 +30,6 @@ UBATCH = 512
 # batch-shape rounding: ~1e-6 in float32, up to 0.026 in bfloat16 (measured over 2-turn
 # sessions of shipped:target, every rollback strategy).
 AUDIT_TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 0.1}
-# What the model keeps for each `Keep`, in the model's own terms.
-_MODEL_KEEP = {Keep.NOTHING: Strategy.NONE, Keep.PER_TOKEN: Strategy.PER_TOKEN,
-               Keep.INPUTS: Strategy.INPUT_REPLAY}
 
 
 def template_for(tok: Tokenizer) -> ChatTemplate:
@@ -206,8 +203,7 @@ class TorchBackend:
     def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over [last committed, drafts...], keeping what `keep` says."""
         start = state.position
-        logits, kept = self.model.verify(self._ids(batch), state, _MODEL_KEEP[keep],
-                                         self.kernels)
+        logits, kept = self.model.verify(self._ids(batch), state, keep, self.kernels)
         self._store_hidden(state, start)
         targets = self._targets(logits[0], list(batch[1:]))
         return VerifyOut(targets, kept)
@@ -224,8 +220,7 @@ class TorchBackend:
         if len(states) <= 1:  # one row is one verify: the same forward, bit for bit
             return [self.verify(*row) for row in zip(states, batches, keeps, strict=True)]
         starts = [s.position for s in states]
-        logits, kept = self.model.verify_rows(batches, states,
-                                              [_MODEL_KEEP[k] for k in keeps], self.kernels)
+        logits, kept = self.model.verify_rows(batches, states, keeps, self.kernels)
         hidden = self._last.out  # (B, T, H), the final norm's output of that forward
         # Greedy targets of every row in one argmax (one device sync, not one a row).
         greedy = logits.argmax(dim=-1).tolist() if self.params.greedy else None
@@ -302,5 +297,5 @@ class TorchBackend:
 
     def peek(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """Greedy targets after `tokens` without advancing the state."""
-        logits, _ = self.model.verify(self._ids(tokens), state, Strategy.INPUT_REPLAY)
+        logits, _ = self.model.verify(self._ids(tokens), state, Keep.INPUTS)
         return greedy_targets(logits[0])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from engine.config import Strategy
+from engine.backend import Keep
 from engine.hybrid.attention import GatedAttention
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.errors import HybridError, StateError
@@ -33,15 +33,15 @@ _PAD = 0  # any valid id: padded positions' outputs are never read
 @dataclass(frozen=True)
 class Rows:
     """The rows of one batched verify: each row's state (batch size 1), the position its
-    batch starts at, its real length and its rollback strategy."""
+    batch starts at, its real length and what its verify keeps."""
 
     states: tuple[HybridState, ...]
     starts: tuple[int, ...]
     lengths: tuple[int, ...]
-    strategies: tuple[Strategy, ...]
+    keeps: tuple[Keep, ...]
     ids: Tensor   # (B, T) the batches, right-padded
     live: Tensor  # (B, T) bool: True at each row's real positions
-    # Indices of the P `per_token` rows (P,), and for each row its index among them (-1
+    # Indices of the P rows keeping PER_TOKEN (P,), and for each row its index among them (-1
     # elsewhere): only they step the recurrence per position.
     stepped_rows: Tensor
     stepped_index: tuple[int, ...]
@@ -52,22 +52,21 @@ class Rows:
         return max(self.lengths)
 
     def advance(self) -> None:
-        """Mark each row's claimed positions consumed, except where `input_replay` leaves
+        """Mark each row's claimed positions consumed, except where keeping INPUTS leaves
         the state where it was (its commit advances it)."""
-        for state, length, strategy in zip(self.states, self.lengths, self.strategies,
-                                           strict=True):
-            if strategy is not Strategy.INPUT_REPLAY:
+        for state, length, keep in zip(self.states, self.lengths, self.keeps, strict=True):
+            if keep is not Keep.INPUTS:
                 state.advance(length)
 
     def kept(self, traces: Sequence[Sequence[Trace]]) -> list[Kept]:
-        """Per row, what its strategy keeps, from each GDN layer's per-row traces."""
+        """Per row, what it keeps, from each GDN layer's per-row traces."""
         out: list[Kept] = []
-        for b, (start, length, strategy) in enumerate(zip(self.starts, self.lengths,
-                                                          self.strategies, strict=True)):
+        for b, (start, length, keep) in enumerate(zip(self.starts, self.lengths, self.keeps,
+                                                      strict=True)):
             layers = tuple(layer[b] for layer in traces)
-            if strategy is Strategy.PER_TOKEN:
+            if keep is Keep.PER_TOKEN:
                 out.append(TokenStates(start=start, length=length, layers=layers))
-            elif strategy is Strategy.INPUT_REPLAY:
+            elif keep is Keep.INPUTS:
                 out.append(RecordedInputs(start=start, length=length, layers=layers))
             else:
                 out.append(None)
@@ -75,14 +74,13 @@ class Rows:
 
 
 def claim_rows(config: HybridConfig, states: Sequence[HybridState],
-               batches: Sequence[Sequence[int]], strategies: Sequence[Strategy],
+               batches: Sequence[Sequence[int]], keeps: Sequence[Keep],
                device: torch.device) -> Rows:
     """Check the rows, then claim each row's KV positions in its own state. The row
     tensors go to `device` once here, not once a layer."""
-    if not len(states) == len(batches) == len(strategies):
-        raise HybridError(f"a batched verify needs one batch and one strategy per state; got "
-                          f"{len(states)} states, {len(batches)} batches, "
-                          f"{len(strategies)} strategies")
+    if not len(states) == len(batches) == len(keeps):
+        raise HybridError(f"a batched verify needs one batch and one keep per state; got "
+                          f"{len(states)} states, {len(batches)} batches, {len(keeps)} keeps")
     if not states:
         raise HybridError("a batched verify needs at least one row")
     if len({id(s) for s in states}) != len(states):
@@ -101,13 +99,13 @@ def claim_rows(config: HybridConfig, states: Sequence[HybridState],
     ids = torch.tensor([[*b, *[_PAD] * (width - len(b))] for b in batches], dtype=torch.long,
                        device=device)
     live = torch.arange(width, device=device) < torch.tensor(lengths, device=device)[:, None]
-    stepped = [b for b, s in enumerate(strategies) if s is Strategy.PER_TOKEN]
+    stepped = [b for b, k in enumerate(keeps) if k is Keep.PER_TOKEN]
     index = [-1] * len(states)
     for i, b in enumerate(stepped):
         index[b] = i
     return Rows(states=tuple(states), starts=tuple(s.claim(n) for s, n in
                                                   zip(states, lengths, strict=True)),
-                lengths=tuple(lengths), strategies=tuple(strategies), ids=ids, live=live,
+                lengths=tuple(lengths), keeps=tuple(keeps), ids=ids, live=live,
                 stepped_rows=torch.tensor(stepped, dtype=torch.long, device=device),
                 stepped_index=tuple(index))
 
@@ -130,7 +128,7 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
              ) -> tuple[Tensor, list[Trace]]:
     """GDN layer `slot` over x (B, T, hidden) from each row's own conv window and
     recurrent state; returns the output (B, T, hidden) and each row's trace, its state
-    written as its strategy does (`GatedDeltaNet.forward`)."""
+    written as its keep says (`GatedDeltaNet.forward`)."""
     conv = [s.conv[slot] for s in rows.states]  # each (1, C, K-1)
     recurrent = [s.recurrent[slot] for s in rows.states]  # each (1, Hv, Dk, Dv)
     width = conv[0].shape[-1]
@@ -153,13 +151,13 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
     windows = full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)  # (B, T, C, K-1)
 
     traces: list[Trace] = []
-    for b, (n, strategy) in enumerate(zip(rows.lengths, rows.strategies, strict=True)):
-        if strategy is Strategy.INPUT_REPLAY:  # the state stays; the record is the row's
+    for b, (n, keep) in enumerate(zip(rows.lengths, rows.keeps, strict=True)):
+        if keep is Keep.INPUTS:  # the state stays; the record is the row's
             traces.append(LayerInputs(q=q[b:b + 1, :n], k=k[b:b + 1, :n], v=v[b:b + 1, :n],
                                       g=g[b:b + 1, :n], beta=beta[b:b + 1, :n],
                                       conv_in=mixed[b:b + 1, :, :n]))
             continue
-        if strategy is Strategy.PER_TOKEN:
+        if keep is Keep.PER_TOKEN:
             states = stepped[picks[b]:picks[b] + 1, :n]  # (1, n, Hv, Dk, Dv)
             traces.append(LayerStates(conv=windows[b:b + 1, :n], recurrent=states))
             recurrent[b].copy_(states[:, -1])
@@ -172,7 +170,7 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
 
 def _stepped(rows: Rows, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
              initial: Tensor, kernels: KernelBackend) -> Tensor:
-    """The stepped per-position states (P, T', Hv, Dk, Dv) of the P `per_token` rows only,
+    """The stepped per-position states (P, T', Hv, Dk, Dv) of the P rows keeping PER_TOKEN,
     T' their longest length (stepped like replay, so that select(j) and replay(j + 1)
     agree bit for bit)."""
     if not rows.stepped_rows.numel():

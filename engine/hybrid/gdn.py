@@ -1,6 +1,6 @@
 """The Qwen3.5 linear-attention layer (Gated DeltaNet) around the gated delta rule, whose
-one torch implementation is `kernels.reference`; what a verify keeps follows the rollback
-strategy, and who computes the per-position states or replays the record is the kernel
+one torch implementation is `kernels.reference`; what a verify keeps is the round's
+`Keep`, and who computes the per-position states or replays the record is the kernel
 backend each call is given (`kernels.ops` dispatches)."""
 
 from dataclasses import dataclass
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from engine.config import Strategy
+from engine.backend import Keep
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.layers import GatedRMSNorm
 from kernels import ops
@@ -86,28 +86,27 @@ class GatedDeltaNet(nn.Module):
         self.out_proj = nn.Linear(config.linear_value_dim, hidden, bias=False)
 
     def forward(
-        self, x: Tensor, conv_state: Tensor, recurrent: Tensor, strategy: Strategy,
+        self, x: Tensor, conv_state: Tensor, recurrent: Tensor, keep: Keep,
         kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, LayerStates | LayerInputs | None]:
         """Mix x (B, T, hidden) from the live conv window (B, C, K-1) and recurrent state
-        (B, Hv, Dk, Dv). `input_replay` leaves them and records the recurrence inputs,
-        `per_token` advances them and keeps the state after every position (computed by
-        `kernels`), `checkpoint` and `none` only advance them."""
+        (B, Hv, Dk, Dv). INPUTS leaves them and records the recurrence inputs, PER_TOKEN
+        advances them and keeps the state after every position (computed by `kernels`),
+        NOTHING only advances them."""
         length = x.shape[1]
         mixed, full, (q, k, v, g, beta) = self.inputs(x, conv_state)
         if length == 1:
-            in_place = strategy in (Strategy.CHECKPOINT, Strategy.NONE)
-            final = recurrent if in_place else recurrent.clone()
+            final = recurrent if keep is Keep.NOTHING else recurrent.clone()
             delta_step_(final, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
             core = readout(q[:, 0], final).unsqueeze(1)  # (B, 1, Hv, Dv)
         else:
             core, final = chunk_gated_delta(q, k, v, g, beta, recurrent)
 
         trace: LayerStates | LayerInputs | None = None
-        if strategy is Strategy.INPUT_REPLAY:
+        if keep is Keep.INPUTS:
             trace = LayerInputs(q=q, k=k, v=v, g=g, beta=beta, conv_in=mixed)
         else:
-            if strategy is Strategy.PER_TOKEN:
+            if keep is Keep.PER_TOKEN:
                 # Stepped, not read off the chunked form: replay steps the same way, so
                 # select(j) and replay(j + 1) give bit-identical states.
                 if length == 1:

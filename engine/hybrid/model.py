@@ -1,7 +1,7 @@
 """`HybridModel`: the Qwen3.5 text decoder (Gated DeltaNet and gated attention layers,
-each followed by a SwiGLU MLP): `forward` advances the state, `verify` keeps what a
-rollback strategy needs (every intermediate GDN state for `per_token`; for `input_replay`
-the GDN state is left alone and its inputs recorded)."""
+each followed by a SwiGLU MLP): `forward` advances the state, `verify` keeps what the
+round asks (`Keep`: every intermediate GDN state, or the GDN inputs with the GDN state
+left alone, or nothing)."""
 
 from collections.abc import Sequence
 
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from engine.config import Strategy
+from engine.backend import Keep
 from engine.hybrid.attention import GatedAttention
 from engine.hybrid.batched import Kept, Trace, attention_rows, claim_rows, gdn_rows
 from engine.hybrid.config import LINEAR, HybridConfig
@@ -19,8 +19,8 @@ from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_rows, rotary
 from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
 from kernels.backend import KernelBackend
 
-# `train_logits` and `verify` under `input_replay` write no recurrent state back.
-_RECORD = Strategy.INPUT_REPLAY
+# `train_logits` and a verify keeping inputs write no recurrent state back.
+_RECORD = Keep.INPUTS
 
 
 class DecoderLayer(nn.Module):
@@ -71,25 +71,25 @@ class HybridModel(nn.Module):
         """Logits (B, T, V) for input_ids (B, T) continuing from `state`, which advances by
         T (a fresh state when None). Chunked GDN form for T > 1, recurrent for T = 1.
         `last_only` computes logits for the last position only (B, 1, V)."""
-        logits, _ = self._run(input_ids, state, Strategy.NONE, last_only)
+        logits, _ = self._run(input_ids, state, Keep.NOTHING, last_only)
         return logits
 
     @torch.inference_mode()
     def verify(
-        self, input_ids: Tensor, state: HybridState, strategy: Strategy,
+        self, input_ids: Tensor, state: HybridState, keep: Keep,
         kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, TokenStates | RecordedInputs | None]:
-        """Logits (B, T, V) and what `strategy` keeps: `per_token`, every GDN layer's state
-        after each position (computed by `kernels`; commit with `state.select`);
-        `input_replay`, the GDN inputs, the state left as it was but for KV entries past
-        `position` (commit with `state.replay_inputs`); else nothing, as `forward`."""
-        logits, traces = self._run(input_ids, state, strategy, False, kernels)
+        """Logits (B, T, V) and what `keep` asks: PER_TOKEN, every GDN layer's state after
+        each position (computed by `kernels`; commit with `state.select`); INPUTS, the GDN
+        inputs, the state left as it was but for KV entries past `position` (commit with
+        `state.replay_inputs`); NOTHING, as `forward`."""
+        logits, traces = self._run(input_ids, state, keep, False, kernels)
         length = input_ids.shape[1]
-        if strategy is Strategy.PER_TOKEN:
+        if keep is Keep.PER_TOKEN:
             states = tuple(t for t in traces if isinstance(t, LayerStates))
             return logits, TokenStates(start=state.position - length, length=length,
                                        layers=states)
-        if strategy is _RECORD:
+        if keep is _RECORD:
             inputs = tuple(t for t in traces if isinstance(t, LayerInputs))
             return logits, RecordedInputs(start=state.position, length=length, layers=inputs)
         return logits, None
@@ -97,14 +97,14 @@ class HybridModel(nn.Module):
     @torch.inference_mode()
     def verify_rows(
         self, batches: Sequence[Sequence[int]], states: Sequence[HybridState],
-        strategies: Sequence[Strategy], kernels: KernelBackend = KernelBackend.TORCH,
+        keeps: Sequence[Keep], kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, list[Kept]]:
         """Several sequences' verify batches in one forward (`engine.hybrid.batched`): row
-        b is `batches[b]` from `states[b]` (batch size 1, each at its own position) under
-        `strategies[b]`. Logits (B, T, V), right-padded to the longest batch (row b's
-        first len(batches[b]) positions are its own), and per row what its strategy
-        keeps; each state is left as `verify` of its row alone leaves it."""
-        rows = claim_rows(self.config, states, batches, strategies,
+        b is `batches[b]` from `states[b]` (batch size 1, each at its own position),
+        keeping `keeps[b]`. Logits (B, T, V), right-padded to the longest batch (row b's
+        first len(batches[b]) positions are its own), and per row what it keeps; each
+        state is left as `verify` of its row alone leaves it."""
+        rows = claim_rows(self.config, states, batches, keeps,
                           self.embed_tokens.weight.device)
         rope = None
         if rows.states[0].keys:
@@ -126,7 +126,7 @@ class HybridModel(nn.Module):
         return F.linear(self.norm(hidden), self.output_weight), rows.kept(traces)
 
     def _run(
-        self, input_ids: Tensor, state: HybridState | None, strategy: Strategy,
+        self, input_ids: Tensor, state: HybridState | None, keep: Keep,
         last_only: bool, kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
         if input_ids.ndim != 2 or input_ids.shape[1] == 0:
@@ -144,8 +144,8 @@ class HybridModel(nn.Module):
             rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
                                  self.dtype, input_ids.device)
         hidden, traces = self._stack(self.embed_tokens(input_ids), state.conv, state.recurrent,
-                                     state.keys, state.values, start, rope, strategy, kernels)
-        if strategy is not _RECORD:
+                                     state.keys, state.values, start, rope, keep, kernels)
+        if keep is not _RECORD:
             state.advance(length)
         hidden = self.norm(hidden[:, -1:] if last_only else hidden)
         return F.linear(hidden, self.output_weight), traces  # (B, T, V)
@@ -183,7 +183,7 @@ class HybridModel(nn.Module):
     def _stack(
         self, hidden: Tensor, conv: list[Tensor], recurrent: list[Tensor], keys: list[Tensor],
         values: list[Tensor], start: int, rope: tuple[Tensor, Tensor] | None,
-        strategy: Strategy, kernels: KernelBackend = KernelBackend.TORCH,
+        keep: Keep, kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
         """Run every decoder layer over hidden (B, T, hidden), reading and writing the
         given per-layer buffers."""
@@ -191,7 +191,7 @@ class HybridModel(nn.Module):
         for layer, slot in zip(self.layers, self._slots, strict=True):
             mixed = layer.input_layernorm(hidden)
             if layer.kind == LINEAR:
-                mixed, trace = layer.linear_attn(mixed, conv[slot], recurrent[slot], strategy,
+                mixed, trace = layer.linear_attn(mixed, conv[slot], recurrent[slot], keep,
                                                  kernels)
                 traces.append(trace)
             else:

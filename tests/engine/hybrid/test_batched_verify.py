@@ -83,9 +83,10 @@ def _compare(model: HybridModel, rows: Sequence[Row], seed: int) -> None:
     strategies = [row.strategy for row in rows]
     alone, together = [s.copy() for s in base], [s.copy() for s in base]
     snaps = [(a.snapshot(), b.snapshot()) for a, b in zip(alone, together, strict=True)]
-    expected = [model.verify(torch.tensor([b]), s, st) for s, b, st in
-                zip(alone, batches, strategies, strict=True)]
-    logits, kept = model.verify_rows(batches, together, strategies)
+    keeps = [KEEP[s] for s in strategies]
+    expected = [model.verify(torch.tensor([b]), s, k) for s, b, k in
+                zip(alone, batches, keeps, strict=True)]
+    logits, kept = model.verify_rows(batches, together, keeps)
     assert logits.shape[:2] == (len(rows), max(r.length for r in rows))
     pick = random.Random(seed)
     for i, (row, batch) in enumerate(zip(rows, batches, strict=True)):
@@ -132,14 +133,15 @@ def test_any_ragged_step(pair: Callable[[str], Pair], rows: list[Row], name: str
 def test_malformed_rows_are_refused(pair: Callable[[str], Pair]) -> None:
     model = pair("gqa_tied_k4").model
     state = model.new_state()
-    with pytest.raises(HybridError, match="one batch and one strategy per state"):
-        model.verify_rows([[1], [2]], [state], [N])
+    nothing = Keep.NOTHING
+    with pytest.raises(HybridError, match="one batch and one keep per state"):
+        model.verify_rows([[1], [2]], [state], [nothing])
     with pytest.raises(HybridError, match="empty batch"):
-        model.verify_rows([[]], [state], [N])
+        model.verify_rows([[]], [state], [nothing])
     with pytest.raises(StateError, match="appears in two rows"):
-        model.verify_rows([[1], [2]], [state, state], [N, N])
+        model.verify_rows([[1], [2]], [state, state], [nothing, nothing])
     with pytest.raises(StateError, match="batch-size-1"):
-        model.verify_rows([[1, 2]], [model.new_state(batch_size=2)], [N])
+        model.verify_rows([[1, 2]], [model.new_state(batch_size=2)], [nothing])
     assert state.position == 0
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from engine.config import Strategy
+from engine.backend import Keep
 from engine.hybrid import HybridModel, HybridState
 from tests.engine.hybrid.conftest import Pair
 
@@ -61,11 +61,11 @@ def test_strategies_reach_the_one_by_one_state(pair: Callable[[str], Pair], name
     model(committed, batched_replay)
 
     per_token = base.copy()
-    _, kept = model.verify(batch, per_token, Strategy.PER_TOKEN)
+    _, kept = model.verify(batch, per_token, Keep.PER_TOKEN)
     per_token.select(kept, accepted)
 
     input_replay = base.copy()
-    _, recorded = model.verify(batch, input_replay, Strategy.INPUT_REPLAY)
+    _, recorded = model.verify(batch, input_replay, Keep.INPUTS)
     input_replay.replay_inputs(recorded, accepted + 1)
     assert per_token.digest() == input_replay.digest()
 
@@ -86,7 +86,7 @@ def test_full_accept_needs_no_repair(pair: Callable[[str], Pair]) -> None:
     base, batch = _prefilled(model, seed=9)
     reference = _one_by_one(model, base.copy(), batch)
     per_token = base.copy()
-    _, kept = model.verify(batch, per_token, Strategy.PER_TOKEN)
+    _, kept = model.verify(batch, per_token, Keep.PER_TOKEN)
     live = per_token.digest()
     per_token.select(kept, K)
     assert per_token.digest() == live
@@ -99,7 +99,7 @@ def test_verify_deferred_leaves_the_state_as_it_was(pair: Callable[[str], Pair])
     model = pair("bias_grouped_k3").model
     base, batch = _prefilled(model, seed=10)
     before = base.digest()
-    logits, recorded = model.verify(batch, base, Strategy.INPUT_REPLAY)
+    logits, recorded = model.verify(batch, base, Keep.INPUTS)
     assert base.digest() == before
     assert recorded.length == K + 1 and recorded.nbytes > 0
     plain = base.copy()

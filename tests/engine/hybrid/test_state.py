@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from engine.config import Strategy
+from engine.backend import Keep
 from engine.hybrid import HybridModel, HybridState, StateError
 from fsm.errors import SpecledgerError
 from tests.engine.hybrid.conftest import Pair
@@ -58,13 +58,13 @@ def test_trim_cuts_kv_but_not_recurrent_state(model: HybridModel) -> None:
 def test_select_and_replay_check_where_they_apply(model: HybridModel) -> None:
     state = model.new_state()
     model(_ids(10), state)
-    _, kept = model.verify(_ids(3, seed=1), state, Strategy.PER_TOKEN)
+    _, kept = model.verify(_ids(3, seed=1), state, Keep.PER_TOKEN)
     with pytest.raises(StateError, match="out of range"):
         state.select(kept, 3)
     state.select(kept, 1)
     with pytest.raises(StateError, match="captured"):
         state.select(kept, 0)
-    _, recorded = model.verify(_ids(3, seed=2), state, Strategy.INPUT_REPLAY)
+    _, recorded = model.verify(_ids(3, seed=2), state, Keep.INPUTS)
     model(_ids(1, seed=3), state)
     with pytest.raises(StateError, match="recorded"):
         state.replay_inputs(recorded, 1)
