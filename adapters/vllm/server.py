@@ -96,6 +96,7 @@ class VllmServer(ServerProcess[VllmClient]):
         """Start the server and wait until it is healthy (or raise, with it stopped)."""
         python = require_python()
         self.port = self.options.port or free_port()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)  # the template goes beside it
         self.args = server_args(replace(self.options, chat_template=self.chat_template()),
                                 self.port)
         cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", *self.args]
