@@ -1,6 +1,9 @@
 """`specledger bench llama`: llama.cpp's llama-server and our engine side by side, in one
 run, on the same weights (the shipped target with its MTP head and the draft model,
-exported to f32 GGUF for llama.cpp), one thread each, the same prompts, greedy.
+exported to f32 GGUF for llama.cpp), one thread each, the same prompts, greedy; and
+transformers' `generate` on the target's safetensors beside our plain decode
+(`specbench.llama_hf`). Goals: our plain decode at least `LLAMA_SHARE` of llama.cpp's
+tokens/s and at least `HF_TIMES` transformers'.
 
 Prompts: the first-turn held-out questions of a torch session with one slot per prompt
 (`session_prompts`), so both engines answer exactly the same token ids; answers capped at
@@ -36,6 +39,7 @@ from specbench.common import (
     save_figure,
 )
 from specbench.drafters_runs import PLAIN, Run, record, run_unrecorded, summary
+from specbench.llama_hf import run_transformers
 from specbench.llama_runs import llama_summary, run_llama, session_prompts
 
 SUITE = "llama"
@@ -43,6 +47,8 @@ DRAFTERS = (PLAIN, "mtp", "ngram-simple", "ngram-map-k", "ngram-mod", "draft-mod
 QUICK_DRAFTERS = (PLAIN, "ngram-mod", "mtp")
 STRATEGY = "input_replay"
 COMMAND = "specledger bench llama"
+LLAMA_SHARE = 0.25  # our plain decode's tokens/s over llama.cpp's, at least
+HF_TIMES = 3.0  # our plain decode's tokens/s over transformers' generate, at least
 PANEL = (5.6, 3.6)
 
 
@@ -143,7 +149,7 @@ def plot(joined: Sequence[dict[str, Any]], threads: int, stem: Path) -> list[Pat
 
 
 def run(opts: BenchOptions) -> SuiteResult:
-    """Measure both engines, write the table, the plot and the goal."""
+    """Measure the engines, write the table, the plot and the goals."""
     from engine.hybrid.loader import load_checkpoint
 
     folder = opts.suite_dir(SUITE)
@@ -159,19 +165,32 @@ def run(opts: BenchOptions) -> SuiteResult:
     t = time.perf_counter()
     ours = run_torch(opts, plan, base, ckpt)
     torch_wall = time.perf_counter() - t
+    hf = max(run_transformers(opts, prompts, base.answer_cap, ckpt.config.eos_token_ids,
+                              plan.repeats), key=lambda r: r.tok_s)
     joined = rows(summary(ours), llama_summary(theirs))
     ours_plain = next(r.answer for r in ours if r.plain)
     llama_plain = next(r.answers for r in theirs if r.drafter == PLAIN)
     same = [t for answer in llama_plain for t in answer] == ours_plain
+    hf_same = [t for answer in hf.answers for t in answer] == ours_plain
     lossless = all(r["llama_lossless"] and r["ours_lossless"] for r in joined)
     quick = " Quick run: not numbers to quote." if opts.quick else ""
+    marked = " (quick run)" if opts.quick else ""
     goal = Goal(name="llama.cpp's greedy answers equal our engine's (same weights, every "
                      "drafter of both lossless)",
                 target="token-identical",
                 measured=(f"{plan.prompts} prompt(s) x {len(plan.drafters)} drafters: "
                           f"{'identical' if same and lossless else 'DIFFERENT'}"
-                          f"{' (quick run)' if opts.quick else ''}"),
+                          f"{marked}"),
                 met=same and lossless, command=COMMAND)
+    plain = next(r for r in joined if r["drafter"] == PLAIN)
+    share = plain["ours_tok_s"] / plain["llama_tok_s"]
+    times = plain["ours_tok_s"] / hf.tok_s
+    speed = [Goal(name="our plain decode's tokens/s over llama.cpp's (same weights)",
+                  target=f">= {LLAMA_SHARE:.2f}x", measured=f"{share:.2f}x{marked}",
+                  met=share >= LLAMA_SHARE, command=COMMAND),
+             Goal(name="our plain decode's tokens/s over transformers' generate",
+                  target=f">= {HF_TIMES:.1f}x", measured=f"{times:.2f}x{marked}",
+                  met=times >= HF_TIMES, command=COMMAND)]
     text = "\n".join([
         f"Same weights (f32 GGUF export of {opts.model}, MTP head, draft model), "
         f"{opts.threads} thread(s) each, {plan.prompts} held-out prompt(s), answers capped "
@@ -179,14 +198,19 @@ def run(opts: BenchOptions) -> SuiteResult:
         f"interleaved pass(es) per engine and drafter. tok/s = generated tokens / decode "
         f"seconds (prefill excluded; llama.cpp: its `timings`). Ours: `{STRATEGY}`, audit "
         f"off. llama.cpp's plain answers equal ours: {'yes' if same else '**NO**'}.{quick}",
-        "", table(joined)])
+        "", table(joined), "",
+        f"transformers' `generate` (float32 safetensors, greedy, fastest of {plan.repeats} "
+        f"pass(es)): {hf.tok_s:.0f} tok/s; our plain decode {plain['ours_tok_s']:.0f} tok/s "
+        f"({times:.2f}x), llama.cpp's {plain['llama_tok_s']:.0f} (ours {share:.2f}x of "
+        f"it). Its answers equal ours: {'yes' if hf_same else 'no'}."])
     files = plot(joined, opts.threads, folder / "llama_vs_ours")
     data = {"plan": asdict(plan), "threads": opts.threads, "model": opts.model,
             "draft_model": opts.draft_model, "strategy": STRATEGY,
             "config": base.to_dict(), "wall_s": {"llama": llama_wall, "torch": torch_wall},
             "same_answers": same, "rows": joined,
+            "transformers": {"best": hf.to_dict(), "same_answers": hf_same},
             "llama": {"summary": llama_summary(theirs), "runs": [r.to_dict() for r in theirs]},
             "torch": {"summary": summary(ours), "runs": [r.to_dict() for r in ours]}}
     opts.log(f"{SUITE}: llama.cpp {llama_wall:.1f} s, torch {torch_wall:.1f} s")
-    return SuiteResult(SUITE, data, text, goals=[goal], files=files,
+    return SuiteResult(SUITE, data, text, goals=[goal, *speed], files=files,
                        sessions=[r.session for r in ours])
