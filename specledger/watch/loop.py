@@ -30,14 +30,15 @@ from specledger.watch.requests import Request, RequestRecorder
 from specledger.watch.ring import Ring
 from specledger.watch.store import (
     ensure_tables,
-    is_recorded,
     load_cursor,
+    recorded_keys,
     save_cursor,
     store_request,
 )
 from specledger.watch.stream import RecordStream, merge_facts
 
 _HEADER_BYTES = 1 << 21  # the server's start-up lines are read again on resume, up to this
+PRUNE_EVERY_S = 1.0  # a busy server completes many requests a second: prune once for them
 _FIRST_TASK = re.compile(rb"\| task \d+ \| processing task")
 
 
@@ -94,8 +95,11 @@ class Watcher:
         self.stream = RecordStream(opts.settle_s)
         self.recorder: RequestRecorder | None = None
         self._last_facts = self.stream.server
+        self._seen: set[str] = set()  # keys recorded by an earlier run, beyond the cursor
+        self._pruned_at = 0.0
         if self.follower.resumed and cursor is not None:
             self.tally.resumed_at = cursor.offset
+            self._seen = recorded_keys(self.engine, self.log, cursor.offset)
             self.stream.reset(cursor.offset, cursor.line)
             self._read_header()
             self._new_recorder(cursor.dev, cursor.ino, resumed=True)
@@ -156,7 +160,8 @@ class Watcher:
 
     def _handle(self, done: list[Request]) -> None:
         for req in done:
-            if req.key and is_recorded(self.engine, req.key):
+            if req.key in self._seen:
+                self._seen.discard(req.key)
                 self.tally.skipped += 1
                 continue
             findings = judge(req)
@@ -178,12 +183,16 @@ class Watcher:
                 self._report(f, req, sid)
         if done:
             self._save_cursor()
-            self.tally.pruned += prune(self.engine, self.log, self.opts.keep,
-                                       self.opts.keep_for)
+            now = time.monotonic()
+            if now - self._pruned_at >= PRUNE_EVERY_S:
+                self._pruned_at = now
+                self.tally.pruned += prune(self.engine, self.log, self.opts.keep,
+                                           self.opts.keep_for)
 
     def _store(self, req: Request, findings: list[Finding]) -> int:
         extra = {"log": self.log, "start": req.start, "task": req.task.task,
-                 "slot": req.task.slot, "findings": [f.to_dict() for f in findings]}
+                 "slot": req.task.slot, "last_line": req.last_line, "last_t": req.last_t,
+                 "findings": [f.to_dict() for f in findings]}
         sid = store_request(self.engine, self.log, req, extra)
         self.tally.recorded += 1
         self.tally.incomplete += req.error is not None
@@ -224,6 +233,7 @@ class Watcher:
         if self.recorder is not None:
             self._handle(self.recorder.stop(self.stream.counts))
             self._save_cursor()
+        self.tally.pruned += prune(self.engine, self.log, self.opts.keep, self.opts.keep_for)
         if self.ring is not None:
             self.tally.ring_dropped += len(self.ring.drain())
         if self.hook is not None:

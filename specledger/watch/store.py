@@ -76,11 +76,12 @@ def save_cursor(engine: Engine, log: str, cursor: Cursor) -> None:
             tail_sha=cursor.tail_sha, updated=datetime.now(UTC)))
 
 
-def is_recorded(engine: Engine, key: str) -> bool:
-    """Whether a request with this key is in the ledger already."""
+def recorded_keys(engine: Engine, log: str, since: int) -> set[str]:
+    """The keys of the requests of `log` recorded from byte `since` on (what a resumed
+    watch may read again)."""
     with engine.connect() as conn:
-        return conn.execute(select(requests.c.key).where(requests.c.key == key)
-                            ).first() is not None
+        return set(conn.execute(select(requests.c.key).where(
+            requests.c.log == log, requests.c.start >= since)).scalars())
 
 
 def store_request(engine: Engine, log: str, req: Request, extra: dict[str, Any]) -> int:
