@@ -62,6 +62,8 @@ def open_db(db: str, create: bool) -> Engine:
                                    f"`specledger run --db {shown}`")
         if version != str(SCHEMA_VERSION):
             raise NotASpecledgerDatabaseError(_version_mismatch(shown, version))
+        if create:
+            _add_new_tables(engine, shown)
     except BaseException:
         engine.dispose()
         raise
@@ -349,11 +351,7 @@ def _create_schema(engine: Engine, shown: str) -> str | None:
     """
     try:
         with interrupts_deferred(), engine.begin() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            elif conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"),
-                             {"space": LOCK_SPACE})
+            _schema_lock(conn)
             found = _schema_version(conn, shown)
             if found is not None:
                 return found
@@ -364,6 +362,33 @@ def _create_schema(engine: Engine, shown: str) -> str | None:
         raise DatabaseUnavailableError(
             f"cannot create the schema in {shown}: {first_line(exc)}"
         ) from exc
+
+
+def _add_new_tables(engine: Engine, shown: str) -> None:
+    """Create the tables this schema version gained after the ledger was made (`turns`),
+    as its next writer opens it: under the lock `_create_schema` takes, so writers that
+    open it together create them once."""
+    with snapshot(engine) as conn:
+        stored = set(inspect(conn).get_table_names())
+    if stored >= metadata.tables.keys():
+        return
+    try:
+        with interrupts_deferred(), engine.begin() as conn:
+            _schema_lock(conn)
+            metadata.create_all(conn, checkfirst=True)
+    except DBAPIError as exc:
+        raise DatabaseUnavailableError(
+            f"cannot add the new tables to {shown}: {first_line(exc)}"
+        ) from exc
+
+
+def _schema_lock(conn: Connection) -> None:
+    """The database's write lock, for the rest of `conn`'s transaction (SQLite: BEGIN
+    IMMEDIATE; PostgreSQL: an advisory transaction lock)."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"), {"space": LOCK_SPACE})
 
 
 def first_line(exc: BaseException) -> str:

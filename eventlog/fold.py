@@ -226,14 +226,15 @@ def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | N
 
 def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *,
                  upto_seq: int | None = None, triggers: Collection[Trigger] | None = None,
-                 timings: bool = True) -> LogFold:
-    """The stored session's events (through `upto_seq`; only `triggers`' when given)
-    folded into `fold` (a new `LogFold` by default; without `timings`, every time is
-    folded as 0)."""
+                 timings: bool = True, after_seq: int | None = None) -> LogFold:
+    """The stored session's events (after `after_seq`, through `upto_seq`; only
+    `triggers`' when given) folded into `fold` (a new `LogFold` by default; without
+    `timings`, every time is folded as 0)."""
     fold = LogFold() if fold is None else fold
     step, dest = fold.step, _DEST.get
     with paused_gc():
-        for rows in scan_rows(engine, session_id, triggers=triggers, upto_seq=upto_seq):
+        for rows in scan_rows(engine, session_id, triggers=triggers, upto_seq=upto_seq,
+                              after_seq=after_seq):
             for seq, slot, turn, rnd, trigger, d, _source, t, p, _dest in rows:
                 if timings:
                     step(seq, slot, turn, rnd, trigger, dest(trigger), t, d, p)

@@ -88,16 +88,18 @@ def count_events(engine: Engine, session_id: int) -> int:
 def scan_events(
     engine: Engine, session_id: int, *, upto_seq: int | None = None,
     triggers: Collection[Trigger] | None = None, batch: int = 2000,
+    after_seq: int | None = None,
 ) -> Iterator[Event]:
-    """The session's events in seq order (through `upto_seq` inclusive; only those with
-    one of `triggers`, when given), in memory that does not grow with the session; an
-    unknown session fails here, not at the first `next()`.
+    """The session's events in seq order (after `after_seq`, through `upto_seq` inclusive;
+    only those with one of `triggers`, when given), in memory that does not grow with the
+    session; an unknown session fails here, not at the first `next()`.
 
     One streamed query (a server-side cursor) on PostgreSQL, spans of seqs read ahead on
     SQLite. Either reads what was committed when it began (one snapshot; on SQLite, the
     seqs through the last one stored then), so a live session yields whole rounds.
     """
-    batches = scan_rows(engine, session_id, upto_seq=upto_seq, triggers=triggers, batch=batch)
+    batches = scan_rows(engine, session_id, upto_seq=upto_seq, triggers=triggers, batch=batch,
+                        after_seq=after_seq)
     return (_event(row) for rows in batches for row in rows)
 
 
@@ -128,12 +130,12 @@ than lists of 64-200, about a third of the whole."""
 def scan_rows(
     engine: Engine, session_id: int, *, triggers: Collection[Trigger] | None = None,
     required: Mapping[Trigger, str] | None = None, upto_seq: int | None = None,
-    batch: int = 2000, chunk: int = PARSE_CHUNK,
+    batch: int = 2000, chunk: int = PARSE_CHUNK, after_seq: int | None = None,
 ) -> Iterator[list[Row]]:
-    """The session's events (only those with one of `triggers`, when given; through
-    `upto_seq`), in lists of `chunk` (at most), each a `Row`, read from the database
-    `batch` at a time (a PostgreSQL round trip; SQLite reads `SQLITE_SPAN` seqs per query,
-    in a thread ahead of the caller), for the
+    """The session's events (only those with one of `triggers`, when given; after
+    `after_seq`, through `upto_seq`), in lists of `chunk` (at most), each a `Row`, read from
+    the database `batch` at a time (a PostgreSQL round trip; SQLite reads `SQLITE_SPAN`
+    seqs per query, in a thread ahead of the caller), for the
     folds that read a whole session (eventlog/fold.py, the postmortem): no `Event` built.
     An event of a trigger in `required` is read only where its payload has that field (not
     JSON null), which the database decides."""
@@ -142,7 +144,8 @@ def scan_rows(
     sqlite = engine.dialect.name == "sqlite"
     # SQLite's spans bound the seqs themselves: given a second upper bound, it may range
     # its key over the other (every span reading on to the end).
-    query = _where(select(_BODY_TEXT), session_id, None if sqlite else upto_seq, triggers)
+    query = _where(select(_BODY_TEXT), session_id, None if sqlite else upto_seq, triggers,
+                   None if sqlite else after_seq)
     for trigger, key in (required or {}).items():
         if not _FIELD.fullmatch(key):
             raise ValueError(f"not a payload field name: {key!r}")
@@ -152,7 +155,7 @@ def scan_rows(
                               f"events.body ->> '$[{PAYLOAD}].{key}' IS NOT NULL") if sqlite
                else literal_column(f"events.body -> {PAYLOAD} ->> '{key}' IS NOT NULL"))
         query = query.where(or_(c.trigger != trigger.value, has))
-    return _scan(engine, query, session_id, upto_seq, batch, chunk)
+    return _scan(engine, query, session_id, (after_seq, upto_seq), batch, chunk)
 
 
 def _parsed(rows: Sequence[Sequence[Any]]) -> list[Row]:
@@ -232,11 +235,13 @@ def last_events(engine: Engine, session_id: int, slots: Iterable[int], upto_seq:
 
 
 def _where(query: Select[Any], session_id: int, upto_seq: int | None,
-           triggers: Collection[Trigger] | None) -> Select[Any]:
+           triggers: Collection[Trigger] | None, after_seq: int | None = None) -> Select[Any]:
     c = events.c
     query = query.where(c.session_id == session_id)
     if upto_seq is not None:
         query = query.where(c.seq <= upto_seq)
+    if after_seq is not None:
+        query = query.where(c.seq > after_seq)
     if triggers is not None:
         query = query.where(_one_of(triggers))
     return query.order_by(c.seq)
@@ -252,17 +257,22 @@ READ_AHEAD = 8
 """Spans a SQLite scan's reading thread may be ahead of the fold (a few MB at most)."""
 
 
-def _scan(engine: Engine, query: Select[Any], session_id: int, upto_seq: int | None,
+SeqRange = tuple[int | None, int | None]
+"""(after this seq, through this seq); None: the session's end on that side."""
+
+
+def _scan(engine: Engine, query: Select[Any], session_id: int, seqs: SeqRange,
           batch: int, chunk: int) -> Iterator[list[Row]]:
-    return (_scan_sqlite(engine, query, session_id, upto_seq, chunk)
+    return (_scan_sqlite(engine, query, session_id, seqs, chunk)
             if engine.dialect.name == "sqlite" else _scan_server(engine, query, batch, chunk))
 
 
-def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, upto_seq: int | None,
+def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, seqs: SeqRange,
                  chunk: int) -> Iterator[list[Row]]:
-    """The bodies the query selects, a span of seqs per query, each span's joined by SQLite
-    with newlines (a JSON body never holds a raw one) and read in a thread ahead of the
-    caller; parsed in lists of `chunk`."""
+    """The bodies the query selects, a span of seqs (within `seqs`) per query, each span's
+    joined by SQLite with newlines (a JSON body never holds a raw one) and read in a thread
+    ahead of the caller; parsed in lists of `chunk`."""
+    after_seq, upto_seq = seqs
     c = events.c
     spanned = query.where(c.seq >= bindparam("span_lo", 0), c.seq < bindparam("span_hi", 0))
     inner = spanned.subquery()
@@ -281,6 +291,7 @@ def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, upto_seq: 
         first, last = conn.execute(bounds).one()
         if first is None:
             return
+        first = first if after_seq is None else max(first, after_seq + 1)
         last = last if upto_seq is None else min(last, upto_seq)
         driver = conn.connection.driver_connection
         assert driver is not None

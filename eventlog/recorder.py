@@ -13,6 +13,9 @@ Ctrl-C left with no recorder to close it is closed by `eventlog.unclosed`.
 With `check_payloads` (default: the environment variable SPECLEDGER_CHECK_PAYLOADS=1,
 which tests set) every event's payload must be its trigger's type (fsm/payloads.py), or
 `append` raises `PayloadError`; off, appending costs nothing more.
+
+Each turn's summary (eventlog/turn_summaries.py) is written in the transaction that writes
+its END_TURN, so a reader finds a turn's summary exactly when it finds the turn's end.
 """
 
 import os
@@ -30,7 +33,8 @@ from eventlog.errors import RecordingFailedError, StaleWriterError, UnknownSessi
 from eventlog.inserts import event_row, integrity_errors, row_inserter
 from eventlog.interrupts import interrupts_deferred
 from eventlog.liveness import WriterLock, hold_writer_lock
-from eventlog.schema import SessionStatus, events, sessions
+from eventlog.schema import SessionStatus, events, sessions, turns
+from eventlog.turn_summaries import TurnSummaries
 from eventlog.unclosed import (
     CLOSING_WAIT_S,
     mark_failed,
@@ -105,6 +109,7 @@ class Recorder:
         self._flush_events = flush_events
         self._flush_s = flush_ms / 1000.0
         self._buffer: list[Event] = []
+        self._summaries = TurnSummaries(session_id)
         self._complete = 0  # buffered events that form whole units
         self._closed = False
         self._writer = {"writer_pid": os.getpid(), "writer_host": socket.gethostname()}
@@ -130,6 +135,7 @@ class Recorder:
 
     def append(self, event: Event) -> None:
         """Buffer one event; it is written once its unit is complete."""
+        self._summaries.apply(event)
         self._buffer.append(event)
 
     def _checked_append(self, event: Event) -> None:
@@ -137,6 +143,7 @@ class Recorder:
         if problems:
             raise PayloadError(f"seq {event.seq} {event.trigger}: {'; '.join(problems)} "
                                "(docs/events.md)")
+        self._summaries.apply(event)
         self._buffer.append(event)
 
     def end_unit(self) -> None:
@@ -228,6 +235,7 @@ class Recorder:
             return
         sid = self.session_id
         rows = [event_row(sid, e) for e in self._buffer[:n]]
+        ended = self._summaries.through(self._buffer[n - 1].seq) if n else []
         # Re-stamping the writer at each flush takes the session back from a stale writer
         # that claimed it, so readers judge liveness by the process that really writes.
         values: dict[str, Any] = {
@@ -242,6 +250,8 @@ class Recorder:
                 with begin_waiting(self.engine, wait_s) as conn:
                     if rows:
                         self._insert(conn, rows)
+                    if ended:
+                        conn.execute(turns.insert(), ended)
                     conn.execute(sessions.update().where(sessions.c.id == sid).values(**values))
             except self._integrity as exc:
                 first, last = self._buffer[0].seq, self._buffer[n - 1].seq
@@ -251,6 +261,7 @@ class Recorder:
                 self._refused = exc
                 raise
             del self._buffer[:n]
+            self._summaries.stored(len(ended))
             self._complete = 0
             self.written += n
             self._last_flush = time.monotonic()

@@ -84,15 +84,22 @@ BODY = ("seq", "slot", "turn", "round", "trigger", "duration", "source", "t", "p
         "dest")
 """The fields of an event, in the order its `body` holds them (docs/events.md#versions)."""
 
+
+def _keyed_by_seq(seq: str) -> list[Column[int]]:
+    """The leading columns of a table of a session's rows keyed by a seq of its events:
+    (session_id, `seq`) the key, then the row's slot and turn."""
+    return [Column("session_id", Integer, ForeignKey("sessions.id"), primary_key=True,
+                   autoincrement=False),
+            Column(seq, Integer, primary_key=True, autoincrement=False),
+            Column("slot", Integer, nullable=False),
+            Column("turn", Integer, nullable=False)]
+
+
 events = Table(
     "events",
     metadata,
-    Column("session_id", Integer, ForeignKey("sessions.id"), primary_key=True,
-           autoincrement=False),
-    Column("seq", Integer, primary_key=True, autoincrement=False),
     # The columns a query filters on; every field of the event is in `body`.
-    Column("slot", Integer, nullable=False),
-    Column("turn", Integer, nullable=False),
+    *_keyed_by_seq("seq"),
     Column("round", Integer, nullable=False),
     Column("trigger", String(32), nullable=False),
     Column("dest", String(16), nullable=False),
@@ -104,3 +111,21 @@ events = Table(
     # B-tree in order instead of an index and a table lookup per event.
     sqlite_with_rowid=False,
 )
+
+turns = Table(
+    "turns",
+    metadata,
+    # end_seq, the seq of the turn's END_TURN: the order turns ended, and unique where a
+    # (slot, turn) pair may repeat in a malformed log.
+    *_keyed_by_seq("end_seq"),
+    # How many of the session's events are this turn's: when the turns of a session hold
+    # all of its events, no turn is open and the summaries are the whole story.
+    Column("events", Integer, nullable=False),
+    # {"metrics": END_TURN's metrics, "drafts": [[drafted, accepted, rounds], ...]}
+    Column("body", JSON, nullable=False),
+    sqlite_with_rowid=False,
+)
+"""One row per turn that ended, written with the turn's last events (the recorder's fold
+of them): what `show` reads instead of the rounds. Added to schema version 2 without a new
+version: a reader of an older ledger, or of a session an older writer recorded, finds no
+rows and folds the events as before; a writer adds the table to a ledger that lacks it."""

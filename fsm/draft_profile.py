@@ -67,7 +67,17 @@ class DraftProfile:
         if not self.rounds and self.reported is not None:
             return self.reported.acc_per_pos
         k = max((d for d, _ in self.rounds), default=0)
-        return [self.rate_at(i) for i in range(1, k + 1)]
+        # `rate_at` for every position in one pass: the rounds that accepted exactly a
+        # drafts, then at least i, from the longest down.
+        exactly = [0] * (k + 1)
+        for _, a in self.rounds:
+            if a > 0:
+                exactly[min(a, k)] += 1
+        at_least, rates = 0, []
+        for i in range(k, 0, -1):
+            at_least += exactly[i]
+            rates.append(at_least / len(self.rounds))
+        return rates[::-1]
 
     def to_dict(self) -> dict[str, Any]:
         """The two figures as the JSON contract carries them."""

@@ -1,10 +1,13 @@
 """One analysis of the scale suite in a process of its own, so that its peak memory is its
-own: `python -m specbench.scale_worker DB SESSION projection|postmortem|diff`
+own: `python -m specbench.scale_worker DB SESSION projection|postmortem|diff|show`
 prints one JSON line: wall and CPU seconds, peak RSS, and what the analysis found."""
 
 import json
+import os
 import sys
 import time
+from collections.abc import Callable, Sequence
+from contextlib import redirect_stdout
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,11 +25,21 @@ class Analysis(StrEnum):
     PROJECTION = "projection"
     POSTMORTEM = "postmortem"
     DIFF = "diff"  # the session against itself: two streams at once
+    SHOW = "show"  # `specledger show`, its table printed to nowhere
+
+
+def _command() -> Callable[[Sequence[str]], int]:
+    """The CLI's entry point, imported by the one analysis that runs it (its imports are
+    not the command's work, nor the other analyses' memory)."""
+    from specledger.cli import main
+
+    return main
 
 
 def analyse(db: str, session: int, what: Analysis) -> dict[str, Any]:
     """Run `what` once; its times, peak RSS (MB) and a summary of its result."""
     engine = open_db(db, create=False)
+    command = _command() if what is Analysis.SHOW else None
     wall, cpu = time.perf_counter(), time.process_time()
     if what is Analysis.PROJECTION:
         views = project_session(engine, session).slots
@@ -35,6 +48,9 @@ def analyse(db: str, session: int, what: Analysis) -> dict[str, Any]:
         pm = postmortem_session(engine, session)
         found = {"events": pm.events, "findings": {f.kind.value: f.severity.value
                                                    for f in pm.findings}}
+    elif command is not None:
+        with open(os.devnull, "w") as nowhere, redirect_stdout(nowhere):
+            found = {"status": command(["show", str(session), "--db", db])}
     else:
         diff = diff_streams(scan_events(engine, session), scan_events(engine, session))
         found = {"identical": diff.divergence is None, "compared": diff.compared,

@@ -15,7 +15,9 @@ from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.session import Session, make_backend
 from eventlog import Recorder, create_session, open_db
-from eventlog.fold import LogFold, TurnRecord, fold_session
+from eventlog.fold import LogFold, TurnKey, TurnRecord, fold_session
+from eventlog.turn_summaries import read_summaries
+from fsm.draft_profile import DraftProfile
 
 
 @dataclass(frozen=True)
@@ -78,20 +80,38 @@ def run_session(
     return RunResult(sid, turns, rec.written)
 
 
+@dataclass(frozen=True)
+class SessionTurns:
+    """A session's turns: those that ended (their metrics as recorded, in the order they
+    ended), those the log ends inside (a failed or cut session's last ones: their figures
+    counted from the events recorded up to there), and each turn's draft profile."""
+
+    ended: list[TurnMetrics]
+    partial: list[TurnMetrics]
+    profiles: dict[TurnKey, DraftProfile]
+
+
 def turn_table(engine: Engine, session_id: int) -> list[TurnMetrics]:
     """The per-turn metrics a session recorded at each turn end, in the order turns ended."""
-    return session_turns(engine, session_id)[0]
+    return session_turns(engine, session_id).ended
 
 
-def session_turns(engine: Engine, session_id: int
-                  ) -> tuple[list[TurnMetrics], list[TurnMetrics]]:
-    """The turns that ended (their metrics as recorded, in the order they ended) and the
-    turns the log ends inside (a failed or cut session's last ones: their figures counted
-    from the events recorded up to there)."""
-    closed: list[TurnRecord] = []
-    fold = fold_session(engine, session_id, LogFold(closed.append))
+def session_turns(engine: Engine, session_id: int) -> SessionTurns:
+    """The session's turns: those its turn summaries tell (a row per turn:
+    eventlog/turn_summaries.py), the rest folded from the events after the latest of them
+    (a live or cut session's turns in progress), or from all of them where the summaries
+    cannot tell (a session an older specledger recorded)."""
+    stored = read_summaries(engine, session_id)
+    closed = [] if stored is None else stored.ended
+    still_open: dict[TurnKey, TurnRecord] = {}
+    after = 0 if stored is None else stored.open_after
+    if after is not None:  # turns the summaries do not tell: fold the events they lie in
+        still_open = fold_session(engine, session_id, LogFold(closed.append),
+                                  after_seq=after).records
     ended = [TurnMetrics.from_dict(r.metrics) for r in closed if r.metrics is not None]
-    return ended, [_partial(r) for r in fold.records.values()]
+    # A turn that opened again after it ended is profiled as it was last seen.
+    profiles = {(r.slot, r.turn): r.profile for r in [*closed, *still_open.values()]}
+    return SessionTurns(ended, [_partial(r) for r in still_open.values()], profiles)
 
 
 def _partial(rec: TurnRecord) -> TurnMetrics:

@@ -11,9 +11,7 @@ from engine.errors import ConfigError
 from engine.metrics import TurnMetrics
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
-from eventlog.fold import fold_profiles
 from eventlog.projection import project_session
-from eventlog.reader import scan_events
 from specledger import (
     analysis_cmds,
     bench_cmd,
@@ -96,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return cmd_run_vllm(config, args.db, args.json)
     result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
-    profiles = fold_profiles(scan_events(open_db(args.db, create=False), result.session_id))
+    profiles = session_turns(open_db(args.db, create=False), result.session_id).profiles
     plain = plain_tps(config, result.turns)
     if args.json:
         doc = {"session": result.session_id, "events": result.events,
@@ -160,8 +158,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     """`specledger show SESSION`."""
     engine = open_db(args.db, create=False)
     info = get_session(engine, args.session)
-    turns, partial = session_turns(engine, args.session)
-    profiles = fold_profiles(scan_events(engine, args.session))
+    table = session_turns(engine, args.session)
+    turns, partial, profiles = table.ended, table.partial, table.profiles
     exposure = build_exposure(info.config)
     if args.json:
         doc = {"session": output.session_json(info),

@@ -64,3 +64,8 @@ def test_a_turn_without_drafts_has_no_profile() -> None:
     Session(config, journal).run()
     assert fold_profiles(journal.events)[(0, 1)].to_dict() == DraftProfile().to_dict() == {
         "mean_accept_len": None, "acc_per_pos": []}
+
+
+def test_acceptance_at_each_position_is_the_share_that_got_that_far() -> None:
+    p = DraftProfile([(4, 4), (4, 1), (2, 0), (3, 2), (1, 1)])
+    assert p.acc_per_pos == [p.rate_at(i) for i in range(1, 5)] == [4 / 5, 2 / 5, 1 / 5, 1 / 5]
