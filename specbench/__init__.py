@@ -10,7 +10,7 @@ from engine.errors import ConfigError
 from specbench.common import BenchOptions, Goal, SuiteResult
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
-          "converters", "ingest", "scale", "batching", "incidents", "engines")
+          "converters", "ingest", "scale", "batching", "incidents", "engines", "watch")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:

@@ -121,10 +121,11 @@ def llama_server(binary: Path, model: Path, log: Path, slots: int = 2,
 
 
 def drive(port: int, clients: int, seconds: float, max_tokens: int = 16,
-          think_s: float = 0.0) -> Phase:
+          think_s: float = 0.0, second_turn: bool = True) -> Phase:
     """`clients` concurrent conversations against the server for about `seconds` (a
     conversation begun is finished), each client pausing `think_s` after each answer as
-    a user reads it; what each request was answered."""
+    a user reads it; without `second_turn`, one question each (no history to prefill
+    again); what each request was answered."""
     import openai
 
     sampling = Sampling(temperature=0.0, top_k=1, top_p=1.0, seed=0, max_tokens=max_tokens)
@@ -145,6 +146,10 @@ def drive(port: int, clients: int, seconds: float, max_tokens: int = 16,
             answer, doc = ask(api, sampling, messages, stream=False)
             got = [_answered(doc, False)]
             time.sleep(think_s)
+            if not second_turn:
+                with lock:
+                    phase.answered += got
+                continue
             kept = answer[:-EDIT_CHARS] if edited and len(answer) > EDIT_CHARS else answer
             messages += [{"role": "assistant", "content": kept},
                          {"role": "user", "content": QUESTIONS[(n + 1) % len(QUESTIONS)]}]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
+from eventlog.postmortem.finding import Severity
 from specledger import output
 from specledger.run_flags import checked
 from specledger.watch.prune import parse_duration
@@ -40,6 +41,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ring", type=checked(int, _positive), default=None, metavar="N",
                    help="flight-recorder mode: hold the last N rounds of each slot in "
                         "memory, write them only when a finding fires")
+    p.add_argument("--severity", choices=[Severity.ERROR.value, Severity.WARNING.value],
+                   default=Severity.WARNING.value,
+                   help="the lowest severity printed, passed to --on-finding and, with "
+                        "--ring, written (default: warning)")
 
 
 def _summary(t: "WatchTally") -> dict[str, Any]:
@@ -62,7 +67,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     opts = WatchOptions(log=args.llama_log, db=args.db, on_finding=args.on_finding,
                         metrics_port=args.metrics_port, keep=args.keep,
                         keep_for=parse_duration(args.keep_for) if args.keep_for else None,
-                        ring=args.ring)
+                        ring=args.ring, severity=Severity(args.severity))
     if args.llama_log.is_dir():
         raise ConfigError(f"--llama-log {args.llama_log} is a directory: name the log file")
 

@@ -11,11 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from eventlog.postmortem.analyze import analyze
-from eventlog.postmortem.finding import Finding, Severity
+from eventlog.postmortem.finding import SEVERITY_ORDER, Finding, Severity
 from specledger.watch.requests import Request
 
-SHOWN = (Severity.ERROR, Severity.WARNING)
-"""The severities a watch reports as they come (notes are stored with the session)."""
 HOOK_TIMEOUT_S = 30.0
 _HOOK_QUEUE = 256  # findings waiting for a slow hook beyond this are dropped, and counted
 
@@ -24,6 +22,12 @@ def judge(req: Request) -> list[Finding]:
     """Every detector's findings on the request's events, worst first."""
     findings, _ = analyze(req.journal.events, req.config)
     return findings
+
+
+def reported(findings: list[Finding], floor: Severity) -> list[Finding]:
+    """The findings at least as severe as `floor`: those a watch prints, hands to its hook
+    and, in ring mode, writes the ring for (every finding is stored with its session)."""
+    return [f for f in findings if SEVERITY_ORDER[f.severity] <= SEVERITY_ORDER[floor]]
 
 
 def finding_doc(f: Finding, req: Request, session: int | None, log: str) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eventlog import open_db
-from eventlog.postmortem.finding import Finding
-from specledger.watch.findings import SHOWN, FindingHook, finding_doc, finding_line, judge
+from eventlog.postmortem.finding import Finding, Severity
+from specledger.watch.findings import FindingHook, finding_doc, finding_line, judge, reported
 from specledger.watch.follower import Chunk, LogFollower, Switch
 from specledger.watch.metrics import WatchMetrics
 from specledger.watch.prune import prune
@@ -46,7 +46,7 @@ _FIRST_TASK = re.compile(rb"\| task \d+ \| processing task")
 class WatchOptions:
     """What to follow and keep: the log, the ledger, the hook, the metrics port, the
     bounds (`keep` sessions, sessions younger than `keep_for`, `ring` rounds per slot
-    held in memory) and the poll period."""
+    held in memory), the lowest severity reported (`severity`) and the poll period."""
 
     log: Path
     db: str
@@ -55,6 +55,7 @@ class WatchOptions:
     keep: int | None = None
     keep_for: timedelta | None = None
     ring: int | None = None
+    severity: Severity = Severity.WARNING
     poll_s: float = 0.05
     settle_s: float = 0.05
 
@@ -165,7 +166,7 @@ class Watcher:
                 self.tally.skipped += 1
                 continue
             findings = judge(req)
-            shown = [f for f in findings if f.severity in SHOWN]
+            shown = reported(findings, self.opts.severity)
             self.metrics.request(req, findings)
             if self.ring is not None:
                 self.ring.add(req)

@@ -11,6 +11,7 @@ from adapters.llama.ledger import record_log
 from adapters.llama.logread import parse_log, read_log
 from eventlog import list_sessions, open_db
 from eventlog.postmortem.analyze import postmortem_session
+from eventlog.postmortem.finding import Severity
 from specledger.api import session_turns
 from specledger.observed import UnitJournal
 from specledger.watch.loop import Watcher, WatchOptions
@@ -129,6 +130,10 @@ def test_ring_mode_writes_only_when_a_finding_fires(tmp_path: Path) -> None:
     fired = watched(tmp_path / "b.log", str(tmp_path / "b.db"), "edited-history", ring=1000)
     assert fired.tally.findings == 1
     assert [task for _, _, _, task, _ in rows(str(tmp_path / "b.db"))] == [0, 11]
+    # A warning does not fire a ring that waits for errors.
+    waiting = watched(tmp_path / "c.log", str(tmp_path / "c.db"), "edited-history", ring=1000,
+                      severity=Severity.ERROR)
+    assert (waiting.tally.findings, waiting.tally.recorded) == (0, 0)
 
 
 def test_the_ring_holds_a_bounded_number_of_rounds(tmp_path: Path) -> None:
