@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.backend import VerifyOut
-from engine.drafters.base import ChainDrafter
+from engine.drafters.base import ChainDrafter, Drafter
 from engine.services import Services
 from engine.slot import Slot
 from engine.speculative import Block, accepted_block
@@ -58,10 +58,11 @@ def run_round(e: Services, s: Slot, budget: int | None = None) -> Block:
 def prepare(e: Services, s: Slot, budget: int | None = None) -> Round:
     """Open a round on `s`: checkpoint and draft (at most `budget - 1` tokens, see
     `run_round`); the returned round's `batch` is what to verify."""
-    m, b, cfg = s.machine, e.backend, e.config
+    w, b, cfg = e.work[s.id], e.backend, e.config
+    m, drafter = w.machine, w.drafter
     m.round += 1
     k_max = cfg.draft_max if budget is None else min(cfg.draft_max, budget - 1)
-    if s.drafter is None or k_max < 1:
+    if drafter is None or k_max < 1:
         return _plain(e, s)
     strategy = e.strategy
     pos0 = s.state.position
@@ -73,19 +74,19 @@ def prepare(e: Services, s: Slot, budget: int | None = None) -> Round:
         begin["tensors"] = b.capabilities.checkpoint_tensors
     m.fire(Trigger.BEGIN, b.now() - t, begin)
     t = b.now()
-    drafts = s.drafter.propose(b, s.state, s.tokens, k_max)
-    stats = s.drafter.stats()
-    m.fire(Trigger.DRAFT, b.now() - t, {"drafts": drafts, "drafter": s.drafter.name, **stats})
+    drafts = drafter.propose(b, s.state, s.tokens, k_max)
+    stats = drafter.stats()
+    m.fire(Trigger.DRAFT, b.now() - t, {"drafts": drafts, "drafter": drafter.name, **stats})
     if not drafts:
         return _plain(e, s)
-    return Round(s, b, cfg, strategy, [s.tokens[-1], *drafts], Trigger.VERIFY, pos0, saved,
-                 _draft_state(s, stats, len(drafts)))
+    return Round(s, w, b, cfg, strategy, [s.tokens[-1], *drafts], Trigger.VERIFY, pos0, saved,
+                 _draft_state(drafter, stats, len(s.tokens) - 1 + len(drafts)))
 
 
 def _plain(e: Services, s: Slot) -> Round:
     """A non-speculative step: verify only the last committed token."""
-    return Round(s, e.backend, e.config, e.strategy, [s.tokens[-1]], Trigger.DECODE,
-                 s.state.position)
+    return Round(s, e.work[s.id], e.backend, e.config, e.strategy, [s.tokens[-1]],
+                 Trigger.DECODE, s.state.position)
 
 
 def record(r: Round, res: Verified) -> None:
@@ -96,46 +97,47 @@ def record(r: Round, res: Verified) -> None:
         payload = {"drafts": r.drafts, "targets": r.out.targets, "batch": n}
         if r.trigger is Trigger.VERIFY:
             payload["drafted"] = n - 1
-    r.slot.machine.fire(r.trigger, res.duration, {**payload, **res.shared})
+    r.work.machine.fire(r.trigger, res.duration, {**payload, **res.shared})
 
 
 def settle(e: Services, r: Round) -> Block | None:
     """Judge the recorded verify: accept every draft or roll back to the accepted
     boundary, then commit; None when the strategy asks to verify again (the round's
     next verify is a RETRY)."""
-    s, b, drafts = r.slot, e.backend, r.drafts
+    s, m, b, drafts = r.slot, r.work.machine, e.backend, r.drafts
     block = accepted_block(drafts, r.verified.targets, b.template.eog_ids,
                            e.config.eog_policy)
     if block.consumed == len(r.batch):
-        s.machine.fire(Trigger.ACCEPT, 0.0, {"matched": block.accepted, "eog": block.eog})
+        m.fire(Trigger.ACCEPT, 0.0, {"matched": block.accepted, "eog": block.eog})
         t = b.now()
         if drafts:
             r.strategy.accept(r)
     else:
-        s.machine.fire(Trigger.REJECT, 0.0, {"matched": block.accepted, "eog": block.eog,
-                                             "cut": block.cut})
+        m.fire(Trigger.REJECT, 0.0, {"matched": block.accepted, "eog": block.eog,
+                                     "cut": block.cut})
         if not r.strategy.roll_back(r, block):
             r.trigger = Trigger.RETRY
             return None
         t = b.now()
     commit(e, s, block, t, r.draft_facts)
-    if drafts and s.drafter is not None:
-        s.drafter.on_commit(len(drafts), block.accepted)
+    if drafts and r.work.drafter is not None:
+        r.work.drafter.on_commit(len(drafts), block.accepted)
     return block
 
 
-def _draft_state(s: Slot, stats: dict[str, int], k: int) -> tuple[int | None, int | None]:
+def _draft_state(drafter: Drafter, stats: dict[str, int], expected: int
+                 ) -> tuple[int | None, int | None]:
     """Invariant 6's facts after drafting: the draft state's position as its drafter
-    reports it, and where it belongs: the slot's tokens but the last, then the last and
-    the drafter's own drafts but the last (each draft is fed back to draft the next).
-    In a chain the member that drafted reports (the chain's merged numbers would not say
-    whose state drafted); unknown (None) for a drafter without a state."""
-    if isinstance(s.drafter, ChainDrafter):
-        stats = s.drafter.used.stats() if s.drafter.used is not None else {}
+    reports it, and where it belongs (`expected`: the slot's tokens but the last, then
+    the last and the drafter's own drafts but the last, each draft fed back to draft the
+    next). In a chain the member that drafted reports (the chain's merged numbers would
+    not say whose state drafted); unknown (None) for a drafter without a state."""
+    if isinstance(drafter, ChainDrafter):
+        stats = drafter.used.stats() if drafter.used is not None else {}
     position = stats.get("draft_position")
     if position is None:
         return None, None
-    return position, len(s.tokens) - 1 + k
+    return position, expected
 
 
 def commit(e: Services, s: Slot, block: Block, t: float,
@@ -143,14 +145,15 @@ def commit(e: Services, s: Slot, block: Block, t: float,
     """Commit `block` (the state is already at its boundary) and check the invariants.
     `t` is when the commit work began on the backend's clock; `draft` is invariant 6's
     (draft state position, where it belongs), from `_draft_state`."""
-    m, b, cfg = s.machine, e.backend, e.config
+    w, b, cfg = e.work[s.id], e.backend, e.config
+    m = w.machine
     s.tokens.extend(block.tokens)
     position = s.state.position
     digest = b.digest(s.state)
     audit = b.audit(s.state, s.tokens) if cfg.audit else None
     m.fire(Trigger.COMMIT, b.now() - t, {"append": block.tokens, "position": position,
            "digest": digest, "accepted": block.accepted, "cut": block.cut})
-    s.guard.note_progress()
+    w.guard.note_progress()
     facts = CommitFacts(
         committed=len(block.tokens),
         n_tokens=len(s.tokens),

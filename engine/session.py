@@ -3,7 +3,7 @@
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.backend import Backend
 from engine.config import BackendKind, RunConfig, Schedule
@@ -14,7 +14,7 @@ from engine.metrics import TurnFold, TurnMetrics
 from engine.progress import Progress
 from engine.scheduler import BatchScheduler
 from engine.services import Services
-from engine.slot import Slot
+from engine.slot import Slot, SlotWork
 from engine.strategies import RollbackStrategy, strategy_for
 from engine.turn import run_turn
 from fsm.event import Event
@@ -104,23 +104,19 @@ class Session:
                               "verify (capabilities.verify_batch); run it with --schedule "
                               "sequential")
         metrics = TurnFold(journal)
-        self.services = Services(self.backend, config, strategy or strategy_for(config.strategy),
-                                 metrics)
-        seq = itertools.count(1)
-        next_seq = seq.__next__
+        next_seq = itertools.count(1).__next__
         # What every slot's drafter shares: the backend (the MTP head uses its loaded
         # target), ngram-mod's pool, a draft model.
         shared: dict[str, object] = {"backend": self.backend}
-        self.slots = [
-            Slot(
-                id=i,
-                state=self.backend.new_state(),
-                machine=RoundMachine(i, metrics, next_seq, self.backend.now),
-                drafter=make_drafter(config, i, shared),
-                guard=ProgressGuard(config.livelock_guard),
-            )
-            for i in range(config.slots)
-        ]
+        self.slots: list[Slot] = []
+        work: list[SlotWork] = []
+        for i in range(config.slots):
+            self.slots.append(Slot(i, self.backend.new_state()))
+            work.append(SlotWork(RoundMachine(i, metrics, next_seq, self.backend.now),
+                                 make_drafter(config, i, shared),
+                                 ProgressGuard(config.livelock_guard)))
+        self.services = Services(self.backend, config, strategy or strategy_for(config.strategy),
+                                 metrics, work)
         self.scheduler = (BatchScheduler(self.services, self.slots, verify_batch,
                                          journal.end_unit, progress)
                           if batched and verify_batch is not None else None)
@@ -128,7 +124,7 @@ class Session:
     def run_turn(self, slot: Slot) -> TurnMetrics:
         """The next turn of one slot, alone (each verify its own forward, whatever the
         schedule: batching needs every slot's turn at once, `run`)."""
-        turn = slot.machine.turn + 1
+        turn = self.services.work[slot.id].machine.turn + 1
         question = self.conversation.question(slot.id, turn)
         try:
             metrics = run_turn(self.services, slot, question, self.journal.end_unit,
@@ -139,6 +135,12 @@ class Session:
         if self.progress is not None:
             self.progress.turn_done()
         return metrics
+
+    def view(self, slot: Slot) -> dict[str, Any]:
+        """The live slot state, in the projection's terms."""
+        return {"slot": slot.id, "tokens": list(slot.tokens), "position": slot.state.position,
+                "state": self.services.work[slot.id].machine.state.value,
+                "digest": self.backend.digest(slot.state)}
 
     def run(self) -> list[TurnMetrics]:
         """All turns of all slots (turn-major, so slots interleave like a server's)."""
@@ -156,7 +158,8 @@ class Session:
     def _batched_turns(self, scheduler: BatchScheduler) -> list[TurnMetrics]:
         """The next turn of every slot, in lockstep (`engine/scheduler.py`); a failure is
         recorded on the slots whose work raised."""
-        questions = [self.conversation.question(s.id, s.machine.turn + 1) for s in self.slots]
+        questions = [self.conversation.question(s.id, w.machine.turn + 1)
+                     for s, w in zip(self.slots, self.services.work, strict=True)]
         try:
             return scheduler.run_turns(questions)
         except Exception as exc:
@@ -167,5 +170,6 @@ class Session:
         """Record `exc` as the failure of `slots`, after the whole units before it."""
         self.journal.end_unit()
         for slot in slots:
-            slot.machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
+            machine = self.services.work[slot.id].machine
+            machine.fire(Trigger.FAIL, 0.0, {"error": f"{type(exc).__name__}: {exc}"})
         self.journal.end_unit()

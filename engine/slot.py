@@ -1,12 +1,11 @@
-"""A slot: one conversation's committed tokens, model state and context checkpoints, and
-the plan for reusing them when the next request arrives."""
+"""A slot: one conversation's committed tokens, model state and context checkpoints, the
+plan for reusing them when the next request arrives, and what works on the slot."""
 
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from engine.backend import Backend, SeqState, Snapshot
+from engine.backend import SeqState, Snapshot
 from engine.drafters import Drafter
 from engine.speculative import common_prefix
 from fsm.invariants import ProgressGuard
@@ -55,18 +54,24 @@ def plan_reuse(
 
 
 @dataclass
-class Slot:
-    """Everything one conversation owns: its state, the machine its events go through,
-    its drafter and progress guard (each holds the slot's own history), `tokens`
-    committed, `transcript` what the user saw (prompt + visible answer through EOG), and
-    its context checkpoints. The backend and configuration every slot shares are passed
-    where they are used (`engine.services.Services`)."""
+class SlotWork:
+    """What works on one slot, each keeping that slot's own history: the machine its
+    events go through (with the turn and round numbers), its drafter, its progress
+    guard."""
 
-    id: int
-    state: SeqState
     machine: RoundMachine
     drafter: Drafter | None
     guard: ProgressGuard
+
+
+@dataclass
+class Slot:
+    """One conversation's data: its model state, `tokens` committed, `transcript` what
+    the user saw (prompt + visible answer through EOG), and its context checkpoints. What
+    works on it is passed where it is used (`engine.services.Services`)."""
+
+    id: int
+    state: SeqState
     tokens: list[int] = field(default_factory=list)
     transcript: list[int] = field(default_factory=list)
     ring: deque[CtxCheckpoint] = field(default_factory=deque)
@@ -80,13 +85,3 @@ class Slot:
     def drop_ctx_beyond(self, position: int) -> None:
         """Forget checkpoints that belong to a history no longer in the slot."""
         self.ring = deque(c for c in self.ring if c.position <= position)
-
-    def view(self, backend: Backend) -> dict[str, Any]:
-        """The live slot state, in the projection's terms."""
-        return {
-            "slot": self.id,
-            "tokens": list(self.tokens),
-            "position": self.state.position,
-            "state": self.machine.state.value,
-            "digest": backend.digest(self.state),
-        }

@@ -12,6 +12,7 @@ from engine.slot import CtxCheckpoint, Slot, plan_reuse
 from engine.speculative import Block, visible_answer
 from fsm.errors import InvariantViolationError
 from fsm.invariants import check_turn_end
+from fsm.machine import RoundMachine
 from fsm.payloads import Prefill
 from fsm.states import Trigger
 
@@ -37,10 +38,11 @@ def run_turn(
 
 @dataclass
 class OpenTurn:
-    """A turn between its prefill and its end: the slot, its prompt, and where the
-    answer begins in the slot's tokens."""
+    """A turn between its prefill and its end: the slot, the machine its events go
+    through, its prompt, and where the answer begins in the slot's tokens."""
 
     slot: Slot
+    machine: RoundMachine
     prompt: list[int]
     answer_start: int
 
@@ -56,12 +58,11 @@ class OpenTurn:
     def close_round(self, block: Block, progress: Progress | None) -> bool:
         """Close a committed round: False when it ended the answer, else the next round
         is announced (NEXT)."""
-        s = self.slot
         if progress is not None:
             progress.tokens(len(block.tokens))
         if block.eog is not None:
             return False
-        s.machine.fire(Trigger.NEXT)
+        self.machine.fire(Trigger.NEXT)
         return True
 
 
@@ -72,13 +73,14 @@ def open_turn(e: Services, s: Slot, question: Sequence[int],
     answer_start = len(prompt)
     if progress is not None:  # the prefill committed the answer's first token
         progress.tokens(len(s.tokens) - answer_start)
-    return OpenTurn(s, prompt, answer_start)
+    return OpenTurn(s, e.work[s.id].machine, prompt, answer_start)
 
 
 def start_turn(e: Services, s: Slot, question: Sequence[int]) -> list[int]:
     """Open a turn: reuse what the slot can, repair the recurrent state if it must,
     prefill the rest and commit the first answer token. Returns the prompt."""
-    m, b = s.machine, e.backend
+    w, b = e.work[s.id], e.backend
+    m = w.machine
     m.turn += 1
     m.round = 0
     prompt = b.template.next_prompt(s.transcript, question)
@@ -89,8 +91,8 @@ def start_turn(e: Services, s: Slot, question: Sequence[int]) -> list[int]:
            "prompt_tokens": len(prompt), "kept": plan.kept,
            "f_keep": plan.kept / slot_len if slot_len else 1.0})
     s.drop_ctx_beyond(min(plan.kept, len(prompt) - 1))
-    if s.drafter is not None:
-        s.drafter.new_request()
+    if w.drafter is not None:
+        w.drafter.new_request()
     if plan.restore is not None or plan.reset:
         _repair(e, s, plan.restore, plan.reprefill)
     _prefill(e, s, prompt, plan.start)
@@ -99,7 +101,7 @@ def start_turn(e: Services, s: Slot, question: Sequence[int]) -> list[int]:
 
 def _repair(e: Services, s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) -> None:
     """Bring the recurrent state back to a context checkpoint (or to nothing)."""
-    m, b = s.machine, e.backend
+    m, b = e.work[s.id].machine, e.backend
     old = s.state.position
     t = b.now()
     if ckpt is None:
@@ -118,7 +120,7 @@ def _prefill(e: Services, s: Slot, prompt: Sequence[int], start: int) -> None:
     The first `reprefill` tokens processed are history seen before; the fold counts their
     share of each chunk's time as the turn's repeated prefill (`reprefill_s`). Splitting
     chunks there instead would add events and change recorded sessions."""
-    m, b, cfg = s.machine, e.backend, e.config
+    m, b, cfg = e.work[s.id].machine, e.backend, e.config
     end = len(prompt)
     header_at = end - len(b.template.header)
     stops = {p for p in range(cfg.ctx_checkpoint_every, end, cfg.ctx_checkpoint_every)}
@@ -144,7 +146,7 @@ def end_turn(e: Services, turn: OpenTurn, end_unit: Callable[[], None]) -> TurnM
     """Close the turn: the transcript, the slot checked against what the user saw
     (invariant 1), END_TURN with the turn's metrics (folded from its events)."""
     s, prompt, answer_start = turn.slot, turn.prompt, turn.answer_start
-    m = s.machine
+    m = e.work[s.id].machine
     answer = visible_answer(s.tokens[answer_start:], e.backend.template.eog_ids)
     s.transcript = [*prompt, *answer]
     for v in check_turn_end(s.tokens, s.transcript):

@@ -33,7 +33,7 @@ def sim_replay(trace: Trace, drafter: str, profile: CostProfile, mtp_token_s: fl
         max_answer_tokens=cap)
     session = Session(config, MemoryJournal(), backend=SimBackend(config, profile))
     if drafter != "none":
-        session.slots[0].drafter = ScriptedDrafter([(r.drafted, r.accepted)
+        session.services.work[0].drafter = ScriptedDrafter([(r.drafted, r.accepted)
                                                     for r in trace.rounds])
     t = session.run()[0]
     draft_s = t.drafted * mtp_token_s if drafter == "mtp" else 0.0

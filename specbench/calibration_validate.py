@@ -113,7 +113,7 @@ def sim_replay(run: TorchRun, torch_config: RunConfig, profile: CostProfile
     )
     session = Session(config, MemoryJournal(), backend=SimBackend(config, profile))
     if torch_config.drafter != "none":
-        session.slots[0].drafter = ScriptedDrafter(run.script)
+        session.services.work[0].drafter = ScriptedDrafter(run.script)
     t = session.run()[0]
     return {"prompt_tokens": t.prompt_tokens, "generated": t.generated_tokens,
             "rounds": t.rounds, "drafted": t.drafted, "accepted": t.accepted,

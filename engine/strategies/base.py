@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from engine.backend import Backend, Keep, SeqState, Snapshot, VerifyOut
 from engine.config import RunConfig
-from engine.slot import Slot
+from engine.slot import Slot, SlotWork
 from engine.speculative import Block
 from fsm.states import Trigger
 
@@ -21,6 +21,7 @@ class Round:
     `draft_facts`: invariant 6's (draft state position, where it belongs)."""
 
     slot: Slot
+    work: SlotWork
     backend: Backend
     config: RunConfig
     strategy: "RollbackStrategy"

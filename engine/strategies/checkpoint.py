@@ -26,12 +26,12 @@ class Checkpoint(RollbackStrategy):
     def roll_back(self, r: Round, block: Block) -> bool:
         """Restore the snapshot, replay the accepted prefix; under `reverify`, False when
         the replay's verdict differs and the guard lets the round try again."""
-        b, m, s = r.backend, r.slot.machine, r.slot
+        b, m = r.backend, r.work.machine
         replay = r.batch[:block.consumed]
         self._restore(r, "checkpoint")
         policy = r.config.replay_policy
         t = b.now()
-        targets = b.forward(s.state, replay)
+        targets = b.forward(r.state, replay)
         m.fire(Trigger.REPLAY, b.now() - t, {"mode": policy.value, "tokens": len(replay)})
         if policy is not ReplayPolicy.REVERIFY:
             return True
@@ -45,10 +45,10 @@ class Checkpoint(RollbackStrategy):
                                  actual=targets[at])
         if not livelock:
             return False
-        m.fire(Trigger.LIVELOCK, 0.0, {"position": r.position, "restores": s.guard.restores,
+        m.fire(Trigger.LIVELOCK, 0.0, {"position": r.position, "restores": r.work.guard.restores,
                                        "cycle": LIVELOCK_CYCLE, "resolution": "reconstruct"})
         t = b.now()
-        b.forward(s.state, replay)
+        b.forward(r.state, replay)
         m.fire(Trigger.REPLAY, b.now() - t, {"mode": "reconstruct", "tokens": len(replay),
                                              "guard": True})
         return True
@@ -57,14 +57,14 @@ class Checkpoint(RollbackStrategy):
     def _restore(r: Round, mode: str, **extra: int) -> bool:
         """Restore the round's snapshot and record it; True when the guard sees a
         livelock."""
-        b, s = r.backend, r.slot
+        b, w = r.backend, r.work
         if r.saved is None:
             raise RuntimeError("a checkpoint round rolls back without its snapshot")
         t = b.now()
-        b.restore(s.state, r.saved)
-        livelock = s.guard.note_restore(r.position)
+        b.restore(r.state, r.saved)
+        livelock = w.guard.note_restore(r.position)
         if b.capabilities.checkpoint_tensors:
             extra = {**extra, "tensors": b.capabilities.checkpoint_tensors}
-        s.machine.fire(Trigger.RESTORE, b.now() - t, {
+        w.machine.fire(Trigger.RESTORE, b.now() - t, {
             "mode": mode, "bytes": b.state_bytes(), "position": r.position, **extra})
         return livelock

@@ -19,7 +19,7 @@ class InputReplay(RollbackStrategy):
 
     def roll_back(self, r: Round, block: Block) -> bool:
         """Discard the positions past the boundary (nothing to copy), replay the rest."""
-        b, m = r.backend, r.slot.machine
+        b, m = r.backend, r.work.machine
         m.fire(Trigger.RESTORE, 0.0, {"mode": "discard", "bytes": 0, "position": r.position})
         t = b.now()
         b.replay_inputs(r.state, r.verified.kept, block.consumed)

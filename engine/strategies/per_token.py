@@ -18,7 +18,7 @@ class PerToken(RollbackStrategy):
         b, index = r.backend, block.consumed - 1
         t = b.now()
         b.select(r.state, r.verified.kept, index)
-        r.slot.machine.fire(Trigger.RESTORE, b.now() - t, {
+        r.work.machine.fire(Trigger.RESTORE, b.now() - t, {
             "mode": "select", "index": index, "bytes": b.state_bytes(),
             "position": r.state.position})
         return True

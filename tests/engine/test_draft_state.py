@@ -48,11 +48,11 @@ class StatefulDrafter:
 def run(lag: int, chain: bool = False, strict: bool = False) -> list[dict]:
     journal = MemoryJournal()
     session = Session(CONFIG.replace(strict=strict), journal)
-    for slot in session.slots:
-        assert slot.drafter is not None
-        slot.drafter = StatefulDrafter(slot.drafter, lag)
+    for work in session.services.work:
+        assert work.drafter is not None
+        work.drafter = StatefulDrafter(work.drafter, lag)
         if chain:
-            slot.drafter = ChainDrafter([slot.drafter])
+            work.drafter = ChainDrafter([work.drafter])
     session.run()
     return [e.payload for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
 

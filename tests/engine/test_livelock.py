@@ -35,7 +35,7 @@ def test_without_guard_the_round_never_commits() -> None:
     with pytest.raises(_Budget):
         for _ in range(500):
             run_round(session.services, slot)
-            slot.machine.fire(Trigger.NEXT)
+            session.services.work[slot.id].machine.fire(Trigger.NEXT)
     tail = journal.events[-5000:]
     restores = [e for e in tail if e.trigger is Trigger.RESTORE]
     assert len(restores) > 1000
@@ -47,7 +47,7 @@ def test_guard_ends_the_livelock_and_records_it() -> None:
     session, slot, journal = open_slot(RunConfig(**LIVELOCK_CONFIG, livelock_guard=2))
     for _ in range(300):
         run_round(session.services, slot)
-        slot.machine.fire(Trigger.NEXT)
+        session.services.work[slot.id].machine.fire(Trigger.NEXT)
     livelocks = [e for e in journal.events if e.trigger is Trigger.LIVELOCK]
     assert livelocks
     assert livelocks[0].payload["cycle"][:4] == ["verify", "reject", "restore", "replay"]
@@ -61,5 +61,5 @@ def test_reconstruct_never_livelocks() -> None:
     session, slot, journal = open_slot(config)
     for _ in range(300):
         run_round(session.services, slot)
-        slot.machine.fire(Trigger.NEXT)
+        session.services.work[slot.id].machine.fire(Trigger.NEXT)
     assert not [e for e in journal.events if e.trigger is Trigger.LIVELOCK]

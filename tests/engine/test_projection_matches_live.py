@@ -38,11 +38,11 @@ def test_projection_equals_live_state_at_every_turn_end(
         for slot in session.slots:
             session.run_turn(slot)
             views = project(journal.events)
-            started = [s for s in session.slots if s.machine.turn > 0]
+            started = [s for s in session.slots if session.services.work[s.id].machine.turn > 0]
             assert sorted(views) == [s.id for s in started]
             for live in started:
                 view = views[live.id]
-                expected = live.view(session.backend)
+                expected = session.view(live)
                 assert view.tokens == expected["tokens"]
                 assert view.position == expected["position"]
                 assert view.digest == expected["digest"]

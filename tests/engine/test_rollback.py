@@ -31,7 +31,7 @@ def test_state_digest_equals_sequential_digest_for_1000_rounds(
     for i in range(ROUNDS):
         block = run_round(session.services, slot)
         partial += block.accepted < 8
-        slot.machine.fire(Trigger.NEXT)
+        session.services.work[slot.id].machine.fire(Trigger.NEXT)
         if i % 97 == 0:  # an independent recomputation, not the engine's own audit cache
             position = slot.state.position
             assert session.backend.digest(slot.state) == _sequential_digest(slot.tokens[:position])
@@ -46,7 +46,7 @@ def test_none_is_caught_at_the_first_partial_rejection() -> None:
     session, slot, journal = open_slot(config)
     for _ in range(50):
         run_round(session.services, slot)
-        slot.machine.fire(Trigger.NEXT)
+        session.services.work[slot.id].machine.fire(Trigger.NEXT)
     first_reject = next(e for e in journal.events if e.trigger is Trigger.REJECT)
     first_violation = next(e for e in journal.events
                            if e.trigger is Trigger.INVARIANT_VIOLATION)
@@ -67,7 +67,7 @@ def test_strict_mode_raises_on_violation() -> None:
     with pytest.raises(InvariantViolationError, match="state_truth"):
         for _ in range(50):
             run_round(session.services, slot)
-            slot.machine.fire(Trigger.NEXT)
+            session.services.work[slot.id].machine.fire(Trigger.NEXT)
 
 
 def test_strategies_cost_differently_on_the_simulated_clock() -> None:
@@ -80,7 +80,7 @@ def test_strategies_cost_differently_on_the_simulated_clock() -> None:
         t0 = session.backend.now()
         for _ in range(200):
             run_round(session.services, slot)
-            slot.machine.fire(Trigger.NEXT)
+            session.services.work[slot.id].machine.fire(Trigger.NEXT)
         times[strategy] = (session.backend.now() - t0) / (len(slot.tokens))
     # checkpoint pays a replay forward after every partial accept
     assert times["per_token"] < times["checkpoint"] / 1.3

@@ -88,7 +88,7 @@ def test_speculative_equals_plain_and_state_stays_true(
     assert [e for e in spec.events if e.trigger is Trigger.REJECT]
     assert not [e for e in spec.events if e.trigger is Trigger.INVARIANT_VIOLATION]
     view = project(spec.events)[0]
-    live = session.slots[0].view(session.backend)
+    live = session.view(session.slots[0])
     assert (view.tokens, view.position, view.digest) == (
         live["tokens"], live["position"], live["digest"])
 
@@ -133,7 +133,7 @@ def test_mtp_drafter_is_lossless(models: tuple[LoadedCheckpoint, Path], plain: l
         journal = MemoryJournal()
         session = Session(config, journal, backend=TorchBackend(config, ckpt),
                           conversation=_Questions())
-        session.slots[0].drafter = MtpDrafter(head)
+        session.services.work[0].drafter = MtpDrafter(head)
         session.run()
         assert _answers(journal) == plain
         assert [e for e in journal.events if e.trigger is Trigger.VERIFY]
@@ -198,7 +198,7 @@ def test_bfloat16_speculative_equals_plain_and_state_stays_true(
     bf16: tuple[LoadedCheckpoint, Path], plain_bf16: list[int], strategy: str
 ) -> None:
     session, spec = _run(bf16, drafter="draft-model", strategy=strategy, dtype="bfloat16")
-    assert session.slots[0].drafter.model.dtype == torch.bfloat16
+    assert session.services.work[0].drafter.model.dtype == torch.bfloat16
     assert _answers(spec) == plain_bf16
     assert [e for e in spec.events if e.trigger is Trigger.REJECT]
     assert not [e for e in spec.events if e.trigger is Trigger.INVARIANT_VIOLATION]
@@ -227,7 +227,7 @@ def test_bfloat16_mtp_drafter_is_lossless(bf16: tuple[LoadedCheckpoint, Path],
     journal = MemoryJournal()
     session = Session(config, journal, backend=TorchBackend(config, ckpt),
                       conversation=_Questions())
-    session.slots[0].drafter = MtpDrafter(head)
+    session.services.work[0].drafter = MtpDrafter(head)
     session.run()
     assert _answers(journal) == plain_bf16
     assert [e for e in journal.events if e.trigger is Trigger.VERIFY]
@@ -252,4 +252,4 @@ def test_shipped_wide_runs_in_bfloat16_with_a_true_state() -> None:
         runs[drafter] = _answers(journal)
     assert runs["mtp"] == runs["none"]
     # The head drafts with the loaded target's embedding and LM head: no second target.
-    assert session.slots[0].drafter.head.target is ckpt.model
+    assert session.services.work[0].drafter.head.target is ckpt.model

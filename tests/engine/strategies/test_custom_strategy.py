@@ -22,7 +22,7 @@ class Recompute(RollbackStrategy):
     keep = Keep.NOTHING
 
     def roll_back(self, r: Round, block: Block) -> bool:
-        b, m = r.backend, r.slot.machine
+        b, m = r.backend, r.work.machine
         t = b.now()
         b.reset(r.state)
         m.fire(Trigger.RESTORE, b.now() - t, {"mode": "reset", "position": 0})
