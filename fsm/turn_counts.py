@@ -1,6 +1,6 @@
-"""The counts and times of one turn: what the engine measures live (`engine/metrics.py`)
-and the event log's one fold counts again from the events (`eventlog/fold.py`), one field
-list for both (END_TURN's metrics, docs/events.md)."""
+"""The counts and times of one turn, as the event log's one fold counts them from the
+turn's events (`eventlog/fold.py`): live in a running session (`engine/metrics.py`, which
+records them in END_TURN's metrics, docs/events.md) and again from a stored log."""
 
 from dataclasses import dataclass
 
