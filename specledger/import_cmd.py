@@ -12,9 +12,8 @@ from adapters.llama.logread import read_log
 from adapters.llama.provenance import Provenance, file_sha256
 from adapters.llama.responses import read_responses
 from eventlog import open_db
-from eventlog.fold import fold_profiles
-from eventlog.reader import scan_events
 from specledger import output
+from specledger.api import session_turns
 from specledger.llama_session import LlamaSession, store_llama_session
 
 
@@ -61,7 +60,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                       model_sha256=file_sha256(model) if model is not None else None)
     stored = store_llama_session(args.db, reading, prov, responses=responses)
     doc = summary(stored)
-    profiles = fold_profiles(scan_events(open_db(args.db, create=False), stored.session_id))
+    profiles = session_turns(open_db(args.db, create=False), stored.session_id).profiles
     if args.json:
         output.emit_json({**doc, "turns": output.turn_rows(stored.ledger.turns, profiles)})
         return 0

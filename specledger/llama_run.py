@@ -38,8 +38,7 @@ from engine.errors import ConfigError
 from engine.files import write_file
 from engine.progress import Progress
 from eventlog import open_db
-from eventlog.fold import fold_profiles
-from eventlog.reader import scan_events
+from specledger.api import session_turns
 from specledger.errors import UsageError
 from specledger.llama_session import LlamaSession, record_llama
 from specledger.observed import observe, questions
@@ -195,7 +194,7 @@ def cmd_run_llama(config: RunConfig, db: str, as_json: bool) -> int:
     with output.progress_bar(config, f"llama {config.drafter}", not as_json) as progress:
         done = run_llama(config, db, progress)
     s = done.session
-    profiles = fold_profiles(scan_events(open_db(db, create=False), s.session_id))
+    profiles = session_turns(open_db(db, create=False), s.session_id).profiles
     if as_json:
         output.emit_json({"session": s.session_id, "events": s.ledger.events,
                           "violations": s.ledger.violations, "log": str(done.log_path),

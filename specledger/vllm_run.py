@@ -31,8 +31,7 @@ from engine.model_digest import checkpoint_digest
 from engine.progress import Progress
 from engine.shipped import model_dir
 from eventlog import open_db
-from eventlog.fold import fold_profiles
-from eventlog.reader import scan_events
+from specledger.api import session_turns
 from specledger.errors import UsageError
 from specledger.observed import Observed, observe, questions
 
@@ -164,7 +163,7 @@ def cmd_run_vllm(config: RunConfig, db: str, as_json: bool) -> int:
     with output.progress_bar(config, f"vllm {config.drafter}", not as_json) as progress:
         done = run_vllm(config, db, progress)
     rec = done.recording
-    profiles = fold_profiles(scan_events(open_db(db, create=False), done.session_id))
+    profiles = session_turns(open_db(db, create=False), done.session_id).profiles
     if as_json:
         output.emit_json({"session": done.session_id, "events": rec.events,
                           "violations": rec.violations,
