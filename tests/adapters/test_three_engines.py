@@ -19,8 +19,9 @@ vLLM 0.32's ngram method is not lossless on a CPU without AMX: its Gated DeltaNe
 spec-decode fallback rolls the conv buffer as if every draft were full, so after a short
 ngram draft it reads the wrong conv window (a corrupted answer) or dies on a buffer copy
 (adapters/answers.vllm_run says how). MTP always drafts in full. The ngram test expects
-that finding on such a CPU; on one with vLLM's native conv (AMX, or ARM) it holds ngram to
-losslessness like the others.
+that finding on such a CPU; on one with vLLM's native conv (AMX, or ARM) the native update
+refuses the step instead ("num_accepted_tokens must be in [1, seqlen]") and the engine
+core dies at the first prompt.
 
 The module is marked `vllm` (make test-vllm). One server per engine and method for the
 whole module, answers capped at ANSWER_CAP. The vLLM cases skip without vLLM's environment
@@ -210,7 +211,7 @@ def test_bf16_answers_equal_f32_up_to_near_ties(
     assert precision.explained, report([precision])
 
 
-def test_vllm_ngram_is_named_not_lossless_without_native_conv(
+def test_vllm_ngram_is_named_not_lossless_or_dies(
         ours_bf16: Run, vllm_runs: list[Run], prompts: list[list[int]],
         tmp_path_factory: pytest.TempPathFactory,
         record_property: Callable[[str, object], None]) -> None:
@@ -226,6 +227,9 @@ def test_vllm_ngram_is_named_not_lossless_without_native_conv(
         print(f"{f.kind.value}: {f.explanation}")
         assert f.kind is Kind.SPECULATIVE_NOT_LOSSLESS and "#39273" in f.explanation
     if native_conv():
-        assert not result.failed and not findings and result.explained, report([result])
+        # vLLM's native conv path (AMX, ARM) has a bug of its own: measured on a Xeon with
+        # AMX, the engine core dies at the first prompt's first ngram step.
+        assert result.failed, report([result])
+        assert "num_accepted_tokens must be in [1, seqlen]" in result.failed[0][1]
     else:
         assert result.failed or findings, report([result])
