@@ -11,6 +11,14 @@ def _text(chunks: list[Chunk]) -> bytes:
     return b"".join(c.data for c in chunks)
 
 
+def _read(log: Path, data: bytes) -> LogFollower:
+    """A follower of `log` that has read `data`, all of it."""
+    log.write_bytes(data)
+    f = LogFollower(log)
+    assert _text(f.poll()) == data
+    return f
+
+
 def test_whole_lines_only_and_offsets(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
     log.write_bytes(b"one\ntw")
@@ -28,9 +36,7 @@ def test_whole_lines_only_and_offsets(tmp_path: Path) -> None:
 
 def test_rotation_reads_on_in_the_old_file_until_a_new_one_appears(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
-    log.write_bytes(b"a\n")
-    f = LogFollower(log)
-    assert _text(f.poll()) == b"a\n"
+    f = _read(log, b"a\n")
     os.rename(log, tmp_path / "s.log.1")
     with (tmp_path / "s.log.1").open("ab") as out:  # the server still writes the old file
         out.write(b"b\n")
@@ -41,9 +47,7 @@ def test_rotation_reads_on_in_the_old_file_until_a_new_one_appears(tmp_path: Pat
 
 def test_rotation_drains_the_renamed_file(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
-    log.write_bytes(b"a\n")
-    f = LogFollower(log)
-    f.poll()
+    f = _read(log, b"a\n")
     with log.open("ab") as out:
         out.write(b"b\n")
     os.rename(log, tmp_path / "s.log.1")
@@ -54,9 +58,7 @@ def test_rotation_drains_the_renamed_file(tmp_path: Path) -> None:
 
 def test_truncation_starts_over(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
-    log.write_bytes(b"first line\nsecond line\n")
-    f = LogFollower(log)
-    f.poll()
+    f = _read(log, b"first line\nsecond line\n")
     log.write_bytes(b"new\n")  # same inode, shorter
     chunks = f.poll()
     assert [(c.data, c.switch, c.start) for c in chunks] == [(b"new\n", Switch.TRUNCATED, 0)]
@@ -66,9 +68,7 @@ def test_a_rewrite_past_the_old_offset_is_seen(tmp_path: Path) -> None:
     """A restarted server reopens the path with O_TRUNC and may write more than was read
     before the next poll: the bytes before the offset changed."""
     log = tmp_path / "s.log"
-    log.write_bytes(b"0.00.000.001 I build: old\n")
-    f = LogFollower(log)
-    f.poll()
+    f = _read(log, b"0.00.000.001 I build: old\n")
     with log.open("wb") as out:
         out.write(b"0.00.000.002 I build: new one, longer than the first\n")
     chunks = f.poll()
@@ -78,9 +78,7 @@ def test_a_rewrite_past_the_old_offset_is_seen(tmp_path: Path) -> None:
 
 def test_resume_at_a_cursor_of_the_same_file(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
-    log.write_bytes(b"a\nb\n")
-    f = LogFollower(log)
-    f.poll()
+    f = _read(log, b"a\nb\n")
     cursor = f.cursor_at(2, 2)
     f.close()
     with log.open("ab") as out:
@@ -93,9 +91,7 @@ def test_resume_at_a_cursor_of_the_same_file(tmp_path: Path) -> None:
 
 def test_a_cursor_of_another_file_is_not_used(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
-    log.write_bytes(b"a\nb\n")
-    f = LogFollower(log)
-    f.poll()
+    f = _read(log, b"a\nb\n")
     cursor = f.cursor()
     f.close()
     log.unlink()
