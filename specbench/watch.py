@@ -87,7 +87,8 @@ def run(opts: BenchOptions) -> SuiteResult:
          if found else ""),
         (f"ring mode ({plan.ring_rounds} rounds/slot): watch RSS",
          f"{early:.1f} -> {late:.1f} MiB ({100 * growth:+.1f}%)",
-         f"{ringed.requests} requests, {len(rss)} samples, max {max(rss):.1f} MiB"),
+         f"{ringed.requests} requests, {len(rss)} samples; first {rss[0]:.1f} MiB "
+         f"(warming up), max {max(rss):.1f} MiB"),
         ("ring mode: ledger on disk", f"{db_sizes[0]} -> {db_sizes[-1]} bytes",
          f"{ringed.summary['recorded']} request(s) written"),
     ]

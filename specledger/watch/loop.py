@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eventlog import open_db
-from eventlog.postmortem.finding import Finding, Severity
+from eventlog.postmortem.finding import Finding, Kind, Severity
 from specledger.watch.findings import FindingHook, finding_doc, finding_line, judge, reported
 from specledger.watch.follower import Chunk, LogFollower, Switch
 from specledger.watch.metrics import WatchMetrics
@@ -159,14 +159,17 @@ class Watcher:
             if force:
                 return
 
-    def _handle(self, done: list[Request]) -> None:
+    def _handle(self, done: list[Request], stopping: bool = False) -> None:
+        """Record (or hold) each request, judge it, report what is reported. `stopping`:
+        these were cut by this watch's own stop, which is no incident of the server's."""
         for req in done:
             if req.key in self._seen:
                 self._seen.discard(req.key)
                 self.tally.skipped += 1
                 continue
             findings = judge(req)
-            shown = reported(findings, self.opts.severity)
+            shown = [f for f in reported(findings, self.opts.severity)
+                     if not (stopping and f.kind is Kind.RUN_FAILED)]
             self.metrics.request(req, findings)
             if self.ring is not None:
                 self.ring.add(req)
@@ -232,7 +235,7 @@ class Watcher:
             self._chunk(chunk)
         self._take(force=True)
         if self.recorder is not None:
-            self._handle(self.recorder.stop(self.stream.counts))
+            self._handle(self.recorder.stop(self.stream.counts), stopping=True)
             self._save_cursor()
         self.tally.pruned += prune(self.engine, self.log, self.opts.keep, self.opts.keep_for)
         if self.ring is not None:

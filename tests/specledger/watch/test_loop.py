@@ -73,6 +73,7 @@ def test_stop_records_the_request_in_flight_and_resume_records_each_once(
     drip(first, log, data[:middle])
     first.finish()
     assert (first.tally.recorded, first.tally.incomplete) == (3, 1)
+    assert first.tally.findings == 0  # the watch's own stop is no incident to report
     cursor = load_cursor(open_db(db, create=False), str(log))
     assert cursor is not None and cursor.offset == middle
     second = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
