@@ -14,6 +14,7 @@ from tokenizers import Tokenizer
 from engine.backend import Capabilities, Keep, VerifyOut
 from engine.config import RunConfig
 from engine.errors import BackendError
+from engine.hybrid.compiled import decode_step
 from engine.hybrid.device import resolve_device, synchronize, torch_dtype
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
@@ -107,6 +108,7 @@ class TorchBackend:
         self.template = template_for(ckpt.tokenizer)
         self.params = SamplingParams(config.temperature, config.top_k, config.top_p)
         self.gen = torch.Generator().manual_seed(config.seed)
+        self.compiled = config.compile
         self._bytes = self.model.new_state().state_bytes
         # Per live state, dropped with it: the audit twin and the hidden-state history.
         self._audits: WeakKeyDictionary[HybridState, tuple[HybridState, list[int]]] = (
@@ -202,11 +204,15 @@ class TorchBackend:
 
     def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over [last committed, drafts...], keeping what `keep` says."""
-        start = state.position
-        logits, kept = self.model.verify(self._ids(batch), state, keep, self.kernels)
-        self._store_hidden(state, start)
-        targets = self._targets(logits[0], list(batch[1:]))
-        return VerifyOut(targets, kept)
+        start, ids = state.position, self._ids(batch)
+        if self.compiled and keep is Keep.NOTHING and len(batch) == 1:  # a plain decode step
+            logits, hidden = decode_step(self.model, ids, state)
+            self._file_hidden(state, start, hidden[0])
+            kept = None
+        else:
+            logits, kept = self.model.verify(ids, state, keep, self.kernels)
+            self._store_hidden(state, start)
+        return VerifyOut(self._targets(logits[0], list(batch[1:])), kept)
 
     def verify_batch(self, states: Sequence[HybridState], batches: Sequence[Sequence[int]],
                      keeps: Sequence[Keep]) -> list[VerifyOut]:
