@@ -129,7 +129,8 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
                     config.draft_model, dtype=torch_dtype(config.dtype),
                     device=resolve_device(config.device)).model.eval()
             return DraftModelDrafter(shared["draft-model"],
-                                     keep_checkpoints=config.draft_checkpoints == "keep")
+                                     keep_checkpoints=config.draft_checkpoints == "keep",
+                                     compiled=config.compile)
     raise ConfigError(f"drafter: '{name}' is not available on the {config.backend} backend")
 
 

@@ -5,6 +5,7 @@ rejected drafts. It keeps a checkpoint per round (taken before drafting) and a r
 checkpoints at request boundaries, kept across the requests of a slot (llama.cpp PR
 22521: discarding them at every new request made large agentic sessions recompute the
 draft state over the whole history). `keep_checkpoints=False` reproduces that bug.
+`compiled` drafts through the compiled one-token step (`run --compile`).
 """
 
 from collections import deque
@@ -14,6 +15,7 @@ import torch
 
 from engine.backend import Backend, SeqState
 from engine.drafters.base import BaseDrafter
+from engine.hybrid.compiled import decode_step
 from engine.hybrid.model import HybridModel
 from engine.hybrid.state import StateSnapshot
 from engine.speculative import common_prefix
@@ -31,10 +33,11 @@ class DraftModelDrafter(BaseDrafter):
 
     name = "draft-model"
 
-    def __init__(self, model: HybridModel, keep_checkpoints: bool = True, ring: int = 4
-                 ) -> None:
+    def __init__(self, model: HybridModel, keep_checkpoints: bool = True, ring: int = 4,
+                 compiled: bool = False) -> None:
         self.model = model
         self.keep_checkpoints = keep_checkpoints
+        self.compiled = compiled
         self.state = model.new_state()
         self.seen: list[int] = []  # tokens the state has consumed
         self.ring: deque[tuple[int, StateSnapshot]] = deque(maxlen=ring)
@@ -53,7 +56,10 @@ class DraftModelDrafter(BaseDrafter):
         for i in range(0, len(tokens), UBATCH):
             ids = torch.tensor([list(tokens[i:i + UBATCH])], dtype=torch.long,
                                device=self.model.embed_tokens.weight.device)
-            logits = self.model.forward(ids, self.state, last_only=True)
+            if self.compiled and ids.shape[1] == 1:  # a draft step
+                logits, _ = decode_step(self.model, ids, self.state)
+            else:
+                logits = self.model.forward(ids, self.state, last_only=True)
         assert logits is not None
         return logits[0, -1]
 
