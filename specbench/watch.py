@@ -5,7 +5,8 @@ concurrent `openai` clients.
 - overhead: the clients' tok/s at full speed, without and with a watch following the log
   (passes alternated, a fresh server each; medians): the reader must not slow the server
   it watches. The machine is shared and has 2 cores, which the server, its clients and
-  the watch all want: the spread is wide, and the medians are what to quote.
+  the watch all want: the spread is wide, and the medians are what to quote; what the
+  watch itself spends is its CPU at the steady load, per MiB of log it reads.
 - lag, at a steady load (each client reads an answer 0.2 s before asking again): per
   request, from its last log line (the server's start plus the line's own time) to its
   session committed; per finding, from the line that proves it to the finding printed.
@@ -80,6 +81,8 @@ def run(opts: BenchOptions) -> SuiteResult:
          ", ".join(f"{v:.1f}" for v in tok_s["with"])),
         ("steady load: requests, log volume", f"{lagged.requests}",
          f"{lagged.log_mib_s:.2f} MiB/s of log"),
+        ("steady load: the watch's CPU", f"{100 * lagged.cpu_share:.0f}% of one core",
+         f"{lagged.cpu_share / lagged.log_mib_s:.2f} core-s per MiB of log"),
         ("last log line to session committed", f"median {1e3 * median(ledger):.0f} ms",
          f"p95 {1e3 * pct(ledger, 0.95):.0f} ms, max {1e3 * max(ledger):.0f} ms"),
         ("proving line to finding printed", f"median {1e3 * median(found):.0f} ms"
@@ -90,7 +93,8 @@ def run(opts: BenchOptions) -> SuiteResult:
          f"{ringed.requests} requests, {len(rss)} samples; first {rss[0]:.1f} MiB "
          f"(warming up), max {max(rss):.1f} MiB"),
         ("ring mode: ledger on disk", f"{db_sizes[0]} -> {db_sizes[-1]} bytes",
-         f"{ringed.summary['recorded']} request(s) written"),
+         f"{ringed.summary['recorded']} request(s) written; with SQLite's write-ahead "
+         "log, which holds the cursor's updates and is checkpointed at about 4 MB"),
     ]
     table = md_table(["measure", "value", "detail"], rows)
     goals = [
@@ -106,6 +110,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     ]
     data = {"plan": asdict(plan), "tok_s": tok_s,
             "lag": {"requests": lagged.requests, "log_mib_s": lagged.log_mib_s,
+                    "cpu_share": lagged.cpu_share,
                     "ledger_lag_s": ledger, "finding_lag_s": found,
                     "summary": lagged.summary},
             "ring": {"samples": ringed.samples, "requests": ringed.requests,

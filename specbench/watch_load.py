@@ -244,6 +244,12 @@ def wait_recorded(count: Callable[[], int], n: int, timeout_s: float = 120.0) ->
     return time.monotonic() - start
 
 
+def cpu_s(pid: int) -> float:
+    """The CPU seconds (user and system) a process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     """A process's resident memory now, in MiB (Linux)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

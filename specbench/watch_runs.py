@@ -16,6 +16,7 @@ from eventlog import open_db
 from eventlog.schema import sessions
 from specbench.watch_load import (
     Served,
+    cpu_s,
     drive,
     free_port,
     llama_server,
@@ -65,12 +66,14 @@ def overhead(binary: Path, model: Path, work: Path, seconds: float, repeats: int
 
 @dataclass
 class LagRun:
-    """The steady-load run: requests answered, log bytes written per second, per request
-    the seconds from its last log line to its session committed, per finding the seconds
-    from the line that proves it to the finding printed, and the watch's own summary."""
+    """The steady-load run: requests answered, log bytes written per second, the share of
+    one core the watch used while the clients ran, per request the seconds from its last
+    log line to its session committed, per finding the seconds from the line that proves
+    it to the finding printed, and the watch's own summary."""
 
     requests: int
     log_mib_s: float
+    cpu_share: float
     ledger_lag_s: list[float] = field(default_factory=list)
     finding_lag_s: list[float] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
@@ -82,11 +85,13 @@ def lag(binary: Path, model: Path, work: Path, seconds: float) -> LagRun:
     with llama_server(binary, model, log) as server:
         watch = start_watch(log, str(db), "--metrics-port", str(free_port()))
         _ready(db)
+        cpu0 = cpu_s(watch.proc.pid)
         phase = drive(server.port, CLIENTS, seconds, think_s=THINK_S)
         wait_recorded(lambda: _count(db), len(phase.answered))
+        cpu = cpu_s(watch.proc.pid) - cpu0
         summary = watch.stop()
     run = LagRun(len(phase.answered), log.stat().st_size / 2**20 / phase.seconds,
-                 summary=summary)
+                 cpu / phase.seconds, summary=summary)
     run.ledger_lag_s = _ledger_lags(db, server)
     run.finding_lag_s = [t - server.wall(d["log_t"]) for t, d in watch.findings]
     return run

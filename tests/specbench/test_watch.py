@@ -14,6 +14,7 @@ def test_quick_run(tmp_path: Path) -> None:
     lag = data["lag"]
     assert lag["requests"] > 0 and len(lag["ledger_lag_s"]) == lag["requests"]
     assert lag["summary"]["recorded"] == lag["requests"]
+    assert 0 < lag["cpu_share"] < 2
     ring = data["ring"]
     assert ring["requests"] > 0 and ring["samples"]
     assert ring["summary"]["recorded"] == 0  # nothing fired at error level: nothing written
