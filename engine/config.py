@@ -141,10 +141,10 @@ class RunConfig:
                          choices=("auto", "cpu", "cuda"))
     dtype: DType = option(DType.FLOAT32, "torch: the models' dtype (the target's, its MTP "
                                          "head's and the draft model's)")
-    compile: bool = option(False, "torch: run the one-token decode steps (the target's and "
-                                  "the draft model's) through torch.compile (tens of seconds "
-                                  "at a process's first step, then cached on disk; plain "
-                                  "decode about 2x faster on a CPU)")
+    compile: bool = option(False, "torch: run the one-token steps (the target's, the draft "
+                                  "model's, the MTP head's) through torch.compile (tens of "
+                                  "seconds at a process's first step, then cached on disk; "
+                                  "plain decode about 2x faster on a CPU)")
     threads: int = option(1, "torch: intra-op threads (the shipped model is tiny: one is "
                              "fastest, and far faster on a busy machine)", lo=1)
     temperature: float = option(0.0, "0: greedy verification; > 0: lossless rejection "

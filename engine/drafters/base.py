@@ -118,7 +118,7 @@ def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Dra
                 # The head's weights come from the target's checkpoint; the embedding
                 # and LM head are the loaded target's own (no second load).
                 shared["mtp"] = load_mtp(backend.checkpoint.path, backend.model)
-            return MtpDrafter(shared["mtp"])
+            return MtpDrafter(shared["mtp"], compiled=config.compile)
         case "draft-model":
             from engine.drafters.draft_model import DraftModelDrafter
             from engine.hybrid.device import resolve_device, torch_dtype

@@ -13,17 +13,20 @@ import torch
 from engine.backend import Backend, SeqState
 from engine.drafters.base import BaseDrafter
 from engine.errors import BackendError
+from engine.hybrid.compiled import mtp_step
 from engine.hybrid.mtp import MtpHead
 from engine.speculative import common_prefix
 
 
 class MtpDrafter(BaseDrafter):
-    """Greedy chained drafts from an `MtpHead` bound to the target."""
+    """Greedy chained drafts from an `MtpHead` bound to the target; `compiled`: its
+    one-pair steps through the compiled step (`run --compile`)."""
 
     name = "mtp"
 
-    def __init__(self, head: MtpHead) -> None:
+    def __init__(self, head: MtpHead, compiled: bool = False) -> None:
         self.head = head
+        self.compiled = compiled
         self.cache = head.new_state()
         self.seen: list[int] = []  # tokens whose pairs are cached: pair i uses seen[i + 1]
 
@@ -43,13 +46,18 @@ class MtpDrafter(BaseDrafter):
         hidden = hidden_states(state, keep, p)  # (p - keep, H)
         device = hidden.device
         ids = torch.tensor([list(tokens[keep + 1:p + 1])], dtype=torch.long, device=device)
-        logits, own = self.head.step(hidden[None], ids, self.cache)
+        logits, own = self._step(hidden[None], ids)
         self.seen = list(tokens[:p + 1])
         drafts = [int(logits[0, -1].argmax())]
         h = own[:, -1:]
         while len(drafts) < k:
-            logits, own = self.head.step(h, torch.tensor([[drafts[-1]]], device=device),
-                                         self.cache)
+            logits, own = self._step(h, torch.tensor([[drafts[-1]]], device=device))
             drafts.append(int(logits[0, -1].argmax()))
             h = own[:, -1:]
         return drafts
+
+    def _step(self, hidden: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head's step over pairs (hidden (1, T, H), ids (1, T)) in the drafter's cache."""
+        if self.compiled and ids.shape[1] == 1:
+            return mtp_step(self.head, hidden, ids, self.cache)
+        return self.head.step(hidden, ids, self.cache)

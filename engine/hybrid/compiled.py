@@ -1,16 +1,15 @@
-"""The one-token decode step under `torch.compile` (`run --compile`): a plain decode step
-of a small model is some 900 ATen calls whose dispatch costs more than their arithmetic
-on a CPU, and inductor fuses them into a few loops (shipped target, 1 thread, a busy
-machine: the step 5x faster, a session's plain decode 1.9x, the same tokens). The first
-step in a process compiles (tens of seconds; inductor caches the code on disk for the
-next process); positions and KV capacity are symbolic, so it compiles once.
+"""One-token steps under `torch.compile` (`run --compile`): a model's decode step (the
+target's in a draftless round, the draft model's per draft) and the MTP head's chained
+step. A decode step of a small model is some 900 ATen calls whose dispatch costs more
+than their arithmetic on a CPU, and inductor fuses them into a few loops (shipped target,
+1 thread, a busy machine: the step 5x faster, a session's plain decode 1.9x, the same
+tokens). The first step of each model in a process compiles (tens of seconds; inductor
+caches the code on disk for the next process); positions and KV capacity are symbolic,
+so it compiles once.
 
 Fused loops round differently from eager ATen: a compiled session's state and logits
 differ from an eager one's in the last bits (a token only at a near-tie). The choice is
 part of the session's configuration, so re-execution compiles too."""
-
-from collections.abc import Callable
-from weakref import WeakKeyDictionary
 
 import torch
 import torch.nn.functional as F
@@ -19,27 +18,25 @@ from torch import Tensor
 from engine.backend import Keep
 from engine.hybrid.layers import rotary_tables
 from engine.hybrid.model import HybridModel
+from engine.hybrid.mtp import MtpHead
 from engine.hybrid.state import HybridState
 
-_STEPS: WeakKeyDictionary[HybridModel, Callable[..., tuple[Tensor, Tensor]]] = (
-    WeakKeyDictionary())
+
+def _step(model: HybridModel, ids: Tensor, conv: list[Tensor], recurrent: list[Tensor],
+          keys: list[Tensor], values: list[Tensor], start: int, cos: Tensor, sin: Tensor
+          ) -> tuple[Tensor, Tensor]:
+    hidden, _ = model._stack(model.embed_tokens(ids), conv, recurrent, keys, values, start,
+                             (cos, sin), Keep.NOTHING)
+    # The norm's own forward: its hooks are the eager path's; the caller files the hidden
+    # state this returns.
+    hidden = model.norm.forward(hidden)
+    return F.linear(hidden, model.output_weight), hidden
 
 
-def _compiled(model: HybridModel) -> Callable[..., tuple[Tensor, Tensor]]:
-    """The compiled step of `model`, built once per model (backends share a model)."""
-    if model not in _STEPS:
-        def step(ids: Tensor, conv: list[Tensor], recurrent: list[Tensor], keys: list[Tensor],
-                 values: list[Tensor], start: int, cos: Tensor, sin: Tensor
-                 ) -> tuple[Tensor, Tensor]:
-            hidden, _ = model._stack(model.embed_tokens(ids), conv, recurrent, keys, values,
-                                     start, (cos, sin), Keep.NOTHING)
-            # The norm's own forward: its hooks are the eager path's; the caller files
-            # the hidden state this returns.
-            hidden = model.norm.forward(hidden)
-            return F.linear(hidden, model.output_weight), hidden
-
-        _STEPS[model] = torch.compile(step, dynamic=True)
-    return _STEPS[model]
+# The model is an argument, not a closure: one compiled function, specialised per model
+# on its first step, that keeps no model alive.
+_STEP = torch.compile(_step, dynamic=True)
+_MTP_STEP = torch.compile(MtpHead._run, dynamic=True)
 
 
 @torch.inference_mode()
@@ -49,7 +46,20 @@ def decode_step(model: HybridModel, token: Tensor, state: HybridState) -> tuple[
     c = model.config
     start = state.claim(1)
     cos, sin = rotary_tables(start, 1, c.rotary_dim, c.rope_theta, model.dtype, token.device)
-    out = _compiled(model)(token, state.conv, state.recurrent, state.keys, state.values,
-                           start, cos, sin)
+    out = _STEP(model, token, state.conv, state.recurrent, state.keys, state.values, start,
+                cos, sin)
+    state.advance(1)
+    return out
+
+
+@torch.inference_mode()
+def mtp_step(head: MtpHead, hidden: Tensor, token: Tensor, state: HybridState
+             ) -> tuple[Tensor, Tensor]:
+    """`head.step(hidden, token, state)` for one pair (hidden (1, 1, H), token (1, 1)),
+    compiled: the logits (1, 1, V) and the head's normed output; the cache advances by
+    one."""
+    start = state.claim(1)
+    out = _MTP_STEP(head, hidden, token, state.keys[0], state.values[0], start,
+                    head.rope(start, 1, hidden))
     state.advance(1)
     return out

@@ -65,7 +65,7 @@ class MtpHead(nn.Module):
         c = self.cache_config
         keys, values = (torch.zeros(batch, c.num_key_value_heads, length, c.head_dim,
                                     dtype=hidden.dtype, device=hidden.device) for _ in range(2))
-        return self._run(hidden, next_ids, keys, values, 0)
+        return self._run(hidden, next_ids, keys, values, 0, self.rope(0, length, hidden))
 
     @torch.inference_mode()
     def step(self, hidden: Tensor, next_ids: Tensor,
@@ -74,23 +74,29 @@ class MtpHead(nn.Module):
         the cache in `state` (advanced by T). Roll back a draft with `state.trim(n)`."""
         if state.config != self.cache_config or state.batch_size != hidden.shape[0]:
             raise HybridError("state was not made by this head's new_state for this batch")
-        start = state.claim(hidden.shape[1])
-        out = self._run(hidden, next_ids, state.keys[0], state.values[0], start)
-        state.advance(hidden.shape[1])
+        length = hidden.shape[1]
+        start = state.claim(length)
+        out = self._run(hidden, next_ids, state.keys[0], state.values[0], start,
+                        self.rope(start, length, hidden))
+        state.advance(length)
         return out
 
+    def rope(self, start: int, length: int, like: Tensor) -> tuple[Tensor, Tensor]:
+        """The head layer's rotary cos and sin for positions start..start+length-1, in
+        `like`'s dtype and on its device."""
+        c = self.cache_config
+        return rotary_tables(start, length, c.rotary_dim, c.rope_theta, like.dtype, like.device)
+
     def _run(self, hidden: Tensor, next_ids: Tensor, keys: Tensor, values: Tensor,
-             start: int) -> tuple[Tensor, Tensor]:
+             start: int, rope: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         if hidden.ndim != 3 or next_ids.shape != hidden.shape[:2] or hidden.shape[1] == 0:
             raise HybridError(
                 f"expected hidden (B, T, H) and next_ids (B, T), got {tuple(hidden.shape)} "
                 f"and {tuple(next_ids.shape)}"
             )
-        target, c = self.target, self.cache_config
+        target = self.target
         embedded = self.pre_fc_norm_embedding(target.embed_tokens(next_ids))
         x = self.fc(torch.cat((embedded, self.pre_fc_norm_hidden(hidden)), dim=-1))
-        rope = rotary_tables(start, hidden.shape[1], c.rotary_dim, c.rope_theta, x.dtype,
-                             x.device)
         layer = self.layers[0]
         x = x + layer.self_attn(layer.input_layernorm(x), keys, values, start, rope)
         x = x + layer.mlp(layer.post_attention_layernorm(x))

@@ -37,7 +37,8 @@ def test_steps_match_the_eager_forward(target: LoadedCheckpoint) -> None:
 
 @pytest.mark.parametrize(("drafter", "strategy"), [("none", "checkpoint"),
                                                    ("ngram-simple", "input_replay"),
-                                                   ("draft-model", "per_token")])
+                                                   ("draft-model", "per_token"),
+                                                   ("mtp", "checkpoint")])
 def test_a_compiled_session_answers_as_the_eager_one(target: LoadedCheckpoint, drafter: str,
                                                      strategy: str) -> None:
     answers = {}
