@@ -18,7 +18,7 @@ from eventlog import get_session, open_db
 from specledger import output
 
 _STATUS = {"fitted": "fitted", "bound": "fitted at 0 (bound)", "absent": "not in the log",
-           "unseparated": "not separable: fixed at 0"}
+           "unseparated": "not separable: fixed at 0", "pinned": "pinned"}
 
 
 def add_parser(sub: Any) -> None:
@@ -48,7 +48,7 @@ def _log_path(source: str, db: str) -> Path:
 def term_row(t: Term) -> dict[str, Any]:
     """A term as the JSON output gives it (seconds)."""
     return {"term": t.name, "value_s": t.value, "spread_s": t.spread, "status": t.status,
-            "carried_by": list(t.carried_by)}
+            "carried_by": list(t.carried_by), "source": t.source}
 
 
 def document(path: Path, clock: LogClock, fit: LogFit) -> dict[str, Any]:
@@ -74,9 +74,10 @@ def _print(doc: dict[str, Any]) -> None:
     for t in doc["terms"]:
         spread = "?" if t["spread_s"] is None else f"{1e3 * t['spread_s']:.4f}"
         value = (f"{1e3 * t['value_s']:.4f} ms ± {spread}"
-                 if t["status"] in ("fitted", "bound") else "-")
+                 if t["status"] in ("fitted", "bound", "pinned") else "-")
         carried = f" (carried by {', '.join(t['carried_by'])})" if t["carried_by"] else ""
-        c.print(f"  {t['term']:<30} {value:<26} {_STATUS[t['status']]}{carried}",
+        source = f": {t['source']}" if t["source"] else ""
+        c.print(f"  {t['term']:<30} {value:<26} {_STATUS[t['status']]}{carried}{source}",
                 markup=False, highlight=False)
     for kind, r in doc["residuals"].items():
         c.print(f"  residuals, {kind}: {r['rows']} rows, RMS {100 * r['rms']:.1f}%, median "

@@ -5,6 +5,9 @@ Each round of a task (adapters/llama/taskfold) is timed by the log's line prefix
 first token, for the first round) to its own last line, so it holds everything the
 server did for that round: the drafter's call, the speculative checkpoint saved, the
 verify forward, a restore and its replay, the accept decision and the token lines.
+Inside it, a model drafter's call is timed on its own where the build logs both ends
+(0.3.21 on: `max possible draft` as the slot calls its drafter, `called impl` as the
+drafter returns): `draft_s`, so the drafter's cost is measured, not inferred.
 The segments of a task add up to its decode time; print_timing's `eval time` says
 how the server measured the same span, and the prompt phase is print_timing's
 `prompt eval time` (processed tokens, milliseconds).
@@ -37,7 +40,8 @@ class Segment:
     """One round's wall time and what ran in it: forwards as `(batch, context)` pairs (the
     verify first, then each replay), tokens drafted by a model drafter (`drafter` names
     it; None for a plain step or an n-gram lookup), speculative checkpoints saved and
-    restored, and whether drafts were verified."""
+    restored, and whether drafts were verified; `draft_s` the seconds of the segment
+    the model drafter's call took (None: not logged, or no model drafter)."""
 
     task: int
     seconds: float
@@ -47,6 +51,7 @@ class Segment:
     saves: int
     restores: int
     speculative: bool
+    draft_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -103,10 +108,12 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
     drafter = _drafter(rnd, default)
     drafted = 0 if drafter is None else (rnd.spec_gen or rnd.drafted)
     assert rnd.t_end is not None  # only timed rounds come here
+    span = rnd.draft_span if drafter is not None else None
     return Segment(task=task.task, seconds=rnd.t_end - start,
                    forwards=(verify, *((b, rnd.n_tokens) for b in rnd.replays)),
                    drafter=drafter, drafted=drafted, saves=int(rnd.spec_ckpt is not None),
-                   restores=len(rnd.restores), speculative=rnd.speculative)
+                   restores=len(rnd.restores), speculative=rnd.speculative,
+                   draft_s=None if span is None else span[1] - span[0])
 
 
 def _span(task: LlamaTask) -> tuple[float, float] | None:

@@ -6,19 +6,27 @@ their seconds (engine/sim/nnls.py; unweighted, so the fitted segments add up to 
 measured decode time, which is what tokens/s divides):
 
     segment = launch_s + token_s x tokens forwarded + ctx_token_s x context read
-              + round_s (a speculative round) + draft_token_s[drafter] x tokens a model
-              drafter drafted + save_s x speculative checkpoints saved
+              + round_s (a speculative round) + save_s x speculative checkpoints saved
               + restore_s x restored
+    drafting = draft_token_s[drafter] x tokens a model drafter drafted
+               + draft_call_s[drafter] (its call's fixed cost)
 
-and print_timing's prompt lines give `prefill_token_s` and `prefill_s`. A term the log
-never exercises is absent; a term whose column the others already span, or nearly
-(`SEPARABLE`: an n-gram log's `round_s` beside `save_s`, a checkpoint every speculative
-round; a draft-mtp log's verify batch, always the draft size plus one, beside
-`launch_s`), cannot be separated: it is fixed at 0 and the terms that carry it are
-named. Scheduler stalls of a shared machine are outliers, not costs: the segment
-furthest from the fit is dropped while it lies beyond `OUTLIER_MADS` robust deviations
-(and `OUTLIER_FLOOR`), at most `MAX_DROPPED` of them; their count and excess are
-reported. Each term's spread is its standard error on the final fit.
+Where the log times a model drafter's call on its own (`Segment.draft_s`), a round is
+two rows: its drafting (the drafter's terms only) and the rest (the others), so the
+drafter's cost is measured and taken out of the forward's; elsewhere (older builds) the
+round is one row of both. print_timing's prompt lines give `prefill_token_s` and
+`prefill_s`. A term the log never exercises is absent; a term whose column the others
+already span, or nearly (`SEPARABLE`: an n-gram log's `round_s` beside `save_s`, a
+checkpoint every speculative round; a draft-mtp log's verify batch, always the draft
+size plus one, beside `launch_s`), cannot be separated: it is fixed at 0 and the terms
+that carry it are named. Where the rounds cannot separate `token_s` (a draft-mtp log:
+its verify batch is always the draft size plus one), the prompt lines' `prefill_token_s`
+is taken for it and the rest refitted with it fixed (`pinned`, its source said): the
+same forward's cost per token, measured where the batch varies. Scheduler stalls of a
+shared machine are outliers, not costs: the segment furthest from the fit is dropped
+while it lies beyond `OUTLIER_MADS` robust deviations (and `OUTLIER_FLOOR`), at most
+`MAX_DROPPED` of them; their count and excess are reported. Each term's spread is its
+standard error on the final fit.
 
 Some costs never come apart in a llama log, so the terms are drawn to hold them whole:
 every round runs one verify forward more than it restores (a restore always brings one
@@ -30,7 +38,7 @@ them (the sim's `multi_token_s` stays 0).
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,15 +65,35 @@ def draft_term(drafter: str) -> str:
     return f"draft_token_s[{drafter}]"
 
 
+def call_term(drafter: str) -> str:
+    """The term of a model drafter's fixed cost per call."""
+    return f"draft_call_s[{drafter}]"
+
+
+def _forward_features(s: Segment) -> dict[str, float]:
+    return {"launch_s": 1.0, "token_s": float(sum(b for b, _ in s.forwards)),
+            "ctx_token_s": float(sum(c + b for b, c in s.forwards)),
+            "save_s": float(s.saves), "restore_s": float(s.restores),
+            "round_s": float(s.speculative)}
+
+
+def _draft_features(s: Segment) -> dict[str, float]:
+    if s.drafter is None:
+        return {}
+    return {draft_term(s.drafter): float(s.drafted), call_term(s.drafter): 1.0}
+
+
 def features(s: Segment) -> dict[str, float]:
-    """A segment's column values, by term."""
-    out = {"launch_s": 1.0, "token_s": float(sum(b for b, _ in s.forwards)),
-           "ctx_token_s": float(sum(c + b for b, c in s.forwards)),
-           "save_s": float(s.saves), "restore_s": float(s.restores),
-           "round_s": float(s.speculative)}
-    if s.drafter is not None:
-        out[draft_term(s.drafter)] = float(s.drafted)
-    return out
+    """A segment's column values, by term (its drafting and the rest together)."""
+    return _forward_features(s) | _draft_features(s)
+
+
+def fit_rows(s: Segment) -> list[tuple[float, dict[str, float]]]:
+    """The rows a segment gives the fit, as (seconds, column values): its drafting and
+    the rest apart where the log timed the drafter's call, else the whole round."""
+    if s.draft_s is None or s.drafter is None:
+        return [(s.seconds, features(s))]
+    return [(s.draft_s, _draft_features(s)), (s.seconds - s.draft_s, _forward_features(s))]
 
 
 @dataclass(frozen=True)
@@ -73,13 +101,15 @@ class Term:
     """A fitted term: its value and standard error (seconds; None where the rows leave
     no degree of freedom to estimate it), and how it was settled:
     `fitted`, `absent` (never exercised by the log), `unseparated` (fixed at 0; `carried_by`
-    the terms whose columns span it) or `bound` (fitted at the bound 0)."""
+    the terms whose columns span it), `bound` (fitted at the bound 0) or `pinned` (fixed at
+    a value another part of the same log gives; `source` says which, and why)."""
 
     name: str
     value: float
     spread: float | None
     status: str
     carried_by: tuple[str, ...] = ()
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,15 +168,18 @@ def _residuals(rel: np.ndarray, dropped: int, stall_s: float) -> Residuals:
                      stall_s=stall_s)
 
 
-def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
-                ) -> tuple[dict[str, Term], Residuals]:
-    """Non-negative terms of `a x = y` in least squares: absent and unseparated
-    columns settled first, stalls dropped (worst first), each term's standard error. The
-    residuals are reported relative to each row."""
-    terms: dict[str, Term] = {}
-    present = [j for j in range(a.shape[1]) if np.any(a[:, j])]
+def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray,
+                fixed: Mapping[str, Term] | None = None) -> tuple[dict[str, Term], Residuals]:
+    """Non-negative terms of `a x = y` in least squares: the `fixed` terms charged as
+    given, absent and unseparated columns settled first, stalls dropped (worst first),
+    each term's standard error. The residuals are reported relative to each row."""
+    fixed = fixed or {}
+    terms: dict[str, Term] = dict(fixed)
+    pinned = [j for j, n in enumerate(names) if n in fixed]
+    offset = a[:, pinned] @ np.array([fixed[names[j]].value for j in pinned])
+    present = [j for j in range(a.shape[1]) if np.any(a[:, j]) and j not in pinned]
     for j in range(a.shape[1]):
-        if j not in present:
+        if j not in present and j not in pinned:
             terms[names[j]] = Term(names[j], 0.0, 0.0, "absent")
     kept_local, spanned = _separable([names[j] for j in present], a[:, present])
     for jl, by in spanned.items():
@@ -157,8 +190,8 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
     while True:
         aw = a[keep][:, cols]
         scale = np.abs(aw).max(axis=0)
-        x = nnls(aw / scale, y[keep]) / scale
-        pred = a[:, cols] @ x
+        x = nnls(aw / scale, (y - offset)[keep]) / scale
+        pred = offset + a[:, cols] @ x
         off = np.where(keep, np.abs(y - pred) / np.maximum(pred, 1e-12), 0.0)
         worst = int(np.argmax(off))
         bound = max(OUTLIER_MADS * 1.4826 * float(np.median(off[keep])), OUTLIER_FLOOR)
@@ -170,7 +203,7 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
     active = [i for i in range(len(cols)) if x[i] > 0]
     aw = a[keep][:, [cols[i] for i in active]]
     resid = rel[keep]
-    err = a[keep][:, cols] @ x - y[keep]
+    err = pred[keep] - y[keep]
     dof = int(keep.sum()) - len(active)
     cov = float(err @ err) / max(dof, 1) * np.linalg.pinv(aw.T @ aw)
     for i, j in enumerate(cols):
@@ -183,21 +216,29 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray
     return {n: terms[n] for n in names}, _residuals(resid, dropped, stall_s)
 
 
+PINNED_TOKEN = "from the prompt lines (prefill_token_s), the rounds could not separate it"
+
+
 def fit_log(clock: LogClock) -> LogFit:
-    """The decode terms from the log's segments, the prefill terms from its prompts."""
+    """The decode terms from the log's segments (each drafter's call apart where the log
+    times it), the prefill terms from its prompts; `token_s` from the prompts where the
+    rounds cannot separate it."""
     segs = clock.segments
-    names = list(BASE_TERMS) + sorted({draft_term(s.drafter) for s in segs if s.drafter})
-    rows = [features(s) for s in segs]
-    a = np.array([[r.get(n, 0.0) for n in names] for r in rows])
-    y = np.array([s.seconds for s in segs])
+    drafters = sorted({s.drafter for s in segs if s.drafter})
+    names = list(BASE_TERMS) + [t for d in drafters for t in (draft_term(d), call_term(d))]
+    rows = [r for s in segs for r in fit_rows(s)]
+    a = np.array([[r.get(n, 0.0) for n in names] for _, r in rows])
+    y = np.array([sec for sec, _ in rows])
     if (y <= 0).any():
         raise ValueError("calibrate: a segment of zero length (timestamps out of order)")
+    p_terms, prefill = fit_prompts(clock.prompts) if clock.prompts else ({}, None)
     terms, decode = fit_columns(names, a, y)
-    out = LogFit(terms=terms, decode=decode)
-    if clock.prompts:
-        p_terms, out.prefill = fit_prompts(clock.prompts)
-        out.terms.update(p_terms)
-    return out
+    per_token = p_terms.get("prefill_token_s")
+    if terms["token_s"].status == "unseparated" and per_token is not None and (
+            per_token.status == "fitted"):
+        pin = Term("token_s", per_token.value, per_token.spread, "pinned", source=PINNED_TOKEN)
+        terms, decode = fit_columns(names, a, y, {"token_s": pin})
+    return LogFit(terms=terms | p_terms, decode=decode, prefill=prefill)
 
 
 def fit_prompts(prompts: Sequence[Prompt]) -> tuple[dict[str, Term], Residuals]:

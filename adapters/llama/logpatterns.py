@@ -125,6 +125,9 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
          rf"size = {_INT}\)",
          lambda m, c: Checkpoint(kind=K.SPEC_RESTORED, pos_min=_i(m, 1), pos_max=_i(m, 2),
                                  size_mib=_i(m, 3) / 2**20, **c)),
+        # Printed as the slot's drafter is about to be called (0.3.21 on).
+        (rf"^max possible draft: {_INT}",
+         lambda m, c: Count(kind=K.DRAFT_BEGIN, n=_i(m, 1), **c)),
         (rf"^generate_draft: id={_INT}, #tokens={_INT}, #draft={_INT}, pos_next={_INT}",
          lambda m, c: Draft(kind=K.DRAFT, last=_i(m, 1), n_tokens=_i(m, 2), n_draft=_i(m, 3),
                             pos_next=_i(m, 4), **c)),
@@ -174,7 +177,7 @@ SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
 # Known slot messages that carry nothing the ledger uses.
 SLOT_NOISE = (
     "launching slot", "init sampler", "main/do_checkpoint",
-    "checking checkpoint with", "max possible draft", "new slot", " - skipping",
+    "checking checkpoint with", "new slot", " - skipping",
     "n_gen = ", "total time", "graphs reused",
     "need to evaluate at least 1 token", "waiting for parent", " - copying state",
     "clearing prompt", "saving idle slot", "__TEST_TAG", "alora", "trying to reuse chunks",

@@ -29,6 +29,7 @@ class RecordKind(StrEnum):
     SPEC_CREATED = "spec_created"          # "created speculative checkpoint (...)"
     SPEC_RESTORED = "spec_restored"        # "restoring speculative checkpoint (...)"
     CANDIDATE = "candidate"                # spec: " - seq_id s, draft candidate c, pos p"
+    DRAFT_BEGIN = "draft_begin"            # get_n_draft_: "max possible draft: N"
     DRAFT = "draft"                        # "generate_draft: id=, #tokens=, #draft="
     DECODE = "decode"                      # "slot decode token, id=, n_tokens ="
     VERDICT = "verdict"                    # LLAMA_TRACE: "accepted a/k draft tokens[ (..)]"
@@ -101,7 +102,8 @@ class Count(Record):
     """A record whose content is one count: PROMPT (task.n_tokens), CACHED (n_tokens
     kept when a prompt batch begins), N_PAST_SET, CKPT_CHECK (the threshold a context
     checkpoint is checked against: the common prefix less n_swa + 1), TASK_STARTED (is_child),
-    DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's draft model, no slot)."""
+    DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's draft model, no slot),
+    DRAFT_BEGIN (the most the slot may draft: its drafter is called next)."""
 
     n: int
 

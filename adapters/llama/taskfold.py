@@ -63,6 +63,7 @@ class TaskFolder:
         self.spec: dict[int, Checkpoint] = {}
         self.open: dict[int, LlamaRound] = {}
         self.called: list[DrafterCalled] = []
+        self.draft_begin: dict[int, float | None] = {}  # each slot's drafter call, begun
         self.chain: dict[int, SamplerChain] = {}  # logged as the slot launches its task
         self.params: dict[int, SamplerParams] = {}
 
@@ -130,6 +131,8 @@ class TaskFolder:
                 task.ckpt_threshold = r.n
         elif r.kind in PROMPT_PHASE:
             task.prompt_phase.append(r)
+        elif r.kind is K.DRAFT_BEGIN:
+            self.draft_begin[slot] = r.t
         elif r.kind is K.SPEC_CREATED:
             assert isinstance(r, Checkpoint)
             self.spec[slot] = r
@@ -175,19 +178,24 @@ class TaskFolder:
         rnd = LlamaRound(r.line, r.t, r.last, at, drafted=drafted, last_line=r.line,
                          draft_recomputed=sum(d.reuse_n for d in self.draft_lost))
         self.draft_lost = []
+        begin = self.draft_begin.pop(task.slot, None)
         named = [*self.candidates.pop(task.slot, []), *self.candidates.pop(None, [])]
         cands = sorted((c for c in named if c.rank == 0), key=lambda c: c.pos)
         if drafted and [c.pos for c in cands[:drafted]] == list(range(drafted)):
             rnd.draft_ids = [c.token for c in cands[:drafted]]
         if drafted:
             rnd.spec_ckpt = self.spec.pop(task.slot, None)
-            rnd.spec_type, rnd.spec_gen = self._drafter(r.n_tokens, drafted)
+            called = self._drafter(r.n_tokens, drafted)
+            if called is not None:
+                rnd.spec_type, rnd.spec_gen = called.spec_type, called.gen
+                if begin is not None and called.t is not None:
+                    rnd.draft_span = (begin, called.t)
         self.open[task.slot] = rnd
         task.rounds.append(rnd)
 
-    def _drafter(self, hist: int, gen: int) -> tuple[str | None, int | None]:
-        """The drafter named for a batch of `gen` drafts after `hist` tokens, and the
-        draft size it logged (None, None: not logged); the drafts of every slot are made
+    def _drafter(self, hist: int, gen: int) -> DrafterCalled | None:
+        """The line naming the drafter of a batch of `gen` drafts after `hist` tokens
+        (its draft size is the one it logged; None: not logged); the drafts of every slot are made
         before their batches are verified, so the match is taken out of the pending ones.
         Before 0.3.24 the server cut a draft longer than the answer's remaining tokens
         after the drafter logged it: a longer draft after the same history is that one."""
@@ -195,8 +203,8 @@ class TaskFolder:
             for i, c in enumerate(self.called):
                 if c.hist == hist and (c.gen > gen if cut else c.gen == gen):
                     del self.called[i]
-                    return c.spec_type, c.gen
-        return None, None
+                    return c
+        return None
 
     def _token(self, task: LlamaTask, rnd: LlamaRound | None, r: Token) -> None:
         if rnd is None:

@@ -41,7 +41,9 @@ class LlamaRound:
     restore; `spec_gen` the draft size the drafter logged (larger than `drafted` where
     the server cut the draft to the answer's remaining tokens; None: not logged);
     `draft_recomputed` the history tokens the draft model recomputed before it
-    because its checkpoint was gone (0.3.21's draft model logs it; 0 elsewhere)."""
+    because its checkpoint was gone (0.3.21's draft model logs it; 0 elsewhere);
+    `draft_span` the log's times of the drafter's call: from `max possible draft` to the
+    `called impl` line that names the drafter (None: the build logs neither)."""
 
     first_line: int
     t: float | None
@@ -62,6 +64,7 @@ class LlamaRound:
     t_end: float | None = None
     spec_gen: int | None = None
     draft_recomputed: int = 0
+    draft_span: tuple[float, float] | None = None
 
     @property
     def speculative(self) -> bool:

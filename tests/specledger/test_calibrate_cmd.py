@@ -67,3 +67,17 @@ def test_a_log_without_timestamps_is_one_line(tmp_path: Path,
     assert main(["calibrate", str(log)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--log-timestamps" in err
+
+
+def test_a_draft_mtp_log_times_its_drafter_and_takes_the_token_cost_from_its_prompts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    log = FIXTURES / "builds" / "0.3.36" / "mtp.log.gz"
+    terms = {t["term"]: t for t in _json(["calibrate", str(log)], capsys)["terms"]}
+    # every round verifies the same 5 tokens: the rounds cannot separate the per-token
+    # cost, so the prompt lines give it, and the report says so
+    token = terms["token_s"]
+    assert token["status"] == "pinned" and "prompt lines" in token["source"]
+    assert token["value_s"] == terms["prefill_token_s"]["value_s"] > 0
+    assert terms["draft_token_s[draft-mtp]"]["status"] == "fitted"
+    assert main(["calibrate", str(log)]) == 0
+    assert "the rounds could not separate it" in " ".join(capsys.readouterr().out.split())

@@ -41,6 +41,24 @@ def test_a_model_drafter_is_named_with_its_drafted_tokens() -> None:
             } == {"draft-simple"}
 
 
+BUILDS = FIXTURES / "builds"
+
+
+@pytest.mark.parametrize("log", ["0.3.24/mtp", "0.3.30/draft-model", "0.3.36/mtp",
+                                 "0.3.36/draft-model", "0.3.36/chain"])
+def test_a_model_drafters_call_is_timed_inside_its_round(log: str) -> None:
+    segs = log_clock(read_log(BUILDS / f"{log}.log.gz")).segments
+    drafting = [s for s in segs if s.drafter is not None]
+    assert drafting and all(s.draft_s is not None and 0 < s.draft_s < s.seconds
+                            for s in drafting)
+    assert all(s.draft_s is None for s in segs if s.drafter is None)
+
+
+def test_an_ngram_lookup_is_not_timed_apart() -> None:
+    assert all(s.draft_s is None
+               for s in log_clock(read_log(BUILDS / "0.3.36/ngram-mod.log.gz")).segments)
+
+
 def test_a_log_without_timestamps_names_the_flag() -> None:
     text = re.sub(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} ", "", fixture_text("plain"))
     with pytest.raises(LogClockError, match="--log-timestamps"):

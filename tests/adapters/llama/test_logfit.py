@@ -1,17 +1,22 @@
 """Fitting cost terms to a log's segments: synthetic segments of known terms are
 recovered; a term the log never exercises is absent, one it cannot tell apart from
 others is fixed and names them; a scheduler stall is dropped, not fitted; the profile
-the fit gives the sim charges what the fit charges."""
+the fit gives the sim charges what the fit charges; a drafter's call timed on its own is
+fitted apart, and a per-token cost the rounds cannot separate is taken from the
+prompt lines, saying so."""
 
 import numpy as np
 import pytest
 
 from adapters.llama.logclock import LogClock, Prompt, Segment, TaskClock
 from adapters.llama.logfit import (
+    PINNED_TOKEN,
+    call_term,
     draft_term,
     features,
     fit_log,
     fit_prompts,
+    fit_rows,
     predict_segment,
     predict_tok_s,
     to_profile,
@@ -22,9 +27,22 @@ TRUE = {"launch_s": 2.0e-3, "token_s": 0.6e-3, "ctx_token_s": 1.0e-6,
         draft_term("draft-mtp"): 0.3e-3}
 
 
-def _segment(rng: np.random.Generator, ctx: int, kind: str, noise: float) -> Segment:
-    """A round of `kind` (plain, ngram with checkpoints, mtp) charged the TRUE terms."""
-    draft = int(rng.integers(1, 9))
+CALL = 0.2e-3  # draft-mtp's fixed cost per call, where the log times its call apart
+
+
+def _segment(rng: np.random.Generator, ctx: int, kind: str, noise: float,
+             drafts: tuple[int, int] = (1, 8)) -> Segment:
+    """A round of `kind` (plain, ngram with checkpoints, mtp; `mtp-timed`: its drafting
+    timed apart and charged `CALL` more) charged the TRUE terms; draft sizes within
+    `drafts`."""
+    draft = int(rng.integers(drafts[0], drafts[1] + 1))
+    if kind == "mtp-timed":
+        s = Segment(0, 0.0, ((draft + 1, ctx),), "draft-mtp", draft, 0, 0, True)
+        drafting = TRUE[draft_term("draft-mtp")] * draft
+        forward = sum(TRUE.get(n, 0.0) * v for n, v in features(s).items()) - drafting
+        draft_s = CALL + drafting
+        return Segment(0, (draft_s + forward) * (1 + noise * rng.standard_normal()), s.forwards,
+                       s.drafter, s.drafted, 0, 0, True, draft_s=draft_s)
     if kind == "plain":
         s = Segment(0, 0.0, ((1, ctx),), None, 0, 0, 0, False)
     elif kind == "mtp":
@@ -38,14 +56,18 @@ def _segment(rng: np.random.Generator, ctx: int, kind: str, noise: float) -> Seg
                    s.drafter, s.drafted, s.saves, s.restores, s.speculative)
 
 
+PREFILL_TOKEN_S = 0.35e-3
+
+
 def _clock(kinds: tuple[str, ...], n: int = 60, noise: float = 0.0, seed: int = 0,
-           ctx_step: int = 40) -> LogClock:
+           ctx_step: int = 40, drafts: tuple[int, int] = (1, 8),
+           prefill_token_s: float = PREFILL_TOKEN_S) -> LogClock:
     rng = np.random.default_rng(seed)
-    segs = tuple(_segment(rng, 100 + ctx_step * (i % 60), kinds[i % len(kinds)], noise)
-                 for i in range(n))
+    segs = tuple(_segment(rng, 100 + ctx_step * (i % 60), kinds[i % len(kinds)], noise,
+                          drafts) for i in range(n))
     total = sum(s.seconds for s in segs)
     return LogClock(tasks=[TaskClock(0, segs, total, n, total)],
-                    prompts=[Prompt(0, t, 5e-3 + t * 0.35e-3) for t in (100, 400, 700)])
+                    prompts=[Prompt(0, t, 5e-3 + t * prefill_token_s) for t in (100, 400, 700)])
 
 
 def test_exact_segments_give_back_every_term() -> None:
@@ -71,10 +93,58 @@ def test_a_plain_log_has_no_speculative_terms_and_one_token_per_forward() -> Non
     fit = fit_log(_clock(("plain",)))
     for name in ("save_s", "restore_s", "round_s"):
         assert fit.terms[name].status == "absent"
-    # every forward is one token: the per-token cost is the round's fixed cost
+    # every forward is one token: the rounds cannot tell the per-token cost from the
+    # round's fixed cost, so the prompt lines give it, and the fixed cost is the rest
+    token = fit.terms["token_s"]
+    assert token.status == "pinned" and token.source == PINNED_TOKEN
+    assert token.value == fit.value("prefill_token_s") == pytest.approx(PREFILL_TOKEN_S)
+    assert fit.value("launch_s") == pytest.approx(
+        TRUE["launch_s"] + TRUE["token_s"] - PREFILL_TOKEN_S, rel=1e-3)
+
+
+def test_a_log_without_prompt_lines_leaves_an_unseparated_token_cost_to_the_fixed_one() -> None:
+    clock = _clock(("plain",))
+    clock.prompts = []
+    fit = fit_log(clock)
     assert fit.terms["token_s"].status == "unseparated"
     assert fit.terms["token_s"].carried_by == ("launch_s",)
     assert fit.value("launch_s") == pytest.approx(TRUE["launch_s"] + TRUE["token_s"], rel=1e-3)
+
+
+def test_a_timed_drafter_call_is_two_rows_an_untimed_one_is_one() -> None:
+    timed = _segment(np.random.default_rng(0), 400, "mtp-timed", 0.0)
+    rows = fit_rows(timed)
+    assert [sorted(r) for _, r in rows] == [
+        sorted((draft_term("draft-mtp"), call_term("draft-mtp"))),
+        sorted(("launch_s", "token_s", "ctx_token_s", "save_s", "restore_s", "round_s"))]
+    assert rows[0][0] == timed.draft_s
+    assert sum(sec for sec, _ in rows) == pytest.approx(timed.seconds)
+    untimed = _segment(np.random.default_rng(0), 400, "mtp", 0.0)
+    assert fit_rows(untimed) == [(untimed.seconds, features(untimed))]
+
+
+def test_timed_drafting_gives_the_drafters_own_costs() -> None:
+    fit = fit_log(_clock(("plain", "mtp-timed")))
+    assert fit.value(draft_term("draft-mtp")) == pytest.approx(TRUE[draft_term("draft-mtp")])
+    assert fit.value(call_term("draft-mtp")) == pytest.approx(CALL)
+    for name in ("launch_s", "token_s", "round_s", "ctx_token_s"):
+        assert fit.terms[name].status == "fitted"
+        assert fit.value(name) == pytest.approx(TRUE[name], rel=1e-6), name
+
+
+def test_one_draft_size_pins_the_per_token_cost_from_the_prompt_lines() -> None:
+    # every round drafts 4 and verifies 5: the rounds' per-token cost is their fixed
+    # cost's; with the prompts' per-token cost equal to the forward's, the fit is exact
+    fit = fit_log(_clock(("mtp-timed",), drafts=(4, 4), prefill_token_s=TRUE["token_s"]))
+    assert fit.terms["token_s"].status == "pinned"
+    assert fit.value("token_s") == pytest.approx(TRUE["token_s"])
+    assert fit.terms["round_s"].status == "unseparated"  # every round is speculative
+    assert fit.value("launch_s") == pytest.approx(TRUE["launch_s"] + TRUE["round_s"])
+    assert fit.value("ctx_token_s") == pytest.approx(TRUE["ctx_token_s"])
+    # one draft size: the call's fixed cost is spread over its 4 tokens
+    assert fit.terms[call_term("draft-mtp")].status == "unseparated"
+    assert 4 * fit.value(draft_term("draft-mtp")) == pytest.approx(
+        4 * TRUE[draft_term("draft-mtp")] + CALL)
 
 
 def test_a_checkpoint_on_every_speculative_round_is_not_a_round_cost_of_its_own() -> None:
