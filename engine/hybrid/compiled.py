@@ -11,6 +11,9 @@ Fused loops round differently from eager ATen: a compiled session's state and lo
 differ from an eager one's in the last bits (a token only at a near-tie). The choice is
 part of the session's configuration, so re-execution compiles too."""
 
+import functools
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -33,10 +36,12 @@ def _step(model: HybridModel, ids: Tensor, conv: list[Tensor], recurrent: list[T
     return F.linear(hidden, model.output_weight), hidden
 
 
-# The model is an argument, not a closure: one compiled function, specialised per model
-# on its first step, that keeps no model alive.
-_STEP = torch.compile(_step, dynamic=True)
-_MTP_STEP = torch.compile(MtpHead._run, dynamic=True)
+@functools.cache
+def _compiled(fn: Callable[..., tuple[Tensor, Tensor]]) -> Callable[..., tuple[Tensor, Tensor]]:
+    """`fn` compiled, at its first use: torch.compile imports dynamo (about 2 s), which
+    eager runs do not pay. The model is an argument, not a closure: one compiled
+    function, specialised per model on its first step, that keeps no model alive."""
+    return torch.compile(fn, dynamic=True)
 
 
 @torch.inference_mode()
@@ -46,8 +51,8 @@ def decode_step(model: HybridModel, token: Tensor, state: HybridState) -> tuple[
     c = model.config
     start = state.claim(1)
     cos, sin = rotary_tables(start, 1, c.rotary_dim, c.rope_theta, model.dtype, token.device)
-    out = _STEP(model, token, state.conv, state.recurrent, state.keys, state.values, start,
-                cos, sin)
+    out = _compiled(_step)(model, token, state.conv, state.recurrent, state.keys,
+                           state.values, start, cos, sin)
     state.advance(1)
     return out
 
@@ -59,7 +64,7 @@ def mtp_step(head: MtpHead, hidden: Tensor, token: Tensor, state: HybridState
     compiled: the logits (1, 1, V) and the head's normed output; the cache advances by
     one."""
     start = state.claim(1)
-    out = _MTP_STEP(head, hidden, token, state.keys[0], state.values[0], start,
-                    head.rope(start, 1, hidden))
+    out = _compiled(MtpHead._run)(head, hidden, token, state.keys[0], state.values[0],
+                                  start, head.rope(start, 1, hidden))
     state.advance(1)
     return out
