@@ -11,7 +11,10 @@ host memory: save and restore), a draft-mtp log (per-token recurrent states,
 `n_rs_seq`: the MTP head's cost per drafted token, at one draft size) and the chain of
 both (n-gram and MTP rounds of several sizes, per-token states). A prediction across
 that line charges the terms the fit never saw at 0 and is shown as such: it is what
-`calibrate` cannot know from one log.
+`calibrate` cannot know from one log. Each fit times a model drafter's call apart from
+the rest of its round and takes the per-token cost from the prompt lines where its rounds
+cannot separate it (adapters/llama/logfit.py); each miss is listed with what the logs say
+about it (specbench/calibration_llama_misses.py).
 
 `python -m specbench.calibration_llama_logs [--quick] [--refit]` runs it alone (`--refit`:
 on the logs the last run left, no server started) and writes
@@ -33,6 +36,7 @@ from adapters.llama.logread import read_log
 from engine.config import RunConfig
 from engine.files import write_file
 from specbench.calibration_llama_measure import load_average, server_options
+from specbench.calibration_llama_misses import Miss, miss_reasons, misses_text
 from specbench.common import md_table
 
 BAND = 0.15
@@ -65,7 +69,7 @@ class Plan:
     repeat: int
 
 
-FULL = Plan(prompts=3, tokens=96, repeat=3)
+FULL = Plan(prompts=3, tokens=96, repeat=5)  # a server is seconds; 5 runs outvote a stall
 QUICK = Plan(prompts=1, tokens=16, repeat=1)
 
 
@@ -166,20 +170,28 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
     else:
         write_file(logs / "loads.json", json.dumps(loads) + "\n")
     clocks = {s.label: [_clock(p) for p in log_paths(s, logs, plan.repeat)] for s in settings}
-    fits = {s.label: fit_log(median_run(clocks[s.label])) for s in FITS}
+    fit_clocks = {s.label: median_run(clocks[s.label]) for s in FITS}
+    fits = {k: fit_log(c) for k, c in fit_clocks.items()}
     rows = predictions(fits, clocks)
+    misses = [Miss(f, r["setting"], r[f]["error"],
+                   miss_reasons(fit_clocks[f], clocks[r["setting"]][0], r["noise"], BAND))
+              for r in rows for f in fits
+              if not r[f]["fitted_on_it"] and abs(r[f]["error"]) > BAND]
     doc = {"plan": vars(plan), "model": model, "build": clocks[FITS[0].label][0].build,
            "fits": {k: {n: vars(t) for n, t in f.terms.items()}
                     | {"residuals": vars(f.decode) if f.decode else None}
                     for k, f in fits.items()},
-           "rows": rows, "load_average": loads, "seconds": time.perf_counter() - start}
+           "rows": rows, "misses": [vars(m) for m in misses], "load_average": loads,
+           "seconds": time.perf_counter() - start}
     write_file(folder / "logs.json", json.dumps(doc, indent=2) + "\n")
     text = (f"llama-server {doc['build']}, {model} (f32 GGUF), {threads} thread(s), "
             f"{plan.prompts} prompt(s) x {plan.tokens} tokens, {plan.repeat} run(s) per "
             f"setting, interleaved, -v. Load average after each pass: "
             f"{', '.join(f'{x:.1f}' for x in loads)}.\n\n{table(rows, list(fits))}\n\n"
             f"Settings each fit never saw, within {100 * BAND:.0f}%: "
-            f"{held_out_summary(rows)}.\n")
+            f"{held_out_summary(rows)}.\n"
+            + (f"\nWhat the logs say about each miss:\n\n{misses_text(misses)}\n"
+               if misses else ""))
     write_file(folder / "logs.md", text)
     doc["table"] = text
     return doc

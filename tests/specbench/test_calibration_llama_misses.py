@@ -1,0 +1,35 @@
+"""Why a held-out prediction misses, read off the logs: a drafter the fit log never ran,
+plain rounds predicted from an all-speculative log or from a drafting server's plain
+rounds, a setting whose own runs spread beyond the band; none of these: unexplained."""
+
+from adapters.llama.logclock import LogClock, log_clock
+from adapters.llama.logread import read_log
+from specbench.calibration_llama_misses import Miss, miss_reasons, misses_text
+from tests.adapters.llama.test_logread import FIXTURES
+
+
+def _clock(name: str) -> LogClock:
+    return log_clock(read_log(FIXTURES / f"{name}.log.gz"))
+
+
+def test_a_drafter_the_fit_log_never_ran_is_named() -> None:
+    reasons = miss_reasons(_clock("ngram-mod"), _clock("mtp"), 0.01, 0.15)
+    assert reasons == ("draft-mtp's drafting is not in the fit log (charged 0)",)
+
+
+def test_plain_rounds_from_an_all_speculative_log_are_charged_its_round_cost() -> None:
+    (reason,) = miss_reasons(_clock("mtp"), _clock("plain"), 0.01, 0.15)
+    assert "all speculative" in reason
+
+
+def test_a_drafting_servers_plain_rounds_do_not_predict_a_server_without_one() -> None:
+    (reason,) = miss_reasons(_clock("ngram-mod"), _clock("plain"), 0.01, 0.15)
+    assert "beside a drafter" in reason
+
+
+def test_noisy_runs_are_said_and_nothing_found_is_unexplained() -> None:
+    mtp = _clock("mtp")
+    assert miss_reasons(mtp, mtp, 0.25, 0.15) == ("its own runs spread 25%, beyond the band",)
+    assert miss_reasons(mtp, mtp, 0.05, 0.15) == ()
+    text = misses_text([Miss("mtp k=4", "mtp k=2", 0.2, ())])
+    assert text == "- mtp k=2 from the mtp k=4 log (+20.0%): unexplained by the logs"
