@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from eventlog.postmortem.finding import Severity
-from specledger import output
 from specledger.run_flags import checked
 from specledger.watch.prune import parse_duration
 
@@ -71,8 +70,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if args.llama_log.is_dir():
         raise ConfigError(f"--llama-log {args.llama_log} is a directory: name the log file")
 
-    def say(line: str) -> None:
-        output.console.print(line, markup=False, highlight=False)
+    def say(line: str) -> None:  # one physical line each, however narrow the terminal
+        sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
     def emit(doc: dict[str, Any]) -> None:

@@ -5,7 +5,13 @@ the ledger is."""
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    disable_created_metrics,
+    start_http_server,
+)
 
 from eventlog.postmortem.finding import Finding, Kind
 from specledger.watch.requests import Request
@@ -17,6 +23,7 @@ class WatchMetrics:
     """The counters of one watch."""
 
     def __init__(self) -> None:
+        disable_created_metrics()  # a `_created` sample per counter says nothing here
         r = self.registry = CollectorRegistry()
         self.requests = Counter(f"{PREFIX}_requests", "Requests recorded, by how they ended",
                                 ["status"], registry=r)

@@ -31,7 +31,7 @@ def _free_port() -> int:
 
 
 def _start(log: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "80"}  # a line never wraps
     return subprocess.Popen([sys.executable, "-m", "specledger", "watch", "--llama-log",
                              str(log), "--db", str(db), *extra], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
