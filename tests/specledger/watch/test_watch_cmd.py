@@ -67,7 +67,7 @@ def _wait_rows(db: Path, n: int, timeout_s: float = 60.0) -> None:
     raise AssertionError(f"fewer than {n} requests recorded in {timeout_s} s")
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_findings_metrics_and_a_clean_stop(tmp_path: Path, how: signal.Signals) -> None:
     log, db, port = tmp_path / "s.log", tmp_path / "l.db", _free_port()
     log.touch()
