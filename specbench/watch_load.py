@@ -193,6 +193,15 @@ class WatchProcess:
         """(arrival time, finding) for each finding printed."""
         return [(t, d) for t, d in self.lines if "kind" in d]
 
+    def __enter__(self) -> "WatchProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Kill the child if it is still running (a run that failed before `stop`)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def stop(self, timeout: float = 60.0) -> dict[str, Any]:
         """SIGTERM, wait; the summary it printed."""
         self.proc.send_signal(signal.SIGTERM)

@@ -54,12 +54,13 @@ def overhead(binary: Path, model: Path, work: Path, seconds: float, repeats: int
         for mode in ("without", "with"):
             log, db = work / f"overhead-{i}-{mode}.log", work / f"overhead-{i}.db"
             with llama_server(binary, model, log) as server:
-                watch = start_watch(log, str(db)) if mode == "with" else None
-                if watch is not None:
-                    _ready(db)
-                phase = drive(server.port, CLIENTS, seconds)
-                if watch is not None:
-                    watch.stop()
+                if mode == "with":
+                    with start_watch(log, str(db)) as watch:
+                        _ready(db)
+                        phase = drive(server.port, CLIENTS, seconds)
+                        watch.stop()
+                else:
+                    phase = drive(server.port, CLIENTS, seconds)
             out[mode].append(phase.tok_s)
     return out
 
@@ -82,8 +83,8 @@ class LagRun:
 def lag(binary: Path, model: Path, work: Path, seconds: float) -> LagRun:
     """Drive the server at the steady load with a watch following it; measure the lags."""
     log, db = work / "lag.log", work / "lag.db"
-    with llama_server(binary, model, log) as server:
-        watch = start_watch(log, str(db), "--metrics-port", str(free_port()))
+    with llama_server(binary, model, log) as server, \
+            start_watch(log, str(db), "--metrics-port", str(free_port())) as watch:
         _ready(db)
         cpu0 = cpu_s(watch.proc.pid)
         phase = drive(server.port, CLIENTS, seconds, think_s=THINK_S)
@@ -125,8 +126,8 @@ def ring(binary: Path, model: Path, work: Path, seconds: float, rounds: int,
     size every `every_s`."""
     log, db = work / "ring.log", work / "ring.db"
     samples: list[tuple[float, float, int]] = []
-    with llama_server(binary, model, log) as server:
-        watch = start_watch(log, str(db), "--ring", str(rounds), "--severity", "error")
+    with llama_server(binary, model, log) as server, \
+            start_watch(log, str(db), "--ring", str(rounds), "--severity", "error") as watch:
         _ready(db)
         done = threading.Event()
         start = time.monotonic()

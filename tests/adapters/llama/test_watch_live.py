@@ -52,17 +52,18 @@ def test_watch_records_every_request_of_a_loaded_server_once(
         # A restart in place truncates the log: the watch must have read it first.
         wait_recorded(lambda: _recorded(db), sum(len(p.answered) for p in phases))
 
-    with llama_server(llama_server_binary, ggufs.target, log) as server:
-        watch = start_watch(log, db, "--metrics-port", str(mport))
-        phase(server)
-        log.rename(tmp_path / "server.log.1")  # rotated; the server still writes the old file
-    with llama_server(llama_server_binary, ggufs.target, log) as server:  # a new file
-        phase(server)
-    with llama_server(llama_server_binary, ggufs.target, log) as server:  # O_TRUNC, same file
-        phase(server)
-        ended = time.time()
-        metrics = scrape(mport)
-    summary = watch.stop()
+    log.touch()  # the watch follows it from the start; the first server writes into it
+    with start_watch(log, db, "--metrics-port", str(mport)) as watch:
+        with llama_server(llama_server_binary, ggufs.target, log) as server:
+            phase(server)
+            log.rename(tmp_path / "server.log.1")  # rotated; the server writes the old file
+        with llama_server(llama_server_binary, ggufs.target, log) as server:  # a new file
+            phase(server)
+        with llama_server(llama_server_binary, ggufs.target, log) as server:  # O_TRUNC
+            phase(server)
+            ended = time.time()
+            metrics = scrape(mport)
+        summary = watch.stop()
     answered = [a for p in phases for a in p.answered]
 
     engine = open_db(db, create=False)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_watch_left() -> Iterator[None]:
+    """Kill any watch a failed test left running."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _start(log: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "80"}  # a line never wraps
-    return subprocess.Popen([sys.executable, "-m", "specledger", "watch", "--llama-log",
+    proc = subprocess.Popen([sys.executable, "-m", "specledger", "watch", "--llama-log",
                              str(log), "--db", str(db), *extra], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _STARTED.append(proc)
+    return proc
 
 
 def _line(proc: subprocess.Popen[str], want: str, timeout_s: float = 60.0) -> str:
