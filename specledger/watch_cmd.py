@@ -51,7 +51,8 @@ def _summary(t: "WatchTally") -> dict[str, Any]:
     return {"recorded": t.recorded, "incomplete": t.incomplete, "skipped": t.skipped,
             "ring_dropped": t.ring_dropped, "findings": t.findings, "pruned": t.pruned,
             "switches": t.switches, "resumed_at": t.resumed_at,
-            "lag_s": {"median": statistics.median(lags), "max": lags[-1]} if lags else None}
+            "lag_s": {"median": statistics.median(lags), "max": lags[-1], "of_last": len(lags)}
+            if lags else None}
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import re
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from specledger.watch.store import (
 from specledger.watch.stream import RecordStream, merge_facts
 
 _HEADER_BYTES = 1 << 21  # the server's start-up lines are read again on resume, up to this
+LAGS_KEPT = 10_000
 PRUNE_EVERY_S = 1.0  # a busy server completes many requests a second: prune once for them
 _FIRST_TASK = re.compile(rb"\| task \d+ \| processing task")
 
@@ -64,7 +66,8 @@ class WatchOptions:
 class WatchTally:
     """What one watch did: requests recorded (and how many of them were cut by its stop
     or a server restart), requests held in the ring and not written, requests skipped
-    as already recorded, findings, sessions pruned, file switches, lag per request."""
+    as already recorded, findings, sessions pruned, file switches, and the lag of each of
+    the last LAGS_KEPT requests (a watch that runs for weeks keeps no more)."""
 
     recorded: int = 0
     incomplete: int = 0
@@ -73,7 +76,7 @@ class WatchTally:
     findings: int = 0
     pruned: int = 0
     switches: list[str] = field(default_factory=list)
-    lags: list[float] = field(default_factory=list)
+    lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAGS_KEPT))
     resumed_at: int | None = None
 
 
