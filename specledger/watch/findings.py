@@ -57,7 +57,7 @@ class FindingHook:
     def __init__(self, command: str) -> None:
         self.command = command
         self.dropped = 0
-        self.failed: list[str] = []
+        self.failed = 0  # runs that failed (each said on stderr)
         self._queue: deque[dict[str, Any]] = deque()
         self._wake = threading.Condition()
         self._closed = False
@@ -99,5 +99,5 @@ class FindingHook:
                 self._fail(str(exc))
 
     def _fail(self, why: str) -> None:
-        self.failed.append(why)
+        self.failed += 1
         sys.stderr.write(f"specledger watch: --on-finding {self.command!r} failed: {why}\n")
