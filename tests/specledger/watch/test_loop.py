@@ -198,3 +198,12 @@ def test_a_log_with_no_request_records_nothing(tmp_path: Path) -> None:
     w.finish()
     assert w.tally.recorded == 0 and rows(db) == []
     assert w.stream.server.n_slots == 2
+
+
+def test_a_failing_hook_is_said_and_counted(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    w = watched(tmp_path / "s.log", str(tmp_path / "l.db"), "edited-history",
+                on_finding="echo paging is down >&2; exit 3")
+    assert w.hook is not None and w.hook.failed == 1
+    assert "failed: exit 3: paging is down" in capsys.readouterr().err
+    assert w.tally.recorded == 2  # the watch went on
