@@ -71,7 +71,7 @@ class TurnFold:
     fold (eventlog/fold.py): a turn's metrics are read from it, never counted beside it."""
 
     def __init__(self, journal: EventSink) -> None:
-        self._fold = LogFold(on_close=lambda _: None)  # END_TURN carried a closed turn's
+        self._fold = LogFold(lambda _: None, views=False)  # END_TURN carried a closed turn's
         self._step, self._append = self._fold.step, journal.append  # bound once: per event
 
     def append(self, ev: Event) -> None:

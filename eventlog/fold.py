@@ -44,20 +44,23 @@ _RESTORE, _VERIFY, _DRAFT, _COMMIT, _REJECT, _ACCEPT, _RETRY, _LIVELOCK, _DECODE
     _T.DECODE)
 _PREFILL, _START_TURN, _CTX_RESTORE, _VIOLATION, _END_TURN = (
     _T.PREFILL, _T.START_TURN, _T.CTX_RESTORE, _T.INVARIANT_VIOLATION, _T.END_TURN)
-
-
+_QUIET = frozenset({_T.BEGIN, _T.NEXT, _T.REPLAY})
+"""A round's triggers that count nothing (the commonest, so looked up first)."""
 class LogFold:
     """Folds events one at a time into `slots` (slot number -> `SlotView`) and the turns'
     `records`, keyed by (slot, turn) in the order turns began. With `on_close`, a turn
-    leaves `records` at its END_TURN and goes there instead."""
+    leaves `records` at its END_TURN and goes there instead. Without `views`, it folds only
+    the turns' counts and drafts: no slot views, no phase times (a live run's metrics)."""
 
-    __slots__ = ("_on_close", "_open", "_void", "records", "seq", "slots")
+    __slots__ = ("_on_close", "_open", "_views", "_void", "records", "seq", "slots")
 
-    def __init__(self, on_close: Callable[[TurnRecord], None] | None = None) -> None:
+    def __init__(self, on_close: Callable[[TurnRecord], None] | None = None, *,
+                 views: bool = True) -> None:
         self.slots: dict[int, SlotView] = {}
         self.records: dict[TurnKey, TurnRecord] = {}
         self.seq = 0  # the latest event's
         self._on_close = on_close
+        self._views = views
         self._open: dict[int, TurnRecord] = {}  # each slot's latest turn
         self._void = TurnRecord(0, 0)  # what events before a slot's first turn feed
 
@@ -71,51 +74,51 @@ class LogFold:
         """Fold one event given as its fields (`dest` None: the state stays, as after a
         note)."""
         self.seq = seq
-        v = self.slots.get(slot)
-        if v is None:
-            v = self.slots[slot] = SlotView(slot)
-        if p:
-            # Order matters: an event may cut the tokens back and then append to the cut.
-            if TRIM in p:
-                del v.tokens[p[TRIM]:]
-            if APPEND in p:
-                v.tokens.extend(p[APPEND])
-            if POSITION in p:
-                v.position = p[POSITION]
-            if DIGEST in p:
-                v.digest = p[DIGEST]
-        if dest is not None:
-            v.state = dest
-        v.turn, v.round = turn, rnd
         rec = self._open.get(slot)
         if rec is None or rec.turn != turn:
             rec = self._begin(slot, turn, seq)
         rec.last_seq = seq
+        rec.events += 1
         if rnd != rec.round_no:
             rec.round_no, rec.round_t, rec.round_k, rec.round_eog = rnd, rec.t, -1, None
-        phase = PHASES.get(trigger)
-        if phase is not None:
-            rec.phase_s[phase] = rec.phase_s.get(phase, 0.0) + d
+        v = None
+        if self._views:
+            v = self.slots.get(slot)
+            if v is None:
+                v = self.slots[slot] = SlotView(slot)
+            if p:
+                # Order matters: an event may cut the tokens back and then append to the cut.
+                if TRIM in p:
+                    del v.tokens[p[TRIM]:]
+                if APPEND in p:
+                    v.tokens.extend(p[APPEND])
+                if POSITION in p:
+                    v.position = p[POSITION]
+                if DIGEST in p:
+                    v.digest = p[DIGEST]
+            if dest is not None:
+                v.state = dest
+            v.turn, v.round = turn, rnd
+            phase = PHASES.get(trigger)
+            if phase is not None:
+                rec.phase_s[phase] = rec.phase_s.get(phase, 0.0) + d
         st = rec.stats
         # Every figure is computed as the engine computes it (engine/turn.py, round.py),
         # from the same clock readings, so that on the sim the floats agree to the last bit.
-        if trigger == _RESTORE:
-            v.restores += 1
-            st.restores += 1
+        # The triggers go by how often a round fires them; a view is there only with views.
+        if trigger in _QUIET:
+            pass
         elif trigger == _VERIFY:
             k = int(p.get("drafted") or len(p.get("drafts", ())))
-            v.drafted += k
             st.drafted += k
             rec.verifies += 1
             rec.round_k = k
-        elif trigger == _DRAFT:
-            rec.round_k = 0
+            if v is not None:
+                v.drafted += k
         elif trigger == _COMMIT:
             if rec.rollback_t is not None:
                 _rolled_back(rec)
             accepted = p.get("accepted") or 0
-            v.rounds += 1
-            v.accepted += accepted
             st.rounds += 1
             st.accepted += accepted
             st.decode_s += t - rec.round_t
@@ -124,17 +127,31 @@ class LogFold:
             if rec.round_eog is not None and rec.answer_end is None:
                 rec.answer_end = len(rec.committed) + rec.round_eog + 1
             _committed(rec, p)
+            if v is not None:
+                v.rounds += 1
+                v.accepted += accepted
+        elif trigger == _DRAFT:
+            rec.round_k = 0
         elif trigger == _REJECT:
             rec.round_eog = p.get("eog")
             rec.rollback_t = t
+        elif trigger == _RESTORE:
+            st.restores += 1
+            if v is not None:
+                v.restores += 1
         elif trigger == _ACCEPT:
             rec.round_eog = p.get("eog")
+        elif trigger == _VIOLATION:
+            st.violations += 1
+            if v is not None:
+                v.violations.append(p)
         elif trigger == _RETRY:
             _rolled_back(rec)
         elif trigger == _LIVELOCK:
             st.livelocks += 1
         elif trigger == _DECODE:
-            v.drafted += p.get("drafted", 0)
+            if v is not None:
+                v.drafted += p.get("drafted", 0)
         elif trigger == _PREFILL:
             _prefill(rec, p, d)
         elif trigger == _START_TURN:
@@ -143,14 +160,12 @@ class LogFold:
             st.f_keep = p.get("f_keep", 1.0)
         elif trigger == _CTX_RESTORE:
             n = p.get("reprefill", 0)
-            v.ctx_restores += 1
-            v.reprefill_tokens += n
             st.ctx_restores += 1
             st.reprefill_tokens += n
             st.repair_s += d
-        elif trigger == _VIOLATION:
-            v.violations.append(p)
-            st.violations += 1
+            if v is not None:
+                v.ctx_restores += 1
+                v.reprefill_tokens += n
         elif trigger == _END_TURN:
             rec.metrics = p.get("metrics")
             self._close(rec)

@@ -47,6 +47,7 @@ class TurnRecord:
     metrics: dict[str, Any] | None = None
     first_seq: int = 0
     last_seq: int = 0
+    events: int = 0  # how many of the session's events are the turn's
     marks: list[tuple[int, int]] = field(default_factory=list)  # (tokens so far, seq)
     stats: TurnCounts = field(default_factory=TurnCounts)
     drafts: list[tuple[int, int]] = field(default_factory=list)

@@ -18,37 +18,31 @@ from typing import Any
 from sqlalchemy import Engine, func, inspect, select
 
 from eventlog.db import snapshot
-from eventlog.fold import LogFold, TurnKey
+from eventlog.fold import LogFold
 from eventlog.records import TurnRecord
 from eventlog.schema import events, sessions, turns
-from fsm.event import Event
 
 SummaryRow = dict[str, Any]
 
 
 class TurnSummaries:
-    """The writer's side: folds each event as it is appended and counts each turn's; holds
-    the rows of the turns that ended until the events through their END_TURN are written."""
+    """The writer's side: folds each event as it is appended (the turns only, no slot
+    views); holds the rows of the turns that ended until the events through their END_TURN
+    are written."""
 
-    __slots__ = ("_counts", "_fold", "_pending", "session_id")
+    __slots__ = ("_fold", "_pending", "apply", "session_id")
 
     def __init__(self, session_id: int) -> None:
         self.session_id = session_id
-        self._fold = LogFold(on_close=self._closed)
-        self._counts: dict[TurnKey, int] = {}
+        self._fold = LogFold(self._closed, views=False)
         self._pending: list[SummaryRow] = []
-
-    def apply(self, ev: Event) -> None:
-        """Fold one appended event."""
-        key = (ev.slot, ev.turn)
-        self._counts[key] = self._counts.get(key, 0) + 1
-        self._fold.apply(ev)
+        self.apply = self._fold.apply  # fold one appended event
 
     def _closed(self, rec: TurnRecord) -> None:
         drafts = Counter(rec.drafts)
         self._pending.append({
             "session_id": self.session_id, "end_seq": rec.last_seq, "slot": rec.slot,
-            "turn": rec.turn, "events": self._counts.pop((rec.slot, rec.turn), 0),
+            "turn": rec.turn, "events": rec.events,
             "body": {"metrics": rec.metrics,
                      "drafts": [[k, a, n] for (k, a), n in sorted(drafts.items())]},
         })
