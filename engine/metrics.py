@@ -71,7 +71,10 @@ class TurnFold:
     fold (eventlog/fold.py): a turn's metrics are read from it, never counted beside it."""
 
     def __init__(self, journal: EventSink) -> None:
-        self._fold = LogFold(lambda _: None, views=False)  # END_TURN carried a closed turn's
+        # A recorder takes the turns this fold closes rather than fold the events again;
+        # elsewhere a closed turn is dropped (END_TURN carried its metrics).
+        closing = getattr(journal, "closing_turns", None)
+        self._fold = LogFold(closing() if closing else lambda _: None, views=False)
         self._step, self._append = self._fold.step, journal.append  # bound once: per event
 
     def append(self, ev: Event) -> None:

@@ -14,7 +14,6 @@ from sqlalchemy import Engine
 
 from eventlog.reader import paused_gc, scan_rows
 from eventlog.records import SlotView, TurnRecord
-from fsm.draft_profile import DraftProfile
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
 from fsm.turn_counts import TurnCounts
@@ -257,10 +256,3 @@ def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *
                     step(seq, slot, turn, rnd, trigger, dest(trigger), 0.0, 0.0, p)
     return fold
 
-
-def fold_profiles(events: Iterable[Event]) -> dict[TurnKey, DraftProfile]:
-    """Each (slot, turn)'s draft profile. A round counts once, at its commit, with the draft
-    size of its first verification (a re-verification repeats the same drafts)."""
-    out: dict[TurnKey, DraftProfile] = {}
-    fold = fold_log(events, lambda rec: out.__setitem__((rec.slot, rec.turn), rec.profile))
-    return out | {key: rec.profile for key, rec in fold.records.items()}

@@ -21,6 +21,7 @@ its END_TURN, so a reader finds a turn's summary exactly when it finds the turn'
 import os
 import socket
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
@@ -33,6 +34,7 @@ from eventlog.errors import RecordingFailedError, StaleWriterError, UnknownSessi
 from eventlog.inserts import event_row, integrity_errors, row_inserter
 from eventlog.interrupts import interrupts_deferred
 from eventlog.liveness import WriterLock, hold_writer_lock
+from eventlog.records import TurnRecord
 from eventlog.schema import SessionStatus, events, sessions, turns
 from eventlog.turn_summaries import TurnSummaries
 from eventlog.unclosed import (
@@ -137,6 +139,12 @@ class Recorder:
         """Buffer one event; it is written once its unit is complete."""
         self._summaries.apply(event)
         self._buffer.append(event)
+
+    def closing_turns(self) -> Callable[[TurnRecord], None]:
+        """For an appender that folds its events with the one fold (the engine's
+        `TurnFold`): it hands each turn it closes to the callable returned, and the recorder
+        stops folding them a second time."""
+        return self._summaries.handed()
 
     def _checked_append(self, event: Event) -> None:
         problems = check_payload(event.trigger, event.payload)

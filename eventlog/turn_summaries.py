@@ -12,6 +12,7 @@ not (a session an older writer recorded), the whole session.
 """
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from eventlog.db import snapshot
 from eventlog.fold import LogFold
 from eventlog.records import TurnRecord
 from eventlog.schema import events, sessions, turns
+from fsm.event import Event
 
 SummaryRow = dict[str, Any]
 
@@ -37,6 +39,12 @@ class TurnSummaries:
         self._fold = LogFold(self._closed, views=False)
         self._pending: list[SummaryRow] = []
         self.apply = self._fold.apply  # fold one appended event
+
+    def handed(self) -> Callable[[TurnRecord], None]:
+        """Stop folding: the appender folds the events itself and hands each turn it closes
+        to the callable returned (the engine's `TurnFold`, which folds them alike)."""
+        self.apply = _folded_already
+        return self._closed
 
     def _closed(self, rec: TurnRecord) -> None:
         drafts = Counter(rec.drafts)
@@ -58,6 +66,10 @@ class TurnSummaries:
     def stored(self, n: int) -> None:
         """The first `n` rows `through` gave are in the ledger."""
         del self._pending[:n]
+
+
+def _folded_already(_ev: Event) -> None:
+    """The appender hands the turns it folded (`TurnSummaries.handed`)."""
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from adapters.llama.logread import read_log
 from adapters.llama.taskfold import fold_tasks
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session
-from eventlog.fold import fold_profiles
 from fsm.draft_profile import DraftProfile
 from fsm.states import Trigger
 from tests.adapters.llama.test_logread import FIXTURES
+from tests.eventlog.sim import turn_profiles
 
 
 @pytest.mark.parametrize("name", ["mtp", "ngram-mod", "draft-simple", "two-slots"])
@@ -20,7 +20,7 @@ def test_llama_sessions_profile_as_llama_server_prints_it(name: str) -> None:
     reading = read_log(FIXTURES / f"{name}.log.gz")
     journal = MemoryJournal()
     record_log(reading, journal)
-    profiles = fold_profiles(journal.events)
+    profiles = turn_profiles(journal.events)
     turn_of: dict[int, int] = {}
     for task in fold_tasks(reading.records).tasks:
         turn_of[task.slot] = turn_of.get(task.slot, 0) + 1
@@ -38,7 +38,7 @@ def test_sim_session_profile_matches_its_turn_counts() -> None:
                        drafter="synthetic", acceptance=0.6, draft_max=5, seed=3)
     journal = MemoryJournal()
     turns = Session(config, journal).run()
-    profiles = fold_profiles(journal.events)
+    profiles = turn_profiles(journal.events)
     for m in turns:
         p = profiles[(m.slot, m.turn)]
         verifies = [e for e in journal.events if e.trigger is Trigger.VERIFY
@@ -62,7 +62,7 @@ def test_a_turn_without_drafts_has_no_profile() -> None:
                        drafter="none")
     journal = MemoryJournal()
     Session(config, journal).run()
-    assert fold_profiles(journal.events)[(0, 1)].to_dict() == DraftProfile().to_dict() == {
+    assert turn_profiles(journal.events)[(0, 1)].to_dict() == DraftProfile().to_dict() == {
         "mean_accept_len": None, "acc_per_pos": []}
 
 

@@ -8,12 +8,11 @@ from sqlalchemy import delete
 
 from engine.config import RunConfig
 from eventlog import SessionStatus, create_session, open_db, scan_events
-from eventlog.fold import fold_profiles
 from eventlog.recorder import Recorder
 from eventlog.schema import turns
 from fsm.states import Trigger
 from specledger.api import run_session, session_turns
-from tests.eventlog.sim import sim_events
+from tests.eventlog.sim import sim_events, turn_profiles
 
 TWO_SLOTS = RunConfig(turns=2, slots=2, schedule="batched", prompt_tokens=64,
                       question_tokens=8, answer_tokens=60, seed=2)
@@ -46,7 +45,7 @@ def test_summaries_and_the_fold_give_the_same_turns(db_url: str, kind: str) -> N
     assert len(read["ended"]) == (4 if kind == "finished" else 1)
     assert len(read["partial"]) == (0 if kind == "finished" else 1)
     events = scan_events(open_db(db_url, create=False), sid)
-    assert read["profiles"] == {k: p.to_dict() for k, p in fold_profiles(events).items()}
+    assert read["profiles"] == {k: p.to_dict() for k, p in turn_profiles(events).items()}
     with open_db(db_url, create=True).begin() as conn:  # as an older specledger left it
         conn.execute(delete(turns).where(turns.c.session_id == sid))
     assert _read(db_url, sid) == read
