@@ -20,6 +20,7 @@ from engine.hybrid.attention import GatedAttention
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.errors import HybridError, StateError
 from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
+from engine.hybrid.pool import StatePool
 from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
 from kernels import ops
 from kernels.backend import KernelBackend
@@ -45,6 +46,9 @@ class Rows:
     # elsewhere): only they step the recurrence per position.
     stepped_rows: Tensor
     stepped_index: tuple[int, ...]
+    pool: StatePool  # the rows' shared pool, where row b's GDN state is row pool_rows[b]
+    pool_rows: Tensor  # (B,)
+    written: Tensor  # (W,) the rows whose keep writes their GDN state back (not INPUTS)
 
     @property
     def width(self) -> int:
@@ -87,10 +91,10 @@ def claim_rows(config: HybridConfig, states: Sequence[HybridState],
         raise StateError("a state appears in two rows of one batched verify; each slot's "
                          "state can take one batch per forward")
     for i, (state, batch) in enumerate(zip(states, batches, strict=True)):
-        if state.config != config or state.batch_size != 1:
-            raise StateError(f"row {i}: the state was built for another model or for batch "
-                             f"size {state.batch_size}; rows need batch-size-1 states of this "
-                             f"model")
+        if state.config != config or state.batch_size != 1 or state.pool is not states[0].pool:
+            raise StateError(f"row {i}: the state was built for another model, for batch "
+                             f"size {state.batch_size} or outside the model's pool; rows need "
+                             f"batch-size-1 states from the model's new_state()")
         if not batch:
             raise HybridError(f"row {i}: an empty batch (a verify batch starts with the last "
                               f"committed token)")
@@ -107,7 +111,10 @@ def claim_rows(config: HybridConfig, states: Sequence[HybridState],
                                                   zip(states, lengths, strict=True)),
                 lengths=tuple(lengths), keeps=tuple(keeps), ids=ids, live=live,
                 stepped_rows=torch.tensor(stepped, dtype=torch.long, device=device),
-                stepped_index=tuple(index))
+                stepped_index=tuple(index), pool=states[0].pool,
+                pool_rows=torch.tensor([s.index for s in states], device=device),
+                written=torch.tensor([b for b, k in enumerate(keeps) if k is not Keep.INPUTS],
+                                     dtype=torch.long, device=device))
 
 
 def attention_rows(attn: GatedAttention, x: Tensor, rows: Rows, slot: int,
@@ -129,16 +136,15 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
     """GDN layer `slot` over x (B, T, hidden) from each row's own conv window and
     recurrent state; returns the output (B, T, hidden) and each row's trace, its state
     written as its keep says (`GatedDeltaNet.forward`)."""
-    conv = [s.conv[slot] for s in rows.states]  # each (1, C, K-1)
-    recurrent = [s.recurrent[slot] for s in rows.states]  # each (1, Hv, Dk, Dv)
-    width = conv[0].shape[-1]
-    mixed, full, (q, k, v, g, beta) = gdn.inputs(x, torch.cat(conv))  # (B,C,T), (B,C,K-1+T)
-    initial = torch.cat(recurrent)  # (B, Hv, Dk, Dv) fp32, a copy
+    conv_pool, recurrent_pool = rows.pool.conv[slot], rows.pool.recurrent[slot]
+    width = conv_pool.shape[-1]
+    mixed, full, (q, k, v, g, beta) = gdn.inputs(x, conv_pool[rows.pool_rows])
+    initial = recurrent_pool[rows.pool_rows]  # (B, Hv, Dk, Dv) fp32, a copy
     if rows.width == 1:  # every row decodes one token: the recurrent form, as verify's
         delta_step_(initial, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
         core = readout(q[:, 0], initial).unsqueeze(1)  # (B, 1, Hv, Dv)
         final, stepped = initial, initial.unsqueeze(1)  # (B, Hv, Dk, Dv), (B, 1, Hv, Dk, Dv)
-        picks: Sequence[int] = range(len(recurrent))
+        picks: Sequence[int] = range(len(rows.states))
     else:
         live = rows.live  # (B, T)
         # k = g = beta = 0 at padding: it neither writes nor decays, so `final` is each
@@ -147,7 +153,8 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
             q, torch.where(live[..., None, None], k, 0.0), v,
             torch.where(live[..., None], g, 0.0), torch.where(live[..., None], beta, 0.0),
             initial)
-        stepped, picks = _stepped(rows, q, k, v, g, beta, initial, kernels), rows.stepped_index
+        stepped = _stepped(rows, q, k, v, g, beta, recurrent_pool, kernels)
+        picks = rows.stepped_index
     windows = full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)  # (B, T, C, K-1)
 
     traces: list[Trace] = []
@@ -156,27 +163,29 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
             traces.append(LayerInputs(q=q[b:b + 1, :n], k=k[b:b + 1, :n], v=v[b:b + 1, :n],
                                       g=g[b:b + 1, :n], beta=beta[b:b + 1, :n],
                                       conv_in=mixed[b:b + 1, :, :n]))
-            continue
-        if keep is Keep.PER_TOKEN:
+        elif keep is Keep.PER_TOKEN:
             states = stepped[picks[b]:picks[b] + 1, :n]  # (1, n, Hv, Dk, Dv)
             traces.append(LayerStates(conv=windows[b:b + 1, :n], recurrent=states))
-            recurrent[b].copy_(states[:, -1])
+            final[b] = states[0, -1]
         else:
             traces.append(None)
-            recurrent[b].copy_(final[b:b + 1])
-        conv[b].copy_(windows[b:b + 1, n - 1])
+    # Each writing row's state after its last token, into its pool row in one copy.
+    ends = torch.tensor(rows.lengths, device=x.device)[rows.written] - 1
+    written_rows = rows.pool_rows[rows.written]
+    recurrent_pool.index_copy_(0, written_rows, final[rows.written])
+    conv_pool.index_copy_(0, written_rows, windows[rows.written, ends])
     return gdn.output(x, core), traces
 
 
 def _stepped(rows: Rows, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
-             initial: Tensor, kernels: KernelBackend) -> Tensor:
+             pool: Tensor, kernels: KernelBackend) -> Tensor:
     """The stepped per-position states (P, T', Hv, Dk, Dv) of the P rows keeping PER_TOKEN,
     T' their longest length (stepped like replay, so that select(j) and replay(j + 1)
     agree bit for bit)."""
     if not rows.stepped_rows.numel():
-        return initial.new_empty(0)
+        return pool.new_empty(0)
     sub = rows.stepped_rows
     span = max(n for n, i in zip(rows.lengths, rows.stepped_index, strict=True) if i >= 0)
-    _, states = ops.gdn_verify(*(t[sub, :span] for t in (q, k, v, g, beta)), initial[sub],
-                               scale=1.0, backend=kernels)
+    _, states = ops.gdn_verify(*(t[sub, :span] for t in (q, k, v, g, beta)), pool,
+                               state_indices=rows.pool_rows[sub], scale=1.0, backend=kernels)
     return states

@@ -16,6 +16,7 @@ from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import HybridError, StateError
 from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
 from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_rows, rotary_tables
+from engine.hybrid.pool import StatePool
 from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
 from kernels.backend import KernelBackend
 
@@ -54,6 +55,8 @@ class HybridModel(nn.Module):
         # Index of each layer's entry in the state's GDN lists or KV lists.
         kinds = config.layer_types
         self._slots = [sum(k == kind for k in kinds[:i]) for i, kind in enumerate(kinds)]
+        # The pool every single-sequence state's GDN rows live in, per dtype and device.
+        self._pools: dict[tuple[torch.dtype, torch.device], StatePool] = {}
 
     @property
     def dtype(self) -> torch.dtype:
@@ -61,8 +64,13 @@ class HybridModel(nn.Module):
         return self.embed_tokens.weight.dtype
 
     def new_state(self, batch_size: int = 1) -> HybridState:
-        """An empty state (position 0) on the model's device and dtype."""
-        return HybridState(self.config, batch_size, self.dtype, self.embed_tokens.weight.device)
+        """An empty state (position 0) on the model's device and dtype; a single
+        sequence's GDN state is rows of the model's pool."""
+        key = (self.dtype, self.embed_tokens.weight.device)
+        pool = self._pools.get(key) if batch_size == 1 else None
+        if batch_size == 1 and pool is None:
+            pool = self._pools[key] = StatePool(self.config, *key)
+        return HybridState(self.config, batch_size, *key, pool=pool)
 
     @torch.inference_mode()
     def forward(

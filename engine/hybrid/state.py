@@ -14,6 +14,7 @@ from torch import Tensor
 from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import StateError
 from engine.hybrid.gdn import LayerInputs, LayerStates, replay_inputs_
+from engine.hybrid.pool import StatePool
 from kernels import ops
 from kernels.backend import KernelBackend
 
@@ -74,20 +75,15 @@ class HybridState:
     @torch.inference_mode()
     def __init__(
         self, config: HybridConfig, batch_size: int = 1, dtype: torch.dtype = torch.float32,
-        device: torch.device | str = "cpu",
+        device: torch.device | str = "cpu", pool: StatePool | None = None,
     ) -> None:
-        n_linear = sum(kind == LINEAR for kind in config.layer_types)
-        n_full = config.num_hidden_layers - n_linear
-        width = config.linear_conv_kernel_dim - 1
+        n_full = sum(kind != LINEAR for kind in config.layer_types)
         self.config = config
         self.batch_size = batch_size
-        self.conv = [torch.zeros(batch_size, config.conv_dim, width, dtype=dtype, device=device)
-                     for _ in range(n_linear)]  # (B, C, K-1)
-        self.recurrent = [
-            torch.zeros(batch_size, config.linear_num_value_heads, config.linear_key_head_dim,
-                        config.linear_value_head_dim, dtype=torch.float32, device=device)
-            for _ in range(n_linear)
-        ]  # (B, Hv, Dk, Dv)
+        # The GDN state lives in `pool` (rows index..index+batch_size-1; a pool of its own
+        # when none is given); `conv` and `recurrent` are views of those rows.
+        self.pool = StatePool(config, dtype, device, batch_size) if pool is None else pool
+        self.index = self.pool.take(self, batch_size)
         kv_shape = (batch_size, config.num_key_value_heads, _MIN_CAPACITY, config.head_dim)
         self.keys = [torch.zeros(kv_shape, dtype=dtype, device=device) for _ in range(n_full)]
         self.values = [torch.zeros(kv_shape, dtype=dtype, device=device) for _ in range(n_full)]
@@ -96,6 +92,16 @@ class HybridState:
         self._stamp = torch.zeros(_MIN_CAPACITY, dtype=torch.long)
         self._epoch = 0
         self._position = 0
+
+    @property
+    def conv(self) -> list[Tensor]:
+        """Each GDN layer's conv window (B, C, K-1), a view of the pool."""
+        return [t[self.index:self.index + self.batch_size] for t in self.pool.conv]
+
+    @property
+    def recurrent(self) -> list[Tensor]:
+        """Each GDN layer's recurrent state (B, Hv, Dk, Dv) fp32, a view of the pool."""
+        return [t[self.index:self.index + self.batch_size] for t in self.pool.recurrent]
 
     @property
     def position(self) -> int:
@@ -196,16 +202,18 @@ class HybridState:
     @torch.inference_mode()
     def reset(self) -> None:
         """Forget everything (position 0)."""
-        for t in (*self.conv, *self.recurrent):
-            t.zero_()
+        self.pool.zero(self.index, self.batch_size)
         self._position = 0
 
     @torch.inference_mode()
     def copy(self) -> "HybridState":
         """An independent deep copy (KV included)."""
         twin = copy.copy(self)
-        for name in ("conv", "recurrent", "keys", "values"):
-            setattr(twin, name, [t.clone() for t in getattr(self, name)])
+        twin.index = self.pool.take(twin, self.batch_size)
+        for live, mine in zip(twin.conv + twin.recurrent, self.conv + self.recurrent,
+                              strict=True):
+            live.copy_(mine)
+        twin.keys, twin.values = [t.clone() for t in self.keys], [t.clone() for t in self.values]
         twin._stamp = self._stamp.clone()
         return twin
 
