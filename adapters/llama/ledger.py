@@ -21,7 +21,7 @@ from typing import Any
 
 from adapters.llama.crosscheck import response_violations, totals_violations, verdict_violations
 from adapters.llama.ledger_prompt import SlotState, TurnState, start_steps
-from adapters.llama.ledger_rounds import Step, accepted_drafts, partial_steps, round_steps
+from adapters.llama.ledger_rounds import Step, partial_steps, round_steps
 from adapters.llama.logread import LogReading
 from adapters.llama.logrecords import RecordKind, StopReason, TimingPhase
 from adapters.llama.responses import ResponseFacts, match_responses
@@ -29,6 +29,7 @@ from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
 from adapters.protocol import Sink
 from engine.metrics import TurnMetrics
+from eventlog.fold import LogFold
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
@@ -68,10 +69,13 @@ class TaskLedger:
         self._seq = itertools.count(1)
         self.slots: dict[int, SlotState] = {}
         self.turns: list[TurnMetrics] = []
+        # A turn's rounds, drafts and violations are the one fold's, as the engine's are.
+        self._fold = LogFold(lambda _: None, views=False)
 
     def append(self, event: Event) -> None:
-        """The machines' sink: count, then pass on."""
+        """The machines' sink: count and fold, then pass on."""
         self.events += 1
+        self._fold.apply(event)
         self.journal.append(event)
 
     def clock(self) -> float:
@@ -93,10 +97,9 @@ class TaskLedger:
             s = self.slots[n] = SlotState(machine, empty)
         return s
 
-    def violate(self, m: RoundMachine, turn: TurnState, v: Violation) -> None:
+    def violate(self, m: RoundMachine, v: Violation) -> None:
         """Record one violation."""
         self.violations += 1
-        turn.stats.violations += 1
         m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
 
     def task_units(self, task: LlamaTask, prompt_ids: list[int] | None,
@@ -113,7 +116,7 @@ class TaskLedger:
         for i, rnd in enumerate(task.rounds):
             if not rnd.complete:
                 yield rnd.first_line, rnd.t
-                self.violate(m, turn, Violation(
+                self.violate(m, Violation(
                     Invariant.BOOKKEEPING, f"the round at log line {rnd.first_line} never "
                     f"completed", {"line": rnd.first_line}))
                 continue
@@ -124,19 +127,13 @@ class TaskLedger:
                                          if self.draft_reuse_logged else None)
             s.tokens.extend(res.block)
             s.position = res.position
-            turn.stats.rounds += 1
-            turn.stats.drafted += res.drafted
-            turn.stats.accepted += res.accepted
-            turn.stats.restores += res.restores
-            if rnd.speculative:
-                turn.profile.rounds.append((rnd.drafted, accepted_drafts(rnd)))
             if rnd.done is not None and rnd.done.n_tokens != res.position:
-                self.violate(m, turn, Violation(
+                self.violate(m, Violation(
                     Invariant.BOOKKEEPING, f"llama-server's slot holds {rnd.done.n_tokens} "
                     f"tokens after the round, the imported commits {res.position}",
                     {"engine": rnd.done.n_tokens, "ledger": res.position}))
             for v in verdict_violations(rnd):
-                self.violate(m, turn, v)
+                self.violate(m, v)
             if not (i == len(task.rounds) - 1 and rnd.stop is not None):
                 m.fire(Trigger.NEXT)
             self.journal.end_unit()
@@ -161,6 +158,9 @@ class TaskLedger:
         """The turn's checks and end_turn."""
         assert task.released is not None
         m, stats = s.machine, turn.stats
+        counted = self._fold.counts(task.slot)
+        stats.rounds, stats.drafted = counted.rounds, counted.drafted
+        stats.accepted, stats.restores = counted.accepted, counted.restores
         evals = task.timings.get(TimingPhase.EVAL)
         found: list[Violation] = []
         reported: dict[str, Any] = {}
@@ -180,7 +180,8 @@ class TaskLedger:
                     Invariant.BOOKKEEPING, f"llama-server released the slot with "
                     f"{task.released.n_tokens} tokens, the imported turn leaves "
                     f"{s.position}", {"engine": task.released.n_tokens, "ledger": s.position}))
-            found += totals_violations(turn.profile, task.totals, task.acc_per_pos)
+            found += totals_violations(self._fold.records[(task.slot, m.turn)].profile,
+                                       task.totals, task.acc_per_pos)
         else:
             stats.generated_tokens = evals.tokens if evals is not None else 0
             stats.drafted = task.totals.generated if task.totals is not None else 0
@@ -198,7 +199,8 @@ class TaskLedger:
                 generated=stats.generated_tokens, drafted=stats.drafted,
                 accepted=stats.accepted, stop=task.stop)
         for v in found:
-            self.violate(m, turn, v)
+            self.violate(m, v)
+        stats.violations = counted.violations
         if evals is not None:
             stats.decode_s = evals.ms / 1e3
         if stats.prefill_tokens and stats.reprefill_tokens:

@@ -13,7 +13,6 @@ from adapters.llama.responses import ResponseFacts
 from adapters.llama.sampler import used
 from adapters.llama.tasks import LlamaTask
 from engine.metrics import TurnMetrics
-from fsm.draft_profile import DraftProfile
 from fsm.machine import RoundMachine
 from fsm.payloads import CtxRestore, StartTurn
 from fsm.states import Trigger
@@ -39,14 +38,12 @@ class SlotState:
 
 @dataclass
 class TurnState:
-    """One turn being imported: its metrics, what of them is unknown, its prompt, and
-    its speculative rounds as (drafted, accepted), the profile llama-server's totals are
-    checked against."""
+    """One turn being imported: its metrics (rounds, drafts and violations the fold's,
+    eventlog/fold.py), what of them is unknown, and its prompt."""
 
     stats: TurnMetrics
     prompt: list[int | None]
     unknown: set[str] = field(default_factory=lambda: set(NOT_LOGGED))
-    profile: DraftProfile = field(default_factory=DraftProfile)
 
 
 def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,

@@ -35,15 +35,11 @@ Step = tuple[int, float | None]
 
 @dataclass(frozen=True)
 class RoundResult:
-    """What one round committed: the block (None where an id is unknown), the state
-    position after it, the EOG index in the block, drafted/accepted, restores."""
+    """What one round committed: the block (None where an id is unknown) and the state
+    position after it."""
 
     block: list[int | None]
     position: int
-    eog: int | None
-    drafted: int
-    accepted: int
-    restores: int
 
 
 def accepted_drafts(rnd: LlamaRound) -> int:
@@ -114,7 +110,7 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str], n_rs_seq
         yield rnd.last_line, rnd.t_end
         m.fire(Trigger.COMMIT, _span(rnd), {"append": block, "position": position,
                                             "accepted": 0, "cut": 0})
-        return RoundResult(block, position, eog, 0, 0, 0)
+        return RoundResult(block, position)
     k, matched, accepted = rnd.drafted, first_verdict(rnd), accepted_drafts(rnd)
     ckpt = rnd.spec_ckpt
     strategy = Strategy.CHECKPOINT if ckpt is not None or rnd.restores else Strategy.PER_TOKEN
@@ -135,11 +131,11 @@ def round_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str], n_rs_seq
         m.fire(Trigger.ACCEPT, 0.0, {"matched": matched, "eog": eog})
     else:
         m.fire(Trigger.REJECT, 0.0, {"matched": matched, "eog": eog, "cut": 0})
-    restores = yield from _rollback(m, rnd, matched, n_rs_seq)
+    yield from _rollback(m, rnd, matched, n_rs_seq)
     yield rnd.last_line, rnd.t_end
     m.fire(Trigger.COMMIT, _span(rnd), {"append": block, "position": position,
                                         "accepted": accepted, "cut": 0})
-    return RoundResult(block, position, eog, k, accepted, restores)
+    return RoundResult(block, position)
 
 
 def partial_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str]
@@ -163,8 +159,8 @@ def partial_steps(m: RoundMachine, rnd: LlamaRound, chain: Sequence[str]
 
 
 def _rollback(m: RoundMachine, rnd: LlamaRound, matched: int, n_rs_seq: int | None
-              ) -> Generator[Step, None, int]:
-    """The restores and replays of a partial acceptance; returns how many restores."""
+              ) -> Generator[Step, None, None]:
+    """The restores and replays of a partial acceptance."""
     if rnd.restores:
         for i, ckpt in enumerate(rnd.restores):
             yield ckpt.line, ckpt.t
@@ -174,13 +170,10 @@ def _rollback(m: RoundMachine, rnd: LlamaRound, matched: int, n_rs_seq: int | No
             m.fire(Trigger.RESTORE, 0.0, restore)
             if i < len(rnd.replays):
                 m.fire(Trigger.REPLAY, 0.0, {"mode": "reverify", "tokens": rnd.replays[i] + 1})
-        return len(rnd.restores)
-    if matched < rnd.drafted:
+    elif matched < rnd.drafted:
         m.fire(Trigger.RESTORE, 0.0, {"mode": "select", "index": matched, "position":
                                       rnd.n_tokens + matched + 1, "logged": False,
                                       "n_rs_seq": n_rs_seq})
-        return 1
-    return 0
 
 
 def _span(rnd: LlamaRound) -> float:
