@@ -45,6 +45,8 @@ _PREFILL, _START_TURN, _CTX_RESTORE, _VIOLATION, _END_TURN = (
     _T.PREFILL, _T.START_TURN, _T.CTX_RESTORE, _T.INVARIANT_VIOLATION, _T.END_TURN)
 _QUIET = frozenset({_T.BEGIN, _T.NEXT, _T.REPLAY})
 """A round's triggers that count nothing (the commonest, so looked up first)."""
+
+
 class LogFold:
     """Folds events one at a time into `slots` (slot number -> `SlotView`) and the turns'
     `records`, keyed by (slot, turn) in the order turns began. With `on_close`, a turn
@@ -80,7 +82,7 @@ class LogFold:
         rec.events += 1
         if rnd != rec.round_no:
             rec.round_no, rec.round_t, rec.round_k, rec.round_eog = rnd, rec.t, -1, None
-        v = None
+        v: SlotView | None = None
         if self._views:
             v = self.slots.get(slot)
             if v is None:

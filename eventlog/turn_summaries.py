@@ -1,11 +1,12 @@
 """Each ended turn as one row of the `turns` table, so that a session's turn table costs a
 row per turn to read instead of a fold over all of its rounds.
 
-The recorder folds the events it is handed with the one fold (eventlog/fold.py) and writes
-a turn's summary in the transaction that writes the turn's END_TURN: the metrics END_TURN
-carries, the turn's draft rounds counted by (drafted, accepted), and how many of the
-session's events are the turn's. A reader takes a session's summaries only where they hold
-every event the session stored, read in one snapshot: then no turn is open and nothing lies
+The recorder folds the events it is handed with the one fold (eventlog/fold.py), or takes
+the turns our engine's live fold closes (`TurnSummaries.handed`), and writes a turn's
+summary in the transaction that writes the turn's END_TURN: the metrics END_TURN carries,
+the turn's draft rounds counted by (drafted, accepted), and how many of the session's
+events are the turn's. A reader takes a session's summaries only where they hold every
+event the session stored, read in one snapshot: then no turn is open and nothing lies
 outside a turn. Where the events no summary holds all follow the latest turn's end (a live
 session's turns in progress, or a cut session's last), the reader folds only those; where
 not (a session an older writer recorded), the whole session.
