@@ -29,6 +29,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--llama-log", type=Path, required=True, metavar="PATH",
                    help="the log llama-server writes (best with -v --log-timestamps "
                         "--log-prefix); followed through rotation, truncation, restarts")
+    p.add_argument("--responses-from", type=Path, default=None, metavar="FILE",
+                   help="a JSON-lines file the clients append their answers to (completion "
+                        "objects with `timings`): each request is recorded with its answer, "
+                        "cross-checked as `import --responses` does")
     p.add_argument("--on-finding", default=None, metavar="CMD",
                    help="a shell command run once per finding, the finding as JSON on stdin")
     p.add_argument("--metrics-port", type=checked(int, _positive), default=None, metavar="N",
@@ -51,6 +55,7 @@ def _summary(t: "WatchTally") -> dict[str, Any]:
     return {"recorded": t.recorded, "incomplete": t.incomplete, "skipped": t.skipped,
             "ring_dropped": t.ring_dropped, "findings": t.findings, "pruned": t.pruned,
             "switches": t.switches, "resumed_at": t.resumed_at,
+            "answered": t.answered, "unanswered": t.unanswered,
             "lag_s": {"median": statistics.median(lags), "max": lags[-1], "of_last": len(lags)}
             if lags else None}
 
@@ -67,7 +72,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     opts = WatchOptions(log=args.llama_log, db=args.db, on_finding=args.on_finding,
                         metrics_port=args.metrics_port, keep=args.keep,
                         keep_for=parse_duration(args.keep_for) if args.keep_for else None,
-                        ring=args.ring, severity=Severity(args.severity))
+                        ring=args.ring, severity=Severity(args.severity),
+                        responses=args.responses_from)
     if args.llama_log.is_dir():
         raise ConfigError(f"--llama-log {args.llama_log} is a directory: name the log file")
 
@@ -86,7 +92,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             + (f", resuming at byte {at}" if at is not None else "")
             + (f", metrics on 127.0.0.1:{args.metrics_port}/metrics"
                if args.metrics_port is not None else "")
-            + (f", ring of {args.ring} rounds per slot" if args.ring is not None else ""))
+            + (f", ring of {args.ring} rounds per slot" if args.ring is not None else "")
+            + (f", answers from {args.responses_from}" if args.responses_from else ""))
     stop = threading.Event()
     with stop_on_signals(stop):
         tally = watcher.run(stop)
@@ -99,6 +106,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             f"incomplete), {doc['skipped']} already recorded, {doc['findings']} finding(s), "
             f"{doc['pruned']} session(s) pruned"
             + (f", {doc['ring_dropped']} held in the ring and dropped" if args.ring else "")
+            + (f", {doc['answered']} with their answer, {doc['unanswered']} without"
+               if args.responses_from else "")
             + (f"; lag median {1e3 * lag['median']:.1f} ms, max {1e3 * lag['max']:.1f} ms"
                if lag else ""))
     return 0

@@ -214,6 +214,12 @@ class TaskLedger:
         self.turns.append(TurnMetrics.from_dict(metrics))
 
 
+def response_shape(task: LlamaTask) -> tuple[int | None, int | None]:
+    """What an answer must show to be the task's (`match_responses`' shape): the prompt
+    tokens and the tokens generated, None where the log does not say."""
+    return task.prompt_tokens, task.generated_logged
+
+
 def record_log(reading: LogReading, journal: Sink, *,
                prompts: Sequence[list[int] | None] = (),
                responses: Sequence[ResponseFacts] = ()) -> LedgerResult:
@@ -222,7 +228,7 @@ def record_log(reading: LogReading, journal: Sink, *,
     `responses` are the client's answers, matched to tasks by shape and cross-checked."""
     fold = fold_tasks(reading.records)
     ledger = TaskLedger(reading, journal, fold.draft_reuse_logged)
-    shapes = [(t.prompt_tokens, t.generated_logged) for t in fold.tasks]
+    shapes = [response_shape(t) for t in fold.tasks]
     matched = match_responses(shapes, list(responses)) if responses else [None] * len(shapes)
     cuts = {c.task: c for c in fold.truncated}
     units = [ledger.task_units(t, prompts[i] if i < len(prompts) else None, matched[i],

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from eventlog import open_db
 from eventlog.postmortem.finding import Finding, Kind, Severity
+from specledger.watch.answers import AnswerFeed
 from specledger.watch.findings import FindingHook, finding_doc, finding_line, judge, reported
 from specledger.watch.follower import Chunk, LogFollower, Switch
 from specledger.watch.metrics import WatchMetrics
@@ -48,7 +49,8 @@ _FIRST_TASK = re.compile(rb"\| task \d+ \| processing task")
 class WatchOptions:
     """What to follow and keep: the log, the ledger, the hook, the metrics port, the
     bounds (`keep` sessions, sessions younger than `keep_for`, `ring` rounds per slot
-    held in memory), the lowest severity reported (`severity`) and the poll period."""
+    held in memory), the lowest severity reported (`severity`), the poll period, and the
+    clients' answers file (`responses`) with how long a request waits for its answer."""
 
     log: Path
     db: str
@@ -60,14 +62,17 @@ class WatchOptions:
     severity: Severity = Severity.WARNING
     poll_s: float = 0.05
     settle_s: float = 0.05
+    responses: Path | None = None
+    answer_wait_s: float = 5.0
 
 
 @dataclass
 class WatchTally:
     """What one watch did: requests recorded (and how many of them were cut by its stop
     or a server restart), requests held in the ring and not written, requests skipped
-    as already recorded, findings, sessions pruned, file switches, and the lag of each of
-    the last LAGS_KEPT requests (a watch that runs for weeks keeps no more)."""
+    as already recorded, findings, sessions pruned, file switches, the lag of each of
+    the last LAGS_KEPT requests (a watch that runs for weeks keeps no more), and, with
+    answers followed, the requests recorded with their answer and without one."""
 
     recorded: int = 0
     incomplete: int = 0
@@ -78,6 +83,8 @@ class WatchTally:
     switches: list[str] = field(default_factory=list)
     lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAGS_KEPT))
     resumed_at: int | None = None
+    answered: int = 0
+    unanswered: int = 0
 
 
 class Watcher:
@@ -94,6 +101,8 @@ class Watcher:
         self.metrics = WatchMetrics()
         self.ring = Ring(opts.ring) if opts.ring is not None else None
         self.hook = FindingHook(opts.on_finding) if opts.on_finding else None
+        self.answers = (AnswerFeed(opts.responses, opts.answer_wait_s)
+                        if opts.responses is not None else None)
         cursor = load_cursor(self.engine, self.log)
         self.follower = LogFollower(opts.log, cursor)
         self.stream = RecordStream(opts.settle_s)
@@ -110,7 +119,8 @@ class Watcher:
         self._read_at = 0.0
 
     def _new_recorder(self, dev: int, ino: int, resumed: bool) -> None:
-        self.recorder = RequestRecorder(self.stream.server, self.log, dev, ino, resumed)
+        self.recorder = RequestRecorder(self.stream.server, self.log, dev, ino, resumed,
+                                        self.answers)
 
     def _read_header(self) -> None:
         """On resume: the server's facts from the file's start-up lines."""
@@ -127,11 +137,14 @@ class Watcher:
 
     def step(self) -> bool:
         """One poll; whether it read anything."""
+        answered = self.answers.poll() if self.answers is not None else False
         chunks = self.follower.poll()
         for chunk in chunks:
             self._chunk(chunk)
         self._take(force=False)
-        return bool(chunks)
+        if self.recorder is not None and self.answers is not None:
+            self._handle(self.recorder.ready(self.stream.counts))
+        return bool(chunks) or answered
 
     def _chunk(self, chunk: Chunk) -> None:
         if chunk.switch is not None or self.recorder is None:
@@ -170,6 +183,8 @@ class Watcher:
                 self._seen.discard(req.key)
                 self.tally.skipped += 1
                 continue
+            if req.unanswered:
+                self._unanswered(req)
             findings = judge(req)
             shown = [f for f in reported(findings, self.opts.severity)
                      if not (stopping and f.kind is Kind.RUN_FAILED)]
@@ -200,13 +215,30 @@ class Watcher:
         extra = {"log": self.log, "start": req.start, "task": req.task.task,
                  "slot": req.task.slot, "last_line": req.last_line, "last_t": req.last_t,
                  "findings": [f.to_dict() for f in findings]}
+        if self.answers is not None:
+            extra["answer"] = req.answer.facts[0].index if req.answer is not None else None
         sid = store_request(self.engine, self.log, req, extra)
         self.tally.recorded += 1
+        self.tally.answered += req.answer is not None
         self.tally.incomplete += req.error is not None
         lag = time.monotonic() - self._read_at
         self.tally.lags.append(lag)
         self.metrics.lag.set(lag)
         return sid
+
+    def _unanswered(self, req: Request) -> None:
+        """Say that a request is recorded without its answer."""
+        self.tally.unanswered += 1
+        assert self.answers is not None
+        doc = {"unanswered": {"task": req.task.task, "slot": req.task.slot,
+                              "log_line": req.last_line, "responses": str(self.answers.path),
+                              "wait_s": self.answers.wait_s}}
+        if self.emit is not None:
+            self.emit(doc)
+        else:
+            self.say(f"task {req.task.task} (slot {req.task.slot}, log line {req.last_line}): "
+                     f"no answer in {self.answers.path} within {self.answers.wait_s:g} s, "
+                     "recorded without it")
 
     def _report(self, f: Finding, req: Request, sid: int) -> None:
         self.tally.findings += 1
@@ -234,6 +266,8 @@ class Watcher:
     def finish(self) -> None:
         """Read what the log holds now, record the requests being served as incomplete,
         save the cursor at the end of what was read."""
+        if self.answers is not None:
+            self.answers.poll()
         for chunk in self.follower.poll():
             self._chunk(chunk)
         self._take(force=True)
@@ -246,6 +280,8 @@ class Watcher:
         if self.hook is not None:
             self.hook.close()
         self.follower.close()
+        if self.answers is not None:
+            self.answers.close()
 
     def run(self, stop: threading.Event) -> WatchTally:
         """Poll until `stop` is set, then finish."""

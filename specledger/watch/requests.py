@@ -3,9 +3,12 @@ machine (adapters/llama/taskfold.py, ledger.py) the moment its slot is released:
 `Request` per llama-server task, its events numbered from 1 as a session of its own.
 The slots' machines and states live on between requests, so a request's kept prefix,
 its re-prefill and its stray tokens are judged against what its slot held before, as
-`import` judges them over a whole log."""
+`import` judges them over a whole log. With an `AnswerFeed`, a released request is fired
+once its answer is there (or its wait is over), with that answer cross-checked as
+`import --responses` checks it."""
 
 import hashlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,11 +17,13 @@ from adapters.llama.ledger_rounds import accepted_drafts
 from adapters.llama.logread import LogReading
 from adapters.llama.logrecords import Record, RecordKind
 from adapters.llama.provenance import Provenance, session_config
+from adapters.llama.responses import Responses
 from adapters.llama.serverfacts import ServerInfo
 from adapters.llama.taskfold import TaskFolder
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
 from specledger.observed import UnitJournal
+from specledger.watch.answers import AnswerFeed
 from specledger.watch.stream import LineCounts, Piece
 
 K = RecordKind
@@ -39,7 +44,9 @@ class Request:
     """One recorded llama-server task: where its first line is (`start`, the file's
     `dev`/`ino`), its `key` (unique to that line of that file), the events of its
     session, its metrics (None when it was cut), its rounds, why it is incomplete
-    (`error`), the stored config, and the log time and line of its last line."""
+    (`error`), the stored config, the log time and line of its last line, and, when
+    answers are followed, the one it was checked against (`answer`) or that none came
+    (`unanswered`)."""
 
     task: LlamaTask
     key: str
@@ -51,6 +58,8 @@ class Request:
     config: dict[str, Any]
     last_line: int
     last_t: float | None
+    answer: Responses | None = None
+    unanswered: bool = False
 
 
 def request_key(dev: int, ino: int, start: int, first_line: bytes) -> str:
@@ -63,11 +72,14 @@ class RequestRecorder:
     """Folds the records of one file (one server's life, or the part of it after a
     resume) and fires each request when its slot is released. `server` is the stream's
     facts, filled as they are read; `resumed`: the log was entered mid-way, so no slot is
-    known to start empty."""
+    known to start empty; `answers`: the clients' answers, each released request waits
+    for its own."""
 
     def __init__(self, server: ServerInfo, path: str, dev: int, ino: int,
-                 resumed: bool) -> None:
+                 resumed: bool, answers: AnswerFeed | None = None) -> None:
         self.server, self.path, self.dev, self.ino = server, path, dev, ino
+        self.answers = answers
+        self.waiting: list[tuple[LlamaTask, float]] = []  # released, in order, since when
         self.folder = TaskFolder()
         self.ledger = TaskLedger(LogReading(records=[], server=server), UnitJournal(),
                                  draft_reuse_logged=False)
@@ -94,21 +106,42 @@ class RequestRecorder:
             elif r.kind is K.RELEASED and r.task is not None:
                 task = self.folder.by_id.get(r.task)
                 if task is not None and task.released is not None:
-                    done.append(self._fire(task, None, counts))
+                    self.waiting.append((task, time.monotonic()))
+        return done + self.ready(counts)
+
+    def ready(self, counts: LineCounts, force: bool = False) -> list[Request]:
+        """The released requests that can be recorded now: each whose answer is there,
+        whose wait is over (or `force`), and whose slot has no earlier one waiting."""
+        done: list[Request] = []
+        blocked: set[int] = set()
+        now = time.monotonic()
+        for task, since in list(self.waiting):
+            if task.slot in blocked:
+                continue
+            answer = self.answers.take(task) if self.answers is not None else None
+            if answer is None and self.answers is not None and not force and (
+                    now - since < self.answers.wait_s):
+                blocked.add(task.slot)
+                continue
+            self.waiting.remove((task, since))
+            done.append(self._fire(task, None, counts, answer))
         return done
 
     def stop(self, counts: LineCounts) -> list[Request]:
-        """The requests still being served, recorded as cut here."""
+        """The released requests still waiting for an answer, recorded with what is
+        there; the requests still being served, recorded as cut here."""
+        done = self.ready(counts, force=True)
         fold = self.folder.finish()
-        return [self._fire(next(t for t in fold.tasks if t.task == cut.task), cut, counts)
-                for cut in list(fold.truncated)]
+        return done + [self._fire(next(t for t in fold.tasks if t.task == cut.task), cut,
+                                  counts, None) for cut in list(fold.truncated)]
 
-    def _fire(self, task: LlamaTask, cut: Truncation | None, counts: LineCounts) -> Request:
+    def _fire(self, task: LlamaTask, cut: Truncation | None, counts: LineCounts,
+              answer: Responses | None) -> Request:
         ledger = self.ledger
         journal = ledger.journal = UnitJournal()
         if self.resumed and task.slot not in ledger.slots:
             ledger.slot(task.slot).length = None  # it may hold an earlier request's tokens
-        units = ledger.task_units(task, None, None, cut)
+        units = ledger.task_units(task, None, answer.facts[0] if answer else None, cut)
         for _, t in units:
             ledger.set_time(t)
         for seq, ev in enumerate(journal.events, 1):
@@ -121,7 +154,9 @@ class RequestRecorder:
         reading = LogReading(records=list(self.kinds.values()), server=self.server,
                              lines=counts.lines, parsed=counts.parsed,
                              skipped=counts.skipped, unknown=counts.unknown)
-        config = session_config(reading, fold, Provenance(log_path=self.path), None, 0)
+        prov = Provenance(log_path=self.path, responses_path=str(self.answers.path)
+                          if self.answers is not None else None)
+        config = session_config(reading, fold, prov, answer, int(answer is not None))
         error = (f"watch stopped inside task {task.task} (slot {task.slot}, line "
                  f"{cut.line})" if cut is not None else None)
         if cut is None:
@@ -129,4 +164,5 @@ class RequestRecorder:
         last = task.released
         return Request(task, key, start, journal, metrics, rounds, error, config,
                        last.line if last is not None else task.last_line,
-                       last.t if last is not None else None)
+                       last.t if last is not None else None, answer,
+                       self.answers is not None and answer is None and cut is None)

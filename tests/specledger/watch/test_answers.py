@@ -1,0 +1,104 @@
+"""`watch --responses-from`: the answers the clients append are matched to the watched
+requests as `import --responses` matches them, whether an answer is written before its
+request's last log line or after it; a request whose answer does not come within the
+wait is recorded without it, and said; a changed answer is the import's counter
+mismatch."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.llama.ledger import record_log
+from adapters.llama.logread import read_log
+from adapters.llama.responses import read_responses
+from eventlog import get_session, open_db
+from eventlog.postmortem.analyze import postmortem_session
+from eventlog.postmortem.finding import Kind
+from specledger.api import session_turns
+from specledger.observed import UnitJournal
+from specledger.watch.loop import Watcher, WatchOptions
+from tests.specledger.watch.helpers import drip, rows
+from tests.specledger.watch.test_loop import FIELDS
+from tests.specledger.watch.test_stream import FIXTURES, fixture_bytes
+
+
+def _answers(name: str) -> list[dict[str, Any]]:
+    return list(json.loads((FIXTURES / f"{name}.responses.json").read_text()))
+
+
+def _append(path: Path, answers: list[dict[str, Any]]) -> None:
+    with path.open("a") as out:
+        out.writelines(json.dumps(a) + "\n" for a in answers)
+
+
+def _watcher(tmp_path: Path, wait_s: float, said: list[str]) -> Watcher:
+    log, answers = tmp_path / "s.log", tmp_path / "answers.jsonl"
+    log.touch()
+    answers.touch()
+    return Watcher(WatchOptions(log=log, db=str(tmp_path / "l.db"), settle_s=0.0,
+                                responses=answers, answer_wait_s=wait_s), said.append)
+
+
+@pytest.mark.parametrize("name", ["two-slots", "mtp", "quiet"])
+def test_answers_before_and_after_their_requests_are_matched_as_import_does(
+        tmp_path: Path, name: str) -> None:
+    said: list[str] = []
+    w = _watcher(tmp_path, 60.0, said)
+    answers = _answers(name)
+    half = len(answers) // 2
+    _append(tmp_path / "answers.jsonl", answers[:half])  # written before the log shows them
+    drip(w, tmp_path / "s.log", fixture_bytes(name))
+    waiting = w.tally.recorded
+    assert waiting < len(answers)  # the rest wait for their answers, within the bound
+    _append(tmp_path / "answers.jsonl", answers[half:])
+    w.step()
+    w.finish()
+    assert (w.tally.answered, w.tally.unanswered, said) == (len(answers), 0, [])
+    engine = open_db(w.opts.db, create=False)
+    got = {}
+    for sid, status, *_ in rows(w.opts.db):
+        assert status == "finished"
+        config = get_session(engine, sid).config
+        assert config["source"]["responses"]["matched"] == 1
+        assert config["watch"]["answer"] is not None
+        turn = session_turns(engine, sid).ended[0]
+        got[(turn.slot, turn.turn)] = turn
+    imported = record_log(read_log(FIXTURES / f"{name}.log.gz"), UnitJournal(),
+                          responses=read_responses(FIXTURES / f"{name}.responses.json").facts)
+    assert imported.responses_matched == len(got)
+    for t in imported.turns:
+        assert {f: getattr(got[(t.slot, t.turn)], f) for f in FIELDS} == {
+            f: getattr(t, f) for f in FIELDS}
+    assert all(t.violations == 0 for t in got.values())
+
+
+def test_a_request_whose_answer_never_comes_is_recorded_without_it_and_said(
+        tmp_path: Path) -> None:
+    said: list[str] = []
+    w = _watcher(tmp_path, 0.0, said)
+    drip(w, tmp_path / "s.log", fixture_bytes("two-slots"))
+    w.finish()
+    assert (w.tally.recorded, w.tally.answered, w.tally.unanswered) == (4, 0, 4)
+    assert len(said) == 4 and all("recorded without it" in line for line in said)
+    engine = open_db(w.opts.db, create=False)
+    for sid, status, *_ in rows(w.opts.db):
+        assert status == "finished"
+        assert get_session(engine, sid).config["watch"]["answer"] is None
+
+
+def test_a_changed_answer_is_an_engine_counter_mismatch(tmp_path: Path) -> None:
+    said: list[str] = []
+    w = _watcher(tmp_path, 60.0, said)
+    answers = _answers("mtp")
+    answers[1]["timings"]["draft_n_accepted"] += 2
+    _append(tmp_path / "answers.jsonl", answers)
+    drip(w, tmp_path / "s.log", fixture_bytes("mtp"))
+    w.finish()
+    assert w.tally.answered == 2
+    assert len(said) == 1 and "engine_counter_mismatch" in said[0]
+    engine = open_db(w.opts.db, create=False)
+    second = rows(w.opts.db)[-1][0]
+    found = {f.kind for f in postmortem_session(engine, second).findings}
+    assert Kind.ENGINE_COUNTER_MISMATCH in found
