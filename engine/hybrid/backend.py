@@ -204,13 +204,13 @@ class TorchBackend:
 
     def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over [last committed, drafts...], keeping what `keep` says."""
-        start, ids = state.position, self._ids(batch)
+        start = state.position
         if self.compiled and keep is Keep.NOTHING and len(batch) == 1:  # a plain decode step
-            logits, hidden = decode_step(self.model, ids, state)
+            logits, hidden = decode_step(self.model, self._ids(batch), state)
             self._file_hidden(state, start, hidden[0])
             kept = None
         else:
-            logits, kept = self.model.verify(ids, state, keep, self.kernels)
+            logits, (kept,) = self.model.verify_rows([batch], [state], [keep], self.kernels)
             self._store_hidden(state, start)
         return VerifyOut(self._targets(logits[0], list(batch[1:])), kept)
 
@@ -303,5 +303,5 @@ class TorchBackend:
 
     def peek(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """Greedy targets after `tokens` without advancing the state."""
-        logits, _ = self.model.verify(self._ids(tokens), state, Keep.INPUTS)
+        logits, _ = self.model.verify_rows([tokens], [state], [Keep.INPUTS])
         return greedy_targets(logits[0])

@@ -1,13 +1,15 @@
-"""One forward over several sequences' verify batches (a scheduler step's slots): rows of
-different lengths from states at different positions, right-padded to the longest.
-Projections, MLPs, the conv and the GDN recurrence run once over the padded batch; each
-row's attention runs over its own KV cache, which is a separate tensor of its own length
+"""The verify forward, one row per sequence: a sequential round's batch is one row, a
+scheduler step's slots are several, of different lengths from states at different
+positions, right-padded to the longest. Projections, MLPs, the conv and the GDN
+recurrence run once over the batch, reading and writing each row's GDN state in the
+model's `StatePool` by its pool row (a view when the rows are consecutive); each row's
+attention runs over its own KV cache, which is a separate tensor of its own length
 (gathering them into one padded tensor copies every row's whole context per layer and
 step: on the shipped model's shapes, 8 rows of 5 tokens on CPU, 2.2 ms against 1.3 ms for
 the per-row calls at ~400 tokens of context, 11 against 3.8 ms at ~2,100). What each row
-keeps and leaves in its state is what `HybridModel.verify` of that row alone gives, up to
-the rounding of the batch shape: right padding never reaches a real position (everything
-is causal), and the recurrence steps over padding without writing or decaying."""
+keeps and leaves in its state is what a verify of that row alone gives, up to the
+rounding of the batch shape: right padding never reaches a real position (everything is
+causal), and the recurrence steps over padding without writing or decaying."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,19 +43,36 @@ class Rows:
     lengths: tuple[int, ...]
     keeps: tuple[Keep, ...]
     ids: Tensor   # (B, T) the batches, right-padded
-    live: Tensor  # (B, T) bool: True at each row's real positions
+    live: Tensor | None  # (B, T) bool, True at each row's real positions; None: no padding
     # Indices of the P rows keeping PER_TOKEN (P,), and for each row its index among them (-1
     # elsewhere): only they step the recurrence per position.
     stepped_rows: Tensor
     stepped_index: tuple[int, ...]
     pool: StatePool  # the rows' shared pool, where row b's GDN state is row pool_rows[b]
     pool_rows: Tensor  # (B,)
-    written: Tensor  # (W,) the rows whose keep writes their GDN state back (not INPUTS)
+    run: slice | None  # pool_rows as a slice when they are consecutive rows
+    written: Tensor | None  # (W,) the rows whose keep writes their state; None: every row
 
     @property
     def width(self) -> int:
         """The padded length T (the longest row)."""
         return max(self.lengths)
+
+    def read(self, pool: Tensor) -> Tensor:
+        """The rows' entries (B, ...) of one layer's pool tensor: a view when they are
+        consecutive, a copy otherwise."""
+        return pool[self.run] if self.run is not None else pool[self.pool_rows]
+
+    def write(self, pool: Tensor, value: Tensor) -> None:
+        """Write value (B, ...) into the pool rows of the rows whose keep writes."""
+        if self.written is not None and not self.written.numel():
+            return
+        if self.written is not None:
+            pool.index_copy_(0, self.pool_rows[self.written], value[self.written])
+        elif self.run is not None:
+            pool[self.run].copy_(value)
+        else:
+            pool.index_copy_(0, self.pool_rows, value)
 
     def advance(self) -> None:
         """Mark each row's claimed positions consumed, except where keeping INPUTS leaves
@@ -102,7 +121,12 @@ def claim_rows(config: HybridConfig, states: Sequence[HybridState],
     width = max(lengths)
     ids = torch.tensor([[*b, *[_PAD] * (width - len(b))] for b in batches], dtype=torch.long,
                        device=device)
-    live = torch.arange(width, device=device) < torch.tensor(lengths, device=device)[:, None]
+    live = None
+    if min(lengths) < width:
+        live = torch.arange(width, device=device) < torch.tensor(lengths, device=device)[:, None]
+    first = states[0].index
+    consecutive = all(s.index == first + b for b, s in enumerate(states))
+    written = [b for b, k in enumerate(keeps) if k is not Keep.INPUTS]
     stepped = [b for b, k in enumerate(keeps) if k is Keep.PER_TOKEN]
     index = [-1] * len(states)
     for i, b in enumerate(stepped):
@@ -113,8 +137,9 @@ def claim_rows(config: HybridConfig, states: Sequence[HybridState],
                 stepped_rows=torch.tensor(stepped, dtype=torch.long, device=device),
                 stepped_index=tuple(index), pool=states[0].pool,
                 pool_rows=torch.tensor([s.index for s in states], device=device),
-                written=torch.tensor([b for b, k in enumerate(keeps) if k is not Keep.INPUTS],
-                                     dtype=torch.long, device=device))
+                run=slice(first, first + len(states)) if consecutive else None,
+                written=(None if len(written) == len(states)
+                         else torch.tensor(written, dtype=torch.long, device=device)))
 
 
 def attention_rows(attn: GatedAttention, x: Tensor, rows: Rows, slot: int,
@@ -122,6 +147,11 @@ def attention_rows(attn: GatedAttention, x: Tensor, rows: Rows, slot: int,
     """Attention layer `slot` over x (B, T, hidden): projections batched, each row's
     real positions attending over its own cache, where their keys and values go."""
     query, gate, key, value = attn.project(x, rope)  # (B,H,T,D), (B,T,H*D), (B,Hkv,T,D) x2
+    if rows.live is None:  # no padding: each row's output is whole
+        parts = [attn.attend(query[b:b + 1], key[b:b + 1], value[b:b + 1], state.keys[slot],
+                             state.values[slot], start)
+                 for b, (state, start) in enumerate(zip(rows.states, rows.starts, strict=True))]
+        return attn.output(parts[0] if len(parts) == 1 else torch.cat(parts), gate)
     attended = x.new_zeros(gate.shape)  # (B, T, H * D); padding stays 0
     for b, (state, start, n) in enumerate(zip(rows.states, rows.starts, rows.lengths,
                                               strict=True)):
@@ -138,25 +168,34 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
     written as its keep says (`GatedDeltaNet.forward`)."""
     conv_pool, recurrent_pool = rows.pool.conv[slot], rows.pool.recurrent[slot]
     width = conv_pool.shape[-1]
-    mixed, full, (q, k, v, g, beta) = gdn.inputs(x, conv_pool[rows.pool_rows])
-    initial = recurrent_pool[rows.pool_rows]  # (B, Hv, Dk, Dv) fp32, a copy
-    if rows.width == 1:  # every row decodes one token: the recurrent form, as verify's
-        delta_step_(initial, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
-        core = readout(q[:, 0], initial).unsqueeze(1)  # (B, 1, Hv, Dv)
-        final, stepped = initial, initial.unsqueeze(1)  # (B, Hv, Dk, Dv), (B, 1, Hv, Dk, Dv)
+    mixed, full, (q, k, v, g, beta) = gdn.inputs(x, rows.read(conv_pool))
+    initial = rows.read(recurrent_pool)  # (B, Hv, Dk, Dv) fp32
+    in_place = False
+    if rows.width == 1:  # every row decodes one token: the recurrent form
+        # Stepped in the pool itself only when every row advances its own live state.
+        in_place = rows.run is not None and all(k is Keep.NOTHING for k in rows.keeps)
+        final = initial if in_place or rows.run is None else initial.clone()
+        delta_step_(final, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
+        core = readout(q[:, 0], final).unsqueeze(1)  # (B, 1, Hv, Dv)
+        stepped = final.unsqueeze(1)  # (B, 1, Hv, Dk, Dv)
+        copy_stepped = False
         picks: Sequence[int] = range(len(rows.states))
     else:
-        live = rows.live  # (B, T)
-        # k = g = beta = 0 at padding: it neither writes nor decays, so `final` is each
-        # row's state after its own last token (the chunked form pads chunks this way).
-        core, final = chunk_gated_delta(
-            q, torch.where(live[..., None, None], k, 0.0), v,
-            torch.where(live[..., None], g, 0.0), torch.where(live[..., None], beta, 0.0),
-            initial)
+        if rows.live is not None:
+            # k = g = beta = 0 at padding: it neither writes nor decays, so `final` is each
+            # row's state after its own last token (the chunked form pads chunks this way).
+            live = rows.live
+            k, g, beta = (torch.where(live[..., None, None], k, 0.0),
+                          torch.where(live[..., None], g, 0.0),
+                          torch.where(live[..., None], beta, 0.0))
+        core, final = chunk_gated_delta(q, k, v, g, beta, initial)
         stepped = _stepped(rows, q, k, v, g, beta, recurrent_pool, kernels)
         picks = rows.stepped_index
-    windows = full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)  # (B, T, C, K-1)
-
+        # Each PER_TOKEN row commits its stepped last state: all of final when every row
+        # keeps PER_TOKEN unpadded, or row by row.
+        copy_stepped = rows.live is not None or len(rows.stepped_rows) < len(rows.lengths)
+        if not copy_stepped:
+            final = stepped[:, -1]
     traces: list[Trace] = []
     for b, (n, keep) in enumerate(zip(rows.lengths, rows.keeps, strict=True)):
         if keep is Keep.INPUTS:  # the state stays; the record is the row's
@@ -165,16 +204,25 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
                                       conv_in=mixed[b:b + 1, :, :n]))
         elif keep is Keep.PER_TOKEN:
             states = stepped[picks[b]:picks[b] + 1, :n]  # (1, n, Hv, Dk, Dv)
-            traces.append(LayerStates(conv=windows[b:b + 1, :n], recurrent=states))
-            final[b] = states[0, -1]
+            traces.append(LayerStates(conv=_windows(full, width)[b:b + 1, :n],
+                                      recurrent=states))
+            if copy_stepped:
+                final[b] = states[0, -1]
         else:
             traces.append(None)
-    # Each writing row's state after its last token, into its pool row in one copy.
-    ends = torch.tensor(rows.lengths, device=x.device)[rows.written] - 1
-    written_rows = rows.pool_rows[rows.written]
-    recurrent_pool.index_copy_(0, written_rows, final[rows.written])
-    conv_pool.index_copy_(0, written_rows, windows[rows.written, ends])
+    if not in_place:
+        rows.write(recurrent_pool, final)
+    ends = (full[..., -width:] if rows.live is None  # (B, C, K-1): each row's last window
+            else _windows(full, width)[torch.arange(len(rows.lengths), device=x.device),
+                                       torch.tensor(rows.lengths, device=x.device) - 1])
+    rows.write(conv_pool, ends)
     return gdn.output(x, core), traces
+
+
+def _windows(full: Tensor, width: int) -> Tensor:
+    """The conv window (B, T, C, K-1) after each position, of the padded input full
+    (B, C, K-1+T)."""
+    return full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)
 
 
 def _stepped(rows: Rows, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
@@ -186,6 +234,11 @@ def _stepped(rows: Rows, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tenso
         return pool.new_empty(0)
     sub = rows.stepped_rows
     span = max(n for n, i in zip(rows.lengths, rows.stepped_index, strict=True) if i >= 0)
-    _, states = ops.gdn_verify(*(t[sub, :span] for t in (q, k, v, g, beta)), pool,
-                               state_indices=rows.pool_rows[sub], scale=1.0, backend=kernels)
+    if len(sub) == len(rows.lengths) and rows.run is not None:  # every row, a run of the pool
+        inputs, state, slots = (t[:, :span] for t in (q, k, v, g, beta)), pool[rows.run], None
+    else:
+        inputs = (t[sub, :span] for t in (q, k, v, g, beta))
+        state, slots = pool, rows.pool_rows[sub]
+    _, states = ops.gdn_verify(*inputs, state, state_indices=slots, scale=1.0,
+                               backend=kernels)
     return states

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from engine.backend import Keep
 from engine.hybrid.layers import rotary_tables
 from engine.hybrid.model import HybridModel
 from engine.hybrid.mtp import MtpHead
@@ -28,8 +27,8 @@ from engine.hybrid.state import HybridState
 def _step(model: HybridModel, ids: Tensor, conv: list[Tensor], recurrent: list[Tensor],
           keys: list[Tensor], values: list[Tensor], start: int, cos: Tensor, sin: Tensor
           ) -> tuple[Tensor, Tensor]:
-    hidden, _ = model._stack(model.embed_tokens(ids), conv, recurrent, keys, values, start,
-                             (cos, sin), Keep.NOTHING)
+    hidden = model._stack(model.embed_tokens(ids), conv, recurrent, keys, values, start,
+                          (cos, sin), write=True)
     # The norm's own forward: its hooks are the eager path's; the caller files the hidden
     # state this returns.
     hidden = model.norm.forward(hidden)

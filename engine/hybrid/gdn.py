@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from engine.backend import Keep
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.layers import GatedRMSNorm
 from kernels import ops
@@ -85,43 +84,24 @@ class GatedDeltaNet(nn.Module):
         self.norm = GatedRMSNorm(self.v_dim, config.rms_norm_eps)
         self.out_proj = nn.Linear(config.linear_value_dim, hidden, bias=False)
 
-    def forward(
-        self, x: Tensor, conv_state: Tensor, recurrent: Tensor, keep: Keep,
-        kernels: KernelBackend = KernelBackend.TORCH,
-    ) -> tuple[Tensor, LayerStates | LayerInputs | None]:
+    def forward(self, x: Tensor, conv_state: Tensor, recurrent: Tensor, *, write: bool
+                ) -> Tensor:
         """Mix x (B, T, hidden) from the live conv window (B, C, K-1) and recurrent state
-        (B, Hv, Dk, Dv). INPUTS leaves them and records the recurrence inputs, PER_TOKEN
-        advances them and keeps the state after every position (computed by `kernels`),
-        NOTHING only advances them."""
-        length = x.shape[1]
-        mixed, full, (q, k, v, g, beta) = self.inputs(x, conv_state)
-        if length == 1:
-            final = recurrent if keep is Keep.NOTHING else recurrent.clone()
+        (B, Hv, Dk, Dv), advancing them when `write` (training reads a shared zero state
+        and writes nothing). A verify that keeps per-position states or inputs runs
+        through `engine.hybrid.batched`."""
+        _, full, (q, k, v, g, beta) = self.inputs(x, conv_state)
+        if x.shape[1] == 1:
+            final = recurrent if write else recurrent.clone()
             delta_step_(final, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
             core = readout(q[:, 0], final).unsqueeze(1)  # (B, 1, Hv, Dv)
         else:
             core, final = chunk_gated_delta(q, k, v, g, beta, recurrent)
-
-        trace: LayerStates | LayerInputs | None = None
-        if keep is Keep.INPUTS:
-            trace = LayerInputs(q=q, k=k, v=v, g=g, beta=beta, conv_in=mixed)
-        else:
-            if keep is Keep.PER_TOKEN:
-                # Stepped, not read off the chunked form: replay steps the same way, so
-                # select(j) and replay(j + 1) give bit-identical states.
-                if length == 1:
-                    states = final.unsqueeze(1)
-                else:
-                    _, states = ops.gdn_verify(q, k, v, g, beta, recurrent, scale=1.0,
-                                               backend=kernels)
-                width = conv_state.shape[-1]
-                windows = full.unfold(-1, width, 1)[:, :, 1:].transpose(1, 2)  # (B,T,C,K-1)
-                trace = LayerStates(conv=windows, recurrent=states)
-                final = states[:, -1]
+        if write:
             if final is not recurrent:
                 recurrent.copy_(final)
             conv_state.copy_(full[..., -conv_state.shape[-1]:])
-        return self.output(x, core), trace
+        return self.output(x, core)
 
     def inputs(self, x: Tensor, conv_state: Tensor
                ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:

@@ -1,7 +1,8 @@
 """`HybridModel`: the Qwen3.5 text decoder (Gated DeltaNet and gated attention layers,
-each followed by a SwiGLU MLP): `forward` advances the state, `verify` keeps what the
-round asks (`Keep`: every intermediate GDN state, or the GDN inputs with the GDN state
-left alone, or nothing)."""
+each followed by a SwiGLU MLP): `forward` advances the state (prefill, replay, drafts,
+training); `verify_rows` runs the rounds' verify batches, one row per sequence, keeping
+what each round asks (`Keep`: every intermediate GDN state, or the GDN inputs with the
+GDN state left alone, or nothing); a sequential round is one row."""
 
 from collections.abc import Sequence
 
@@ -14,14 +15,11 @@ from engine.hybrid.attention import GatedAttention
 from engine.hybrid.batched import Kept, Trace, attention_rows, claim_rows, gdn_rows
 from engine.hybrid.config import LINEAR, HybridConfig
 from engine.hybrid.errors import HybridError, StateError
-from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
+from engine.hybrid.gdn import GatedDeltaNet
 from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_rows, rotary_tables
 from engine.hybrid.pool import StatePool
-from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
+from engine.hybrid.state import HybridState
 from kernels.backend import KernelBackend
-
-# `train_logits` and a verify keeping inputs write no recurrent state back.
-_RECORD = Keep.INPUTS
 
 
 class DecoderLayer(nn.Module):
@@ -79,28 +77,39 @@ class HybridModel(nn.Module):
         """Logits (B, T, V) for input_ids (B, T) continuing from `state`, which advances by
         T (a fresh state when None). Chunked GDN form for T > 1, recurrent for T = 1.
         `last_only` computes logits for the last position only (B, 1, V)."""
-        logits, _ = self._run(input_ids, state, Keep.NOTHING, last_only)
-        return logits
+        if input_ids.ndim != 2 or input_ids.shape[1] == 0:
+            raise HybridError(f"input_ids must be (batch, length >= 1), got {input_ids.shape}")
+        batch, length = input_ids.shape
+        state = self.new_state(batch) if state is None else state
+        if state.config != self.config or state.batch_size != batch:
+            raise StateError(
+                f"state was built for another model or batch size ({state.batch_size}); "
+                f"input batch is {batch}"
+            )
+        start = state.claim(length)
+        rope = None
+        if state.keys:
+            rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
+                                 self.dtype, input_ids.device)
+        hidden = self._stack(self.embed_tokens(input_ids), state.conv, state.recurrent,
+                             state.keys, state.values, start, rope, write=True)
+        state.advance(length)
+        hidden = self.norm(hidden[:, -1:] if last_only else hidden)
+        return F.linear(hidden, self.output_weight)  # (B, T, V)
 
-    @torch.inference_mode()
     def verify(
         self, input_ids: Tensor, state: HybridState, keep: Keep,
         kernels: KernelBackend = KernelBackend.TORCH,
-    ) -> tuple[Tensor, TokenStates | RecordedInputs | None]:
-        """Logits (B, T, V) and what `keep` asks: PER_TOKEN, every GDN layer's state after
-        each position (computed by `kernels`; commit with `state.select`); INPUTS, the GDN
-        inputs, the state left as it was but for KV entries past `position` (commit with
-        `state.replay_inputs`); NOTHING, as `forward`."""
-        logits, traces = self._run(input_ids, state, keep, False, kernels)
-        length = input_ids.shape[1]
-        if keep is Keep.PER_TOKEN:
-            states = tuple(t for t in traces if isinstance(t, LayerStates))
-            return logits, TokenStates(start=state.position - length, length=length,
-                                       layers=states)
-        if keep is _RECORD:
-            inputs = tuple(t for t in traces if isinstance(t, LayerInputs))
-            return logits, RecordedInputs(start=state.position, length=length, layers=inputs)
-        return logits, None
+    ) -> tuple[Tensor, Kept]:
+        """`verify_rows` of one row, input_ids (1, T): logits (1, T, V) and what `keep`
+        asks: PER_TOKEN, every GDN layer's state after each position (computed by
+        `kernels`; commit with `state.select`); INPUTS, the GDN inputs, the state left as
+        it was but for KV entries past `position` (commit with `state.replay_inputs`);
+        NOTHING, as `forward`."""
+        if input_ids.ndim != 2 or input_ids.shape[0] != 1:
+            raise HybridError(f"input_ids must be (1, length), got {tuple(input_ids.shape)}")
+        logits, kept = self.verify_rows([input_ids[0].tolist()], [state], [keep], kernels)
+        return logits, kept[0]
 
     @torch.inference_mode()
     def verify_rows(
@@ -133,31 +142,6 @@ class HybridModel(nn.Module):
         rows.advance()
         return F.linear(self.norm(hidden), self.output_weight), rows.kept(traces)
 
-    def _run(
-        self, input_ids: Tensor, state: HybridState | None, keep: Keep,
-        last_only: bool, kernels: KernelBackend = KernelBackend.TORCH,
-    ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
-        if input_ids.ndim != 2 or input_ids.shape[1] == 0:
-            raise HybridError(f"input_ids must be (batch, length >= 1), got {input_ids.shape}")
-        batch, length = input_ids.shape
-        state = self.new_state(batch) if state is None else state
-        if state.config != self.config or state.batch_size != batch:
-            raise StateError(
-                f"state was built for another model or batch size ({state.batch_size}); "
-                f"input batch is {batch}"
-            )
-        start = state.claim(length)
-        rope = None
-        if state.keys:
-            rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
-                                 self.dtype, input_ids.device)
-        hidden, traces = self._stack(self.embed_tokens(input_ids), state.conv, state.recurrent,
-                                     state.keys, state.values, start, rope, keep, kernels)
-        if keep is not _RECORD:
-            state.advance(length)
-        hidden = self.norm(hidden[:, -1:] if last_only else hidden)
-        return F.linear(hidden, self.output_weight), traces  # (B, T, V)
-
     @property
     def output_weight(self) -> Tensor:
         """The LM head's weight (V, hidden): the embedding when tied."""
@@ -166,7 +150,7 @@ class HybridModel(nn.Module):
     def train_logits(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
         """Logits (B, T, V) and final-normed hidden states (B, T, hidden) of input_ids from
         an empty state, differentiable (for training; serving goes through `forward`).
-        Runs the chunked GDN form from zero state recording (nothing written back, so
+        Runs the chunked GDN form from zero state writing nothing back (so
         autograd's saved tensors stay valid) and attention over scratch KV buffers, never a
         `HybridState`, whose inference tensors autograd cannot use."""
         if input_ids.ndim != 2 or input_ids.shape[1] < 2:
@@ -183,27 +167,23 @@ class HybridModel(nn.Module):
         kv = [torch.zeros(batch, c.num_key_value_heads, length, c.head_dim, dtype=self.dtype,
                           device=device) for _ in range(2 * n_full)]
         rope = rotary_tables(0, length, c.rotary_dim, c.rope_theta, self.dtype, device)
-        hidden, _ = self._stack(self.embed_tokens(input_ids), conv, recurrent, kv[:n_full],
-                                kv[n_full:], 0, rope, _RECORD)
+        hidden = self._stack(self.embed_tokens(input_ids), conv, recurrent, kv[:n_full],
+                             kv[n_full:], 0, rope, write=False)
         hidden = self.norm(hidden)
         return F.linear(hidden, self.output_weight), hidden
 
     def _stack(
         self, hidden: Tensor, conv: list[Tensor], recurrent: list[Tensor], keys: list[Tensor],
-        values: list[Tensor], start: int, rope: tuple[Tensor, Tensor] | None,
-        keep: Keep, kernels: KernelBackend = KernelBackend.TORCH,
-    ) -> tuple[Tensor, list[LayerStates | LayerInputs | None]]:
-        """Run every decoder layer over hidden (B, T, hidden), reading and writing the
-        given per-layer buffers."""
-        traces: list[LayerStates | LayerInputs | None] = []
+        values: list[Tensor], start: int, rope: tuple[Tensor, Tensor] | None, *, write: bool,
+    ) -> Tensor:
+        """Run every decoder layer over hidden (B, T, hidden), reading the given per-layer
+        buffers and writing the GDN state back when `write`."""
         for layer, slot in zip(self.layers, self._slots, strict=True):
             mixed = layer.input_layernorm(hidden)
             if layer.kind == LINEAR:
-                mixed, trace = layer.linear_attn(mixed, conv[slot], recurrent[slot], keep,
-                                                 kernels)
-                traces.append(trace)
+                mixed = layer.linear_attn(mixed, conv[slot], recurrent[slot], write=write)
             else:
                 mixed = layer.self_attn(mixed, keys[slot], values[slot], start, rope)
             hidden = hidden + mixed
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
-        return hidden, traces
+        return hidden
