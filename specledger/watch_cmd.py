@@ -76,6 +76,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
                         responses=args.responses_from)
     if args.llama_log.is_dir():
         raise ConfigError(f"--llama-log {args.llama_log} is a directory: name the log file")
+    if args.responses_from is not None and args.responses_from.is_dir():
+        raise ConfigError(f"--responses-from {args.responses_from} is a directory: name "
+                          "the file the clients append their answers to")
 
     def say(line: str) -> None:  # one physical line each, however narrow the terminal
         sys.stdout.write(line + "\n")

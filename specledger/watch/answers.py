@@ -6,11 +6,13 @@ the first unused answer of the task's prompt length and generated tokens).
 An answer may be written before or after its request's last log line: a released request
 waits for one (at most `wait_s`, and only behind the earlier requests of its slot), then
 is recorded without it. The held answers are bounded: beyond `MAX_HELD`, the oldest are
-dropped and counted."""
+dropped and counted. A resumed watch starts at the oldest answer it held and passes over
+the lines it noted as taken."""
 
 import hashlib
 import json
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.llama.ledger import response_shape
@@ -22,59 +24,88 @@ from adapters.llama.responses import (
     response_facts,
 )
 from adapters.llama.tasks import LlamaTask
-from specledger.watch.follower import LogFollower
+from specledger.watch.follower import Cursor, LogFollower
 
 MAX_HELD = 10_000
 
 
-class AnswerFeed:
-    """Follows the answers file at `path` (through rotation and truncation, as the log);
-    `wait_s`: how long a released request waits for its answer."""
+@dataclass(frozen=True)
+class Answer:
+    """One answer line: its facts as a one-answer `Responses` (with the line's digest),
+    and where it is (the file `dev`/`ino`, the line's byte `offset` and number)."""
 
-    def __init__(self, path: Path, wait_s: float) -> None:
+    responses: Responses
+    dev: int
+    ino: int
+    offset: int
+    line: int
+
+    @property
+    def facts(self) -> ResponseFacts:
+        """The answer's counts."""
+        return self.responses.facts[0]
+
+
+class AnswerFeed:
+    """Follows the answers file at `path` from `cursor` (through rotation and truncation,
+    as the log), passing over the lines in `taken` ((dev, ino, line)); `wait_s`: how long
+    a released request waits for its answer."""
+
+    def __init__(self, path: Path, wait_s: float, cursor: Cursor | None = None,
+                 taken: set[tuple[int, int, int]] | None = None) -> None:
         self.path = path
         self.wait_s = wait_s
-        self.follower = LogFollower(path)
-        self.held: deque[ResponseFacts] = deque()
-        self.read = 0       # answers read (the next one's index)
+        self.follower = LogFollower(path, cursor)
+        self.taken = taken or set()
+        self.held: deque[Answer] = deque()
         self.unreadable = 0  # lines that were no answer: not JSON, no timings, a bad count
-        self.dropped = 0    # answers never taken, dropped beyond MAX_HELD
-        self._digests: dict[int, str] = {}
+        self.dropped = 0     # answers never taken, dropped beyond MAX_HELD
 
     def poll(self) -> bool:
         """Read the answers appended since the last poll; whether any line came."""
         chunks = self.follower.poll()
         for chunk in chunks:
-            for raw in chunk.data.splitlines():
-                if raw.strip():
-                    self._line(raw)
+            offset = chunk.start
+            for i, raw in enumerate(chunk.data.splitlines(keepends=True)):
+                line = chunk.line + i
+                if raw.strip() and (chunk.dev, chunk.ino, line) not in self.taken:
+                    self._line(raw, chunk.dev, chunk.ino, offset, line)
+                offset += len(raw)
         return bool(chunks)
 
-    def _line(self, raw: bytes) -> None:
+    def _line(self, raw: bytes, dev: int, ino: int, offset: int, line: int) -> None:
         try:
             doc = json.loads(raw)
-            facts = response_facts(self.read, doc, str(self.path)) if isinstance(
+            facts = response_facts(line - 1, doc, str(self.path)) if isinstance(
                 doc, dict) else None
         except (json.JSONDecodeError, UnicodeDecodeError, ResponsesError):
             facts = None
         if facts is None:
             self.unreadable += 1
             return
-        self.read += 1
-        self.held.append(facts)
-        self._digests[facts.index] = hashlib.sha256(raw).hexdigest()
+        digest = hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
+        self.held.append(Answer(Responses([facts], digest, 0), dev, ino, offset, line))
         while len(self.held) > MAX_HELD:
-            self._digests.pop(self.held.popleft().index, None)
+            self.held.popleft()
             self.dropped += 1
 
-    def take(self, task: LlamaTask) -> Responses | None:
-        """The held answer `task` matches, as a one-answer `Responses` (its line's digest),
-        no longer held; None when none matches yet."""
-        pick = match_responses([response_shape(task)], list(self.held))[0]
+    def take(self, task: LlamaTask) -> Answer | None:
+        """The held answer `task` matches, no longer held; None when none matches yet."""
+        pick = match_responses([response_shape(task)], [a.facts for a in self.held])[0]
         if pick is None:
             return None
-        self.held.remove(pick)
-        return Responses([pick], self._digests.pop(pick.index), 0)
+        answer = next(a for a in self.held if a.facts is pick)
+        self.held.remove(answer)
+        return answer
+
+    def cursor(self) -> Cursor | None:
+        """Where a later watch starts reading: the oldest answer still held in the file
+        being read, else the first line not yet read (None: no file yet)."""
+        cur = self.follower.cursor()
+        if cur is None:
+            return None
+        first = next((a for a in self.held if (a.dev, a.ino) == (cur.dev, cur.ino)), None)
+        return self.follower.cursor_at(first.offset, first.line) if first else cur
 
     def close(self) -> None:
         """Close the file."""

@@ -32,10 +32,13 @@ from specledger.watch.requests import Request, RequestRecorder
 from specledger.watch.ring import Ring
 from specledger.watch.store import (
     ensure_tables,
+    forget_answers,
     load_cursor,
+    note_answer,
     recorded_keys,
     save_cursor,
     store_request,
+    taken_answers,
 )
 from specledger.watch.stream import RecordStream, merge_facts
 
@@ -101,8 +104,12 @@ class Watcher:
         self.metrics = WatchMetrics()
         self.ring = Ring(opts.ring) if opts.ring is not None else None
         self.hook = FindingHook(opts.on_finding) if opts.on_finding else None
-        self.answers = (AnswerFeed(opts.responses, opts.answer_wait_s)
-                        if opts.responses is not None else None)
+        self.answers: AnswerFeed | None = None
+        if opts.responses is not None:
+            key = self.answers_key = answers_key(self.log, opts.responses)
+            self.answers = AnswerFeed(opts.responses, opts.answer_wait_s,
+                                      load_cursor(self.engine, key),
+                                      taken_answers(self.engine, key))
         cursor = load_cursor(self.engine, self.log)
         self.follower = LogFollower(opts.log, cursor)
         self.stream = RecordStream(opts.settle_s)
@@ -120,7 +127,7 @@ class Watcher:
 
     def _new_recorder(self, dev: int, ino: int, resumed: bool) -> None:
         self.recorder = RequestRecorder(self.stream.server, self.log, dev, ino, resumed,
-                                        self.answers)
+                                        self.answers, self._seen.__contains__)
 
     def _read_header(self) -> None:
         """On resume: the server's facts from the file's start-up lines."""
@@ -185,6 +192,9 @@ class Watcher:
                 continue
             if req.unanswered:
                 self._unanswered(req)
+            if req.answer is not None:
+                a = req.answer
+                note_answer(self.engine, self.answers_key, a.dev, a.ino, a.line)
             findings = judge(req)
             shown = [f for f in reported(findings, self.opts.severity)
                      if not (stopping and f.kind is Kind.RUN_FAILED)]
@@ -216,7 +226,7 @@ class Watcher:
                  "slot": req.task.slot, "last_line": req.last_line, "last_t": req.last_t,
                  "findings": [f.to_dict() for f in findings]}
         if self.answers is not None:
-            extra["answer"] = req.answer.facts[0].index if req.answer is not None else None
+            extra["answer"] = req.answer.facts.index if req.answer is not None else None
         sid = store_request(self.engine, self.log, req, extra)
         self.tally.recorded += 1
         self.tally.answered += req.answer is not None
@@ -253,7 +263,11 @@ class Watcher:
     def _save_cursor(self) -> None:
         """Save the offset reading resumes from: the first line of the oldest request
         still being served (what came before it is recorded), else the first line not
-        yet read."""
+        yet read; and where reading the answers resumes from."""
+        answers = self.answers.cursor() if self.answers is not None else None
+        if answers is not None:
+            save_cursor(self.engine, self.answers_key, answers)
+            forget_answers(self.engine, self.answers_key, answers)
         cur = self.follower.cursor()
         if cur is None or self.recorder is None:
             return
@@ -296,6 +310,12 @@ class Watcher:
             if served is not None:
                 served.shutdown()
         return self.tally
+
+
+def answers_key(log: str, responses: Path) -> str:
+    """Where a watch of `log` keeps its cursor and notes on the answers file (one file
+    may hold the answers of several servers' clients)."""
+    return f"{responses} (answers to {log})"
 
 
 @contextmanager

@@ -9,6 +9,7 @@ once its answer is there (or its wait is over), with that answer cross-checked a
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +18,12 @@ from adapters.llama.ledger_rounds import accepted_drafts
 from adapters.llama.logread import LogReading
 from adapters.llama.logrecords import Record, RecordKind
 from adapters.llama.provenance import Provenance, session_config
-from adapters.llama.responses import Responses
 from adapters.llama.serverfacts import ServerInfo
 from adapters.llama.taskfold import TaskFolder
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
 from specledger.observed import UnitJournal
-from specledger.watch.answers import AnswerFeed
+from specledger.watch.answers import Answer, AnswerFeed
 from specledger.watch.stream import LineCounts, Piece
 
 K = RecordKind
@@ -58,7 +58,7 @@ class Request:
     config: dict[str, Any]
     last_line: int
     last_t: float | None
-    answer: Responses | None = None
+    answer: Answer | None = None
     unanswered: bool = False
 
 
@@ -73,12 +73,14 @@ class RequestRecorder:
     resume) and fires each request when its slot is released. `server` is the stream's
     facts, filled as they are read; `resumed`: the log was entered mid-way, so no slot is
     known to start empty; `answers`: the clients' answers, each released request waits
-    for its own."""
+    for its own, but one `known` by its key (recorded before, it is read again) takes
+    none."""
 
     def __init__(self, server: ServerInfo, path: str, dev: int, ino: int,
-                 resumed: bool, answers: AnswerFeed | None = None) -> None:
+                 resumed: bool, answers: AnswerFeed | None = None,
+                 known: Callable[[str], bool] = lambda _: False) -> None:
         self.server, self.path, self.dev, self.ino = server, path, dev, ino
-        self.answers = answers
+        self.answers, self.known = answers, known
         self.waiting: list[tuple[LlamaTask, float]] = []  # released, in order, since when
         self.folder = TaskFolder()
         self.ledger = TaskLedger(LogReading(records=[], server=server), UnitJournal(),
@@ -118,9 +120,11 @@ class RequestRecorder:
         for task, since in list(self.waiting):
             if task.slot in blocked:
                 continue
-            answer = self.answers.take(task) if self.answers is not None else None
-            if answer is None and self.answers is not None and not force and (
-                    now - since < self.answers.wait_s):
+            answers = None if self.known(self.starts.get(task.task, (0, 0, ""))[2]) else (
+                self.answers)
+            answer = answers.take(task) if answers is not None else None
+            if answer is None and answers is not None and not force and (
+                    now - since < answers.wait_s):
                 blocked.add(task.slot)
                 continue
             self.waiting.remove((task, since))
@@ -136,12 +140,12 @@ class RequestRecorder:
                                   counts, None) for cut in list(fold.truncated)]
 
     def _fire(self, task: LlamaTask, cut: Truncation | None, counts: LineCounts,
-              answer: Responses | None) -> Request:
+              answer: Answer | None) -> Request:
         ledger = self.ledger
         journal = ledger.journal = UnitJournal()
         if self.resumed and task.slot not in ledger.slots:
             ledger.slot(task.slot).length = None  # it may hold an earlier request's tokens
-        units = ledger.task_units(task, None, answer.facts[0] if answer else None, cut)
+        units = ledger.task_units(task, None, answer.facts if answer else None, cut)
         for _, t in units:
             ledger.set_time(t)
         for seq, ev in enumerate(journal.events, 1):
@@ -156,7 +160,8 @@ class RequestRecorder:
                              skipped=counts.skipped, unknown=counts.unknown)
         prov = Provenance(log_path=self.path, responses_path=str(self.answers.path)
                           if self.answers is not None else None)
-        config = session_config(reading, fold, prov, answer, int(answer is not None))
+        config = session_config(reading, fold, prov, answer.responses if answer else None,
+                                int(answer is not None))
         error = (f"watch stopped inside task {task.task} (slot {task.slot}, line "
                  f"{cut.line})" if cut is not None else None)
         if cut is None:

@@ -1,8 +1,10 @@
 """What `watch` keeps in the ledger besides the sessions: where it stopped in each log
 (`watch_cursors`: the file's identity and offset, so the next run resumes there) and the
 requests it recorded (`watch_requests`: each request's key, so none is recorded twice,
-and its session, so old ones can be pruned). Both tables are watch's own; they are
-created beside the ledger's on first use and no other command reads them."""
+and its session, so old ones can be pruned) and, with `--responses-from`, the answer
+lines requests took (`watch_answers`, so a resumed watch does not hold them again). The
+tables are watch's own; they are created beside the ledger's on first use and no other
+command reads them."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -50,6 +52,11 @@ requests = Table(
     Column("task", Integer, nullable=False),
     Column("start", BigInteger, nullable=False),
     Column("recorded", UTCDateTime, nullable=False),
+)
+
+answers_taken = Table(  # one row per answer line taken: the key is the whole row
+    "watch_answers", watch_metadata, Column("source", String(1024), primary_key=True),
+    *(Column(name, BigInteger, primary_key=True) for name in ("dev", "ino", "line")),
 )
 
 
@@ -104,3 +111,27 @@ def recorded_sessions(engine: Engine, log: str) -> list[int]:
     with engine.connect() as conn:
         return list(conn.execute(select(requests.c.session_id).where(requests.c.log == log)
                                  .order_by(requests.c.session_id)).scalars())
+
+
+def note_answer(engine: Engine, source: str, dev: int, ino: int, line: int) -> None:
+    """Remember that the answer at `line` of the file `dev`/`ino` was taken."""
+    with interrupts_deferred(), engine.begin() as conn:
+        conn.execute(answers_taken.insert().values(source=source, dev=dev, ino=ino,
+                                                   line=line))
+
+
+def taken_answers(engine: Engine, source: str) -> set[tuple[int, int, int]]:
+    """The (dev, ino, line) of every answer of `source` noted as taken."""
+    with engine.connect() as conn:
+        return {(r.dev, r.ino, r.line) for r in conn.execute(
+            select(answers_taken).where(answers_taken.c.source == source))}
+
+
+def forget_answers(engine: Engine, source: str, cursor: Cursor) -> None:
+    """Drop the notes a watch resuming at `cursor` never reads again: those before it in
+    its file, and those of other files."""
+    c = answers_taken.c
+    with interrupts_deferred(), engine.begin() as conn:
+        conn.execute(delete(answers_taken).where(
+            c.source == source, (c.dev != cursor.dev) | (c.ino != cursor.ino)
+            | (c.line < cursor.line)))

@@ -102,3 +102,27 @@ def test_a_changed_answer_is_an_engine_counter_mismatch(tmp_path: Path) -> None:
     second = rows(w.opts.db)[-1][0]
     found = {f.kind for f in postmortem_session(engine, second).findings}
     assert Kind.ENGINE_COUNTER_MISMATCH in found
+
+
+def test_a_resumed_watch_holds_no_answer_already_taken(tmp_path: Path) -> None:
+    data = fixture_bytes("two-slots")
+    # Task 9 released, task 10 still being served.
+    middle = data.index(b"\n", data.index(b"| task 9 | stop processing")) + 1
+    answers = _answers("two-slots")
+    _append(tmp_path / "answers.jsonl", answers)
+    crashed = _watcher(tmp_path, 60.0, [])
+    drip(crashed, tmp_path / "s.log", data[:middle])
+    crashed.step()  # killed here
+    assert crashed.tally.answered == 3
+    again = _watcher(tmp_path, 60.0, [])
+    assert again.answers is not None
+    # Only task 10's answer is held again: those of tasks 0, 1 and 9 were taken.
+    again.answers.poll()
+    assert len(again.answers.held) == 1
+    drip(again, tmp_path / "s.log", data[middle:], seed=1)
+    again.finish()
+    assert (again.tally.recorded, again.tally.answered, again.tally.unanswered) == (1, 1, 0)
+    assert not again.answers.held
+    engine = open_db(again.opts.db, create=False)
+    sid = rows(again.opts.db)[-1][0]
+    assert session_turns(engine, sid).ended[0].violations == 0
