@@ -204,11 +204,14 @@ class TorchBackend:
 
     def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over [last committed, drafts...], keeping what `keep` says."""
-        start = state.position
-        if self.compiled and keep is Keep.NOTHING and len(batch) == 1:  # a plain decode step
-            logits, hidden = decode_step(self.model, self._ids(batch), state)
-            self._file_hidden(state, start, hidden[0])
-            kept = None
+        start, kept = state.position, None
+        if keep is Keep.NOTHING and len(batch) == 1:  # a plain decode step: it only advances
+            if self.compiled:
+                logits, hidden = decode_step(self.model, self._ids(batch), state)
+                self._file_hidden(state, start, hidden[0])
+            else:
+                logits = self.model.forward(self._ids(batch), state)
+                self._store_hidden(state, start)
         else:
             logits, (kept,) = self.model.verify_rows([batch], [state], [keep], self.kernels)
             self._store_hidden(state, start)
