@@ -197,14 +197,18 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
         if not copy_stepped:
             final = stepped[:, -1]
     traces: list[Trace] = []
+    whole = rows.live is None and len(rows.lengths) == 1  # the row is the whole batch
     for b, (n, keep) in enumerate(zip(rows.lengths, rows.keeps, strict=True)):
-        if keep is Keep.INPUTS:  # the state stays; the record is the row's
+        if keep is Keep.INPUTS and whole:  # the state stays; the record is the row's
+            traces.append(LayerInputs(q=q, k=k, v=v, g=g, beta=beta, conv_in=mixed))
+        elif keep is Keep.INPUTS:
             traces.append(LayerInputs(q=q[b:b + 1, :n], k=k[b:b + 1, :n], v=v[b:b + 1, :n],
                                       g=g[b:b + 1, :n], beta=beta[b:b + 1, :n],
                                       conv_in=mixed[b:b + 1, :, :n]))
         elif keep is Keep.PER_TOKEN:
-            states = stepped[picks[b]:picks[b] + 1, :n]  # (1, n, Hv, Dk, Dv)
-            traces.append(LayerStates(conv=_windows(full, width)[b:b + 1, :n],
+            states = stepped if whole else stepped[picks[b]:picks[b] + 1, :n]  # (1,n,Hv,Dk,Dv)
+            windows = _windows(full, width)
+            traces.append(LayerStates(conv=windows if whole else windows[b:b + 1, :n],
                                       recurrent=states))
             if copy_stepped:
                 final[b] = states[0, -1]
@@ -235,7 +239,9 @@ def _stepped(rows: Rows, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tenso
     sub = rows.stepped_rows
     span = max(n for n, i in zip(rows.lengths, rows.stepped_index, strict=True) if i >= 0)
     if len(sub) == len(rows.lengths) and rows.run is not None:  # every row, a run of the pool
-        inputs, state, slots = (t[:, :span] for t in (q, k, v, g, beta)), pool[rows.run], None
+        inputs = (q, k, v, g, beta) if span == rows.width else (
+            t[:, :span] for t in (q, k, v, g, beta))
+        state, slots = pool[rows.run], None
     else:
         inputs = (t[sub, :span] for t in (q, k, v, g, beta))
         state, slots = pool, rows.pool_rows[sub]
