@@ -1,12 +1,14 @@
 """Why a held-out prediction of `specledger calibrate`'s check misses the band, read off
 the fit and the two logs (specbench/calibration_llama_logs.py writes it under its table):
-a drafter the fit log never ran, plain rounds charged a speculative round's fixed cost, a
-drafting server's plain rounds predicting a server without a drafter, or the setting's
-own runs spreading beyond the band."""
+a drafter the fit log never ran (its drafting charged 0, or derived from the model's
+shape; its pass after each forward charged 0), plain rounds charged a speculative round's
+fixed cost, a drafting server's plain rounds predicting a server without a drafter, or the
+setting's own runs spreading beyond the band."""
 
 from dataclasses import dataclass
 
 from adapters.llama.logclock import LogClock
+from adapters.llama.logfit import MTP
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,16 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
     out = []
     unseen = sorted({s.drafter for s in clock.segments if s.drafter}
                     - {s.drafter for s in fit_clock.segments if s.drafter})
-    out += [f"{d}'s drafting is not in the fit log (charged 0)" for d in unseen]
+    out += [f"{d}'s drafting is not in the fit log ("
+            + ("derived from the model's shape)" if d == MTP and fit_clock.shape else
+               "charged 0)") for d in unseen]
+    fit_passes = {s.pass_drafter for s in fit_clock.segments if s.pass_s}
+    out += [f"{d}'s pass after each forward is not in the fit log (charged 0)"
+            for d in sorted({s.pass_drafter for s in clock.segments if s.pass_s
+                             and s.pass_drafter} - fit_passes)]
     plain = any(not s.speculative for s in clock.segments)
     fit_plain = any(not s.speculative for s in fit_clock.segments)
-    if plain and not fit_plain:
+    if plain and not fit_plain and not fit_passes:
         out.append("the fit log's rounds are all speculative, so a speculative round's "
                    "fixed cost (round_s, the drafter's pass after each verify) stays in "
                    "launch_s and each plain round is charged it")

@@ -18,7 +18,8 @@ from eventlog import get_session, open_db
 from specledger import output
 
 _STATUS = {"fitted": "fitted", "bound": "fitted at 0 (bound)", "absent": "not in the log",
-           "unseparated": "not separable: fixed at 0", "pinned": "pinned"}
+           "unseparated": "not separable: fixed at 0", "pinned": "pinned",
+           "derived": "derived (a drafter the log never ran)"}
 
 
 def add_parser(sub: Any) -> None:
@@ -74,7 +75,7 @@ def _print(doc: dict[str, Any]) -> None:
     for t in doc["terms"]:
         spread = "?" if t["spread_s"] is None else f"{1e3 * t['spread_s']:.4f}"
         value = (f"{1e3 * t['value_s']:.4f} ms ± {spread}"
-                 if t["status"] in ("fitted", "bound", "pinned") else "-")
+                 if t["status"] in ("fitted", "bound", "pinned", "derived") else "-")
         carried = f" (carried by {', '.join(t['carried_by'])})" if t["carried_by"] else ""
         source = f": {t['source']}" if t["source"] else ""
         c.print(f"  {t['term']:<30} {value:<26} {_STATUS[t['status']]}{carried}{source}",

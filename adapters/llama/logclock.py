@@ -7,7 +7,12 @@ server did for that round: the drafter's call, the speculative checkpoint saved,
 verify forward, a restore and its replay, the accept decision and the token lines.
 Inside it, a model drafter's call is timed on its own where the build logs both ends
 (0.3.21 on: `max possible draft` as the slot calls its drafter, `called impl` as the
-drafter returns): `draft_s`, so the drafter's cost is measured, not inferred.
+drafter returns): `draft_s`, so the drafter's cost is measured, not inferred. Where the
+build logs the server loop's compute brackets (0.3.36 -v: `yielding to queue` .. `done
+yielding to queue`), a drafter's own pass over each forward's output (a bracket that
+follows the forward's with nothing between: the MTP head over the verified tokens) is
+timed too: `pass_s`, the per-round cost of serving with a drafter, which a server
+without one does not pay.
 The segments of a task add up to its decode time; print_timing's `eval time` says
 how the server measured the same span, and the prompt phase is print_timing's
 `prompt eval time` (processed tokens, milliseconds).
@@ -18,11 +23,13 @@ by drafter, saves, restores), so fitting them is the fitter's business
 clock and cannot be cut by it: they are left out and counted.
 """
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.logread import LogReading
-from adapters.llama.logrecords import TimingPhase
+from adapters.llama.logrecords import Compute, TimingPhase
+from adapters.llama.modelshape import ModelShape, model_shape
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaRound, LlamaTask
 
@@ -41,7 +48,9 @@ class Segment:
     verify first, then each replay), tokens drafted by a model drafter (`drafter` names
     it; None for a plain step or an n-gram lookup), speculative checkpoints saved and
     restored, and whether drafts were verified; `draft_s` the seconds of the segment
-    the model drafter's call took (None: not logged, or no model drafter)."""
+    the model drafter's call took (None: not logged, or no model drafter); `pass_s` the
+    seconds of each pass the server's drafter (`pass_drafter`) made after a forward (None:
+    the build logs no compute brackets, or the server has no drafter)."""
 
     task: int
     seconds: float
@@ -52,6 +61,31 @@ class Segment:
     restores: int
     speculative: bool
     draft_s: float | None = None
+    pass_s: tuple[float, ...] | None = None
+    pass_drafter: str | None = None
+
+
+@dataclass(frozen=True)
+class Passes:
+    """A log's drafter passes (chained compute brackets) as sorted (start, end) times, and
+    the server's drafter that runs them (None: no drafter, or no brackets logged)."""
+
+    spans: tuple[tuple[float, float], ...]
+    drafter: str | None
+
+    def within(self, start: float, end: float) -> tuple[float, ...]:
+        """The seconds of each pass that began in `[start, end)`."""
+        lo = bisect_left(self.spans, (start, -1.0))
+        hi = bisect_left(self.spans, (end, -1.0))
+        return tuple(b - a for a, b in self.spans[lo:hi])
+
+
+def _passes(reading: LogReading) -> Passes:
+    brackets = [r for r in reading.records if isinstance(r, Compute)]
+    drafters = reading.server.model_drafters or reading.server.implementations
+    spans = tuple(sorted((r.t_begin, r.t) for r in brackets
+                         if r.chained and r.t is not None and r.t_begin is not None))
+    return Passes(spans, drafters[0].replace("_", "-") if drafters and brackets else None)
 
 
 @dataclass(frozen=True)
@@ -80,7 +114,8 @@ class LogClock:
     """The timed pieces of a whole log, and what could not be timed: tasks that shared
     the clock with another slot (`overlapping`), tasks without print_timing or without
     a finished round (`untimed`). `state_bytes` is the speculative checkpoint's size as
-    the log gives it (None: no checkpoint)."""
+    the log gives it (None: no checkpoint); `shape` the target's as its load prints it
+    (None: not printed, or no MTP layer)."""
 
     tasks: list[TaskClock] = field(default_factory=list)
     prompts: list[Prompt] = field(default_factory=list)
@@ -88,6 +123,7 @@ class LogClock:
     untimed: int = 0
     state_bytes: int | None = None
     build: str | None = None
+    shape: ModelShape | None = None
 
     @property
     def segments(self) -> list[Segment]:
@@ -103,7 +139,8 @@ def _drafter(rnd: LlamaRound, default: str | None) -> str | None:
     return name if name.startswith(MODEL_DRAFTER_PREFIX) else None
 
 
-def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None) -> Segment:
+def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None,
+             passes: Passes) -> Segment:
     verify = (rnd.drafted + 1 if rnd.speculative else 1, rnd.n_tokens)
     drafter = _drafter(rnd, default)
     drafted = 0 if drafter is None else (rnd.spec_gen or rnd.drafted)
@@ -113,7 +150,9 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
                    forwards=(verify, *((b, rnd.n_tokens) for b in rnd.replays)),
                    drafter=drafter, drafted=drafted, saves=int(rnd.spec_ckpt is not None),
                    restores=len(rnd.restores), speculative=rnd.speculative,
-                   draft_s=None if span is None else span[1] - span[0])
+                   draft_s=None if span is None else span[1] - span[0],
+                   pass_s=None if passes.drafter is None else passes.within(start, rnd.t_end),
+                   pass_drafter=passes.drafter)
 
 
 def _span(task: LlamaTask) -> tuple[float, float] | None:
@@ -131,7 +170,7 @@ def _overlaps(tasks: list[LlamaTask]) -> set[int]:
             if i != j and a is not None and b is not None and a[0] < b[1] and b[0] < a[1]}
 
 
-def _task_clock(task: LlamaTask, default: str | None) -> TaskClock | None:
+def _task_clock(task: LlamaTask, default: str | None, passes: Passes) -> TaskClock | None:
     timing = task.timings.get(TimingPhase.EVAL)
     if timing is None or task.first_token is None or task.first_token.t is None:
         return None
@@ -140,7 +179,7 @@ def _task_clock(task: LlamaTask, default: str | None) -> TaskClock | None:
     for rnd in task.rounds:
         if rnd.t_end is None or not rnd.complete:
             break
-        segments.append(_segment(task, rnd, start, default))
+        segments.append(_segment(task, rnd, start, default, passes))
         start = rnd.t_end
     if not segments:
         return None
@@ -160,7 +199,8 @@ def log_clock(reading: LogReading, name: str = "the log") -> LogClock:
                             "(verbose) so each round is logged")
     drafters = reading.server.model_drafters or reading.server.implementations
     default = drafters[0] if len(drafters) == 1 else None
-    clock = LogClock(build=reading.server.build)
+    clock = LogClock(build=reading.server.build, shape=model_shape(reading.server))
+    passes = _passes(reading)
     overlap = _overlaps(fold.tasks)
     for i, task in enumerate(fold.tasks):
         if i in overlap:
@@ -169,7 +209,7 @@ def log_clock(reading: LogReading, name: str = "the log") -> LogClock:
         prompt = task.timings.get(TimingPhase.PROMPT)
         if prompt is not None and prompt.tokens > 0:
             clock.prompts.append(Prompt(task.task, prompt.tokens, prompt.ms / 1e3))
-        timed = _task_clock(task, default)
+        timed = _task_clock(task, default, passes)
         if timed is None:
             clock.untimed += 1
         else:

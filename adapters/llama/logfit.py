@@ -10,6 +10,13 @@ measured decode time, which is what tokens/s divides):
               + restore_s x restored
     drafting = draft_token_s[drafter] x tokens a model drafter drafted
                + draft_call_s[drafter] (its call's fixed cost)
+    passing = drafter_round_s[drafter] x the drafter's passes after a forward
+
+Where the log times the drafter's pass after each forward (`Segment.pass_s`, 0.3.36 -v)
+it is a row of its own too, so `launch_s` stays the bare forward's fixed cost and a
+server without a drafter is predicted without it. A log that never ran the MTP head of
+a model that has one gets its per-token cost from the model's shape
+(adapters/llama/modelshape.py): that share of the fitted batch-1 forward, `derived`.
 
 Where the log times a model drafter's call on its own (`Segment.draft_s`), a round is
 two rows: its drafting (the drafter's terms only) and the rest (the others), so the
@@ -70,6 +77,20 @@ def call_term(drafter: str) -> str:
     return f"draft_call_s[{drafter}]"
 
 
+def pass_term(drafter: str) -> str:
+    """The term of a drafter's pass after each forward (the MTP head over its output)."""
+    return f"drafter_round_s[{drafter}]"
+
+
+MTP = "draft-mtp"
+
+
+def _pass_features(s: Segment) -> dict[str, float]:
+    if s.pass_drafter is None or not s.pass_s:
+        return {}
+    return {pass_term(s.pass_drafter): float(len(s.pass_s))}
+
+
 def _forward_features(s: Segment) -> dict[str, float]:
     return {"launch_s": 1.0, "token_s": float(sum(b for b, _ in s.forwards)),
             "ctx_token_s": float(sum(c + b for b, c in s.forwards)),
@@ -85,15 +106,22 @@ def _draft_features(s: Segment) -> dict[str, float]:
 
 def features(s: Segment) -> dict[str, float]:
     """A segment's column values, by term (its drafting and the rest together)."""
-    return _forward_features(s) | _draft_features(s)
+    return _forward_features(s) | _draft_features(s) | _pass_features(s)
 
 
 def fit_rows(s: Segment) -> list[tuple[float, dict[str, float]]]:
     """The rows a segment gives the fit, as (seconds, column values): its drafting and
-    the rest apart where the log timed the drafter's call, else the whole round."""
+    the rest apart where the log timed the drafter's call, else the whole round; each
+    of the drafter's passes after a forward a row of its own (one pass each, so the
+    fixed costs still span every row and the fitted rows add up to the log's time)."""
+    rows: list[tuple[float, dict[str, float]]] = []
+    rest, rest_features = s.seconds, _forward_features(s)
+    if s.pass_s and s.pass_drafter is not None:
+        rows += [(p, {pass_term(s.pass_drafter): 1.0}) for p in s.pass_s]
+        rest -= sum(s.pass_s)
     if s.draft_s is None or s.drafter is None:
-        return [(s.seconds, features(s))]
-    return [(s.draft_s, _draft_features(s)), (s.seconds - s.draft_s, _forward_features(s))]
+        return [*rows, (rest, rest_features | _draft_features(s))]
+    return [*rows, (s.draft_s, _draft_features(s)), (rest - s.draft_s, rest_features)]
 
 
 @dataclass(frozen=True)
@@ -101,8 +129,9 @@ class Term:
     """A fitted term: its value and standard error (seconds; None where the rows leave
     no degree of freedom to estimate it), and how it was settled:
     `fitted`, `absent` (never exercised by the log), `unseparated` (fixed at 0; `carried_by`
-    the terms whose columns span it), `bound` (fitted at the bound 0) or `pinned` (fixed at
-    a value another part of the same log gives; `source` says which, and why)."""
+    the terms whose columns span it), `bound` (fitted at the bound 0), `pinned` (fixed at
+    a value another part of the same log gives; `source` says which, and why) or `derived`
+    (a drafter the log never ran, its cost from what the log says of the model; `source`)."""
 
     name: str
     value: float
@@ -225,7 +254,9 @@ def fit_log(clock: LogClock) -> LogFit:
     rounds cannot separate it."""
     segs = clock.segments
     drafters = sorted({s.drafter for s in segs if s.drafter})
-    names = list(BASE_TERMS) + [t for d in drafters for t in (draft_term(d), call_term(d))]
+    passers = sorted({s.pass_drafter for s in segs if s.pass_drafter and s.pass_s})
+    names = (list(BASE_TERMS) + [t for d in drafters for t in (draft_term(d), call_term(d))]
+             + [pass_term(d) for d in passers])
     rows = [r for s in segs for r in fit_rows(s)]
     a = np.array([[r.get(n, 0.0) for n in names] for _, r in rows])
     y = np.array([sec for sec, _ in rows])
@@ -238,7 +269,13 @@ def fit_log(clock: LogClock) -> LogFit:
             per_token.status == "fitted"):
         pin = Term("token_s", per_token.value, per_token.spread, "pinned", source=PINNED_TOKEN)
         terms, decode = fit_columns(names, a, y, {"token_s": pin})
-    return LogFit(terms=terms | p_terms, decode=decode, prefill=prefill)
+    derived = {}
+    if clock.shape is not None and MTP not in drafters:
+        share = clock.shape.mtp_share()
+        name = draft_term(MTP)
+        derived[name] = Term(name, share * (terms["launch_s"].value + terms["token_s"].value),
+                             None, "derived", source=clock.shape.describe())
+    return LogFit(terms=terms | derived | p_terms, decode=decode, prefill=prefill)
 
 
 def fit_prompts(prompts: Sequence[Prompt]) -> tuple[dict[str, Term], Residuals]:

@@ -246,6 +246,15 @@ def is_slot_noise(message: str) -> bool:
             or any(p in message for p in SLOT_NOISE_INSIDE))
 
 
+_YIELD = re.compile(r"^que\s+yield_to_que: (done )?yielding to queue")
+
+
+def compute_mark(body: str) -> bool | None:
+    """Whether a line opens (False) or closes (True) a compute bracket; None: neither."""
+    m = _YIELD.match(body)
+    return None if m is None else m.group(1) is not None
+
+
 def spec_record(message: str, line: int, t: float | None) -> Record | None:
     """The record of one speculative-decoding line's message (its prefix stripped): a
     draft candidate (of the slot its seq_id names; None where the build names none), the

@@ -21,13 +21,14 @@ from pathlib import Path
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.logpatterns import (
+    compute_mark,
     is_slot_noise,
     opens_piece,
     sampler_params,
     slot_record,
     spec_record,
 )
-from adapters.llama.logrecords import Record, RecordKind, SamplerParams
+from adapters.llama.logrecords import Compute, Record, RecordKind, SamplerParams
 from adapters.llama.serverfacts import ServerInfo, server_fact
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -111,6 +112,7 @@ def parse_log(text: str, name: str = "input") -> LogReading:
     # Before 0.3.24 print_timing is one slot message of several lines (its first empty):
     # the lines after it are that slot's, without the slot prefix.
     timing_ctx: dict[str, int | float | None] | None = None
+    compute: tuple[float | None, bool] | None = None  # an open bracket: start, chained
     for number, raw in enumerate(physical, 1):
         line = _ANSI.sub("", raw).rstrip("\r")
         prefix = _PREFIX.match(line)
@@ -157,6 +159,18 @@ def parse_log(text: str, name: str = "input") -> LogReading:
                 out.records.append(record)
                 out.parsed += 1
                 continue
+        mark = compute_mark(body)
+        if mark is not None:
+            llama_lines += 1
+            out.parsed += 1
+            if not mark:
+                compute = (t, bool(out.records) and out.records[-1].kind is RecordKind.COMPUTE)
+            elif compute is not None:
+                out.records.append(Compute(kind=RecordKind.COMPUTE, line=number, t=t,
+                                           slot=None, task=None, t_begin=compute[0],
+                                           chained=compute[1]))
+                compute = None
+            continue
         spec_m = _SPEC.match(body)
         assert spec_m is not None  # every part of it is optional
         record = spec_record(spec_m.group(1), number, t)

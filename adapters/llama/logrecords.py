@@ -49,6 +49,7 @@ class RecordKind(StrEnum):
     DRAFT_REUSE = "draft_reuse"            # 0.3.21 draft model: "reuse_i = , reuse_n = "
     DRAFT_CKPT_LOST = "draft_ckpt_lost"    # 0.3.21: "no checkpoint available, no reuse"
     DRAFT_CKPT_DELETED = "draft_ckpt_deleted"  # 0.3.21: "begin: delete checkpoint"
+    COMPUTE = "compute"                    # que: "yielding to queue" .. "done yielding"
 
 
 class StopReason(StrEnum):
@@ -307,3 +308,15 @@ class DraftReuse(Record):
     reuse_n: int
     prompt_dft: int | None = None
     prompt_cur: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compute(Record):
+    """A compute bracket of the server loop (0.3.36 -v: `yielding to queue` as a decode
+    call starts, `done yielding to queue` as it returns; `t` the end, `t_begin` the start,
+    names no slot). `chained`: it began right after another bracket ended, with no
+    parsed line between: the drafter's own pass over a forward's output (the MTP head
+    after a verify), where a forward of its own is preceded by the slot's lines."""
+
+    t_begin: float | None
+    chained: bool

@@ -29,6 +29,12 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
         ("n_swa", r"print_info: n_swa\s+= (\d+)"),  # the target's: printed first
+        # The target's shape (printed first): what a never-run MTP head would cost.
+        ("n_layer", r"print_info: n_layer\s+= (\d+)"),
+        ("nextn_layers", r"\.nextn_predict_layers u32\s+= (\d+)"),
+        ("n_embd", r"print_info: n_embd\s+= (\d+)"),
+        ("n_vocab", r"print_info: n_vocab\s+= (\d+)"),
+        ("model_params", r"print_info: model params\s+= ([\d.]+ [KMBT])"),
     )
 )
 
@@ -64,6 +70,13 @@ class ServerInfo:
     n_swa: int | None = None
     """The target's sliding window (0: none), which the prompt phase's checkpoint check
     subtracts from the common prefix."""
+    n_layer: int | None = None
+    nextn_layers: int | None = None
+    n_embd: int | None = None
+    n_vocab: int | None = None
+    model_params: str | None = None
+    """The target's shape as its load prints it: layers run per forward, MTP (`nextn`)
+    layers beside them, width, vocabulary and parameter count (`2.00 M`)."""
 
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""
@@ -96,8 +109,8 @@ class ServerInfo:
             # context): the target's is the one with per-sequence states.
             self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
         elif getattr(self, name) is None:
-            setattr(self, name, int(value) if name in ("draft_n_max", "n_swa")
-                    else value)
+            setattr(self, name, value if name in ("build", "model", "draft_model",
+                                                   "model_params") else int(value))
 
     @property
     def verbose(self) -> bool | None:

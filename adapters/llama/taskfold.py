@@ -69,6 +69,8 @@ class TaskFolder:
 
     def apply(self, r: Record) -> None:
         """Fold one record."""
+        if r.kind is K.COMPUTE:
+            return  # the server loop's, no slot's: the clock reads it (logclock)
         if r.kind is K.DRAFTER_RESET:
             self.out.resets += 1
         elif isinstance(r, DrafterCalled):

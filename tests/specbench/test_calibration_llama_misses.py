@@ -1,6 +1,8 @@
 """Why a held-out prediction misses, read off the logs: a drafter the fit log never ran,
 plain rounds predicted from an all-speculative log or from a drafting server's plain
-rounds, a setting whose own runs spread beyond the band; none of these: unexplained."""
+rounds, a setting whose own runs spread beyond the band; none of these: unexplained. Where
+the logs time the drafter's pass after each forward, an all-speculative fit log leaves it
+out of a plain server's rounds, and a pass the fit log never made is named."""
 
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logread import read_log
@@ -12,13 +14,20 @@ def _clock(name: str) -> LogClock:
     return log_clock(read_log(FIXTURES / f"{name}.log.gz"))
 
 
+def _build(name: str, build: str = "0.3.36") -> LogClock:
+    return _clock(f"builds/{build}/{name}")
+
+
 def test_a_drafter_the_fit_log_never_ran_is_named() -> None:
-    reasons = miss_reasons(_clock("ngram-mod"), _clock("mtp"), 0.01, 0.15)
-    assert reasons == ("draft-mtp's drafting is not in the fit log (charged 0)",)
+    reasons = miss_reasons(_clock("ngram-mod"), _clock("draft-simple"), 0.01, 0.15)
+    assert reasons == ("draft-simple's drafting is not in the fit log (charged 0)",
+                       "draft-simple's pass after each forward is not in the fit log "
+                       "(charged 0)")
 
 
 def test_plain_rounds_from_an_all_speculative_log_are_charged_its_round_cost() -> None:
-    (reason,) = miss_reasons(_clock("mtp"), _clock("plain"), 0.01, 0.15)
+    # 0.3.30 logs no compute brackets: the drafter's pass stays in the fixed cost
+    (reason,) = miss_reasons(_build("mtp", "0.3.30"), _build("plain", "0.3.30"), 0.01, 0.15)
     assert "all speculative" in reason
 
 
@@ -33,3 +42,14 @@ def test_noisy_runs_are_said_and_nothing_found_is_unexplained() -> None:
     assert miss_reasons(mtp, mtp, 0.05, 0.15) == ()
     text = misses_text([Miss("mtp k=4", "mtp k=2", 0.2, ())])
     assert text == "- mtp k=2 from the mtp k=4 log (+20.0%): unexplained by the logs"
+
+
+def test_an_mtp_head_the_fit_log_never_ran_is_derived_and_its_pass_named() -> None:
+    reasons = miss_reasons(_build("ngram-mod"), _build("mtp"), 0.01, 0.15)
+    assert reasons == ("draft-mtp's drafting is not in the fit log (derived from the "
+                       "model's shape)",
+                       "draft-mtp's pass after each forward is not in the fit log (charged 0)")
+
+
+def test_a_timed_pass_keeps_an_all_speculative_logs_cost_off_plain_rounds() -> None:
+    assert miss_reasons(_build("mtp"), _build("plain"), 0.01, 0.15) == ()

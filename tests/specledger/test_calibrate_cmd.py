@@ -81,3 +81,24 @@ def test_a_draft_mtp_log_times_its_drafter_and_takes_the_token_cost_from_its_pro
     assert terms["draft_token_s[draft-mtp]"]["status"] == "fitted"
     assert main(["calibrate", str(log)]) == 0
     assert "the rounds could not separate it" in " ".join(capsys.readouterr().out.split())
+
+
+def test_an_ngram_log_derives_the_mtp_heads_cost_from_the_models_shape(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    build = FIXTURES / "builds" / "0.3.36"
+    terms = {t["term"]: t for t in _json(["calibrate", str(build / "ngram-mod.log.gz")],
+                                         capsys)["terms"]}
+    derived = terms["draft_token_s[draft-mtp]"]
+    assert derived["status"] == "derived"
+    assert derived["source"].startswith("from the model's shape: 1 of 8 layers + the head")
+    # the fixture's own draft-mtp log fits its drafting at ~0.4 ms a drafted token (k=4):
+    # the shape's share of the n-gram log's batch-1 forward is a prior within 50% of it
+    mtp = {t["term"]: t for t in _json(["calibrate", str(build / "mtp.log.gz")],
+                                       capsys)["terms"]}
+    fitted = mtp["draft_token_s[draft-mtp]"]["value_s"] + mtp["draft_call_s[draft-mtp]"][
+        "value_s"] / 4
+    assert derived["value_s"] == pytest.approx(fitted, rel=0.5)
+    assert mtp["drafter_round_s[draft-mtp]"]["status"] == "fitted"
+    assert main(["calibrate", str(build / "ngram-mod.log.gz")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "derived (a drafter the log never ran): from the model's shape" in out

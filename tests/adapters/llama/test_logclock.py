@@ -73,3 +73,22 @@ def test_a_log_without_rounds_asks_for_verbose() -> None:
 def test_slots_running_at_once_are_left_out() -> None:
     with pytest.raises(LogClockError, match="4 overlapped another slot"):
         log_clock(read_log(FIXTURES / "two-slots.log.gz"))
+
+
+def test_a_drafters_pass_after_each_forward_is_timed_where_the_build_logs_it() -> None:
+    # 0.3.36 -v brackets each decode call (`yielding to queue` .. `done yielding`); with a
+    # drafter a second bracket follows each forward's with nothing between: the drafter's
+    # pass (the MTP head over the verified tokens)
+    segs = log_clock(read_log(BUILDS / "0.3.36/mtp.log.gz")).segments
+    assert all(s.pass_drafter == "draft-mtp" and s.pass_s is not None
+               and len(s.pass_s) == len(s.forwards) for s in segs)
+    assert all(0 < sum(s.pass_s or ()) + (s.draft_s or 0) < s.seconds for s in segs)
+    ngram = log_clock(read_log(BUILDS / "0.3.36/ngram-mod.log.gz")).segments
+    assert all(s.pass_drafter == "ngram-mod" for s in ngram)
+    assert sum(len(s.pass_s or ()) for s in ngram) == sum(len(s.forwards) for s in ngram)
+
+
+@pytest.mark.parametrize("log", ["0.3.36/plain", "0.3.30/mtp"])
+def test_no_pass_without_a_drafter_or_without_the_builds_brackets(log: str) -> None:
+    assert all(s.pass_s is None and s.pass_drafter is None
+               for s in log_clock(read_log(BUILDS / f"{log}.log.gz")).segments)

@@ -3,13 +3,16 @@ recovered; a term the log never exercises is absent, one it cannot tell apart fr
 others is fixed and names them; a scheduler stall is dropped, not fitted; the profile
 the fit gives the sim charges what the fit charges; a drafter's call timed on its own is
 fitted apart, and a per-token cost the rounds cannot separate is taken from the
-prompt lines, saying so."""
+prompt lines, saying so; a drafter's pass after each forward timed on its own is a term
+of its own, left out of a server without a drafter; an MTP head the log never ran is
+charged its share of the forward by the model's shape."""
 
 import numpy as np
 import pytest
 
 from adapters.llama.logclock import LogClock, Prompt, Segment, TaskClock
 from adapters.llama.logfit import (
+    MTP,
     PINNED_TOKEN,
     call_term,
     draft_term,
@@ -17,10 +20,12 @@ from adapters.llama.logfit import (
     fit_log,
     fit_prompts,
     fit_rows,
+    pass_term,
     predict_segment,
     predict_tok_s,
     to_profile,
 )
+from adapters.llama.modelshape import ModelShape
 
 TRUE = {"launch_s": 2.0e-3, "token_s": 0.6e-3, "ctx_token_s": 1.0e-6,
         "round_s": 0.4e-3, "save_s": 0.15e-3, "restore_s": 0.25e-3,
@@ -189,3 +194,56 @@ def test_the_profile_charges_a_plain_round_as_the_fit_does() -> None:
     assert profile.round_sync_s == pytest.approx(TRUE["round_s"], rel=1e-6)
     measured, predicted = predict_tok_s(fit, _clock(("plain", "ngram", "mtp"), seed=5))
     assert predicted == pytest.approx(measured, rel=1e-6)
+
+
+PASS = 0.5e-3  # a drafter's pass after each forward, where the log times it
+
+
+def _passed(s: Segment, passes: int) -> Segment:
+    """`s` with `passes` timed passes of draft-mtp after its forwards, each `PASS`."""
+    return Segment(s.task, s.seconds + passes * PASS, s.forwards, s.drafter, s.drafted,
+                   s.saves, s.restores, s.speculative, s.draft_s,
+                   pass_s=(PASS,) * passes, pass_drafter=MTP)
+
+
+def test_each_timed_pass_is_a_row_of_its_own() -> None:
+    s = _passed(_segment(np.random.default_rng(0), 400, "mtp-timed", 0.0), 2)
+    rows = fit_rows(s)
+    assert rows[:2] == [(PASS, {pass_term(MTP): 1.0})] * 2
+    assert sum(sec for sec, _ in rows) == pytest.approx(s.seconds)
+    assert features(s)[pass_term(MTP)] == 2.0
+
+
+def test_timed_passes_leave_the_bare_forward_and_a_plain_server_pays_none() -> None:
+    # an all-speculative log: every round drafts, verifies and passes once
+    rng = np.random.default_rng(3)
+    segs = tuple(_passed(_segment(rng, 100 + 40 * i, "mtp-timed", 0.0, (1, 8)), 1)
+                 for i in range(40))
+    total = sum(s.seconds for s in segs)
+    fit = fit_log(LogClock(tasks=[TaskClock(0, segs, total, 40, total)],
+                           prompts=[Prompt(0, t, 5e-3 + t * TRUE["token_s"])
+                                    for t in (100, 400, 700)]))
+    assert fit.terms[pass_term(MTP)].status == "fitted"
+    assert fit.value(pass_term(MTP)) == pytest.approx(PASS)
+    plain = Segment(0, 0.0, ((1, 500),), None, 0, 0, 0, False)
+    # round_s is not separable from launch_s here, but the pass is no longer in either
+    assert predict_segment(fit, plain) == pytest.approx(
+        TRUE["launch_s"] + TRUE["round_s"] + TRUE["token_s"] + 501 * TRUE["ctx_token_s"])
+
+
+SHAPE = ModelShape(n_layer=8, nextn_layers=1, n_embd=128, n_vocab=259, params=2.0e6)
+
+
+def test_an_mtp_head_the_log_never_ran_is_derived_from_the_models_shape() -> None:
+    clock = _clock(("plain", "ngram"))
+    clock.shape = SHAPE
+    fit = fit_log(clock)
+    term = fit.terms[draft_term(MTP)]
+    assert term.status == "derived" and term.source == SHAPE.describe()
+    assert term.value == pytest.approx(SHAPE.mtp_share() * (TRUE["launch_s"] + TRUE["token_s"]))
+    mtp = Segment(0, 0.0, ((5, 500),), MTP, 4, 0, 0, True)
+    assert predict_segment(fit, mtp) > predict_segment(
+        fit, Segment(0, 0.0, ((5, 500),), None, 0, 0, 0, True))
+    ran = _clock(("plain", "ngram", "mtp"))
+    ran.shape = SHAPE
+    assert fit_log(ran).terms[draft_term(MTP)].status == "fitted"
