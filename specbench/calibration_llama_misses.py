@@ -1,7 +1,7 @@
 """Why a held-out prediction of `specledger calibrate`'s check misses the band, read off
 the fit and the two logs (specbench/calibration_llama_logs.py writes it under its table):
 a drafter the fit log never ran (its drafting charged 0, or derived from the model's
-shape; its pass after each forward charged 0), plain rounds charged a speculative round's
+shape; its pass after each forward likewise), plain rounds charged a speculative round's
 fixed cost, a drafting server's plain rounds predicting a server without a drafter, or the
 setting's own runs spreading beyond the band."""
 
@@ -33,8 +33,9 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
             + ("derived from the model's shape)" if d == MTP and fit_clock.shape else
                "charged 0)") for d in unseen]
     fit_passes = {s.pass_drafter for s in fit_clock.segments if s.pass_s}
-    out += [f"{d}'s pass after each forward is not in the fit log (charged 0)"
-            for d in sorted({s.pass_drafter for s in clock.segments if s.pass_s
+    out += [f"{d}'s pass after each forward is not in the fit log ("
+            + ("derived from the model's shape)" if d == MTP and fit_clock.shape else
+               "charged 0)") for d in sorted({s.pass_drafter for s in clock.segments if s.pass_s
                              and s.pass_drafter} - fit_passes)]
     plain = any(not s.speculative for s in clock.segments)
     fit_plain = any(not s.speculative for s in fit_clock.segments)

@@ -90,11 +90,13 @@ def _passes(reading: LogReading) -> Passes:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A task's prompt processing as print_timing reports it."""
+    """A task's prompt processing as print_timing reports it; `pass_s` the seconds of it
+    the drafter's passes over the prompt took (the MTP head's; 0 where none is logged)."""
 
     task: int
     tokens: int
     seconds: float
+    pass_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,14 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
                    pass_drafter=passes.drafter)
 
 
+def _prompt_passes(task: LlamaTask, passes: Passes) -> float:
+    """The seconds of the drafter's passes from a task's start to its first token."""
+    if passes.drafter is None or task.t is None or task.first_token is None or (
+            task.first_token.t is None):
+        return 0.0
+    return sum(passes.within(task.t, task.first_token.t))
+
+
 def _span(task: LlamaTask) -> tuple[float, float] | None:
     """A task's time from its start to its last round's end (None: not timed)."""
     ends = [r.t_end for r in task.rounds if r.t_end is not None]
@@ -208,7 +218,8 @@ def log_clock(reading: LogReading, name: str = "the log") -> LogClock:
             continue
         prompt = task.timings.get(TimingPhase.PROMPT)
         if prompt is not None and prompt.tokens > 0:
-            clock.prompts.append(Prompt(task.task, prompt.tokens, prompt.ms / 1e3))
+            clock.prompts.append(Prompt(task.task, prompt.tokens, prompt.ms / 1e3,
+                                        _prompt_passes(task, passes)))
         timed = _task_clock(task, default, passes)
         if timed is None:
             clock.untimed += 1

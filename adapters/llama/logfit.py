@@ -11,12 +11,14 @@ measured decode time, which is what tokens/s divides):
     drafting = draft_token_s[drafter] x tokens a model drafter drafted
                + draft_call_s[drafter] (its call's fixed cost)
     passing = drafter_round_s[drafter] x the drafter's passes after a forward
+              (+ drafter_round_token_s[drafter] x those forwards' tokens: derived only)
 
 Where the log times the drafter's pass after each forward (`Segment.pass_s`, 0.3.36 -v)
 it is a row of its own too, so `launch_s` stays the bare forward's fixed cost and a
 server without a drafter is predicted without it. A log that never ran the MTP head of
-a model that has one gets its per-token cost from the model's shape
-(adapters/llama/modelshape.py): that share of the fitted batch-1 forward, `derived`.
+a model that has one gets its costs from the model's shape (adapters/llama/modelshape.py),
+`derived`: per drafted token that share of the fitted batch-1 forward, per pass that share
+of the forward it follows.
 
 Where the log times a model drafter's call on its own (`Segment.draft_s`), a round is
 two rows: its drafting (the drafter's terms only) and the rest (the others), so the
@@ -82,13 +84,21 @@ def pass_term(drafter: str) -> str:
     return f"drafter_round_s[{drafter}]"
 
 
+def pass_token_term(drafter: str) -> str:
+    """The term of a drafter's pass per token of the forward it follows (only ever
+    derived: a log that times the passes fits them whole, per pass)."""
+    return f"drafter_round_token_s[{drafter}]"
+
+
 MTP = "draft-mtp"
 
 
 def _pass_features(s: Segment) -> dict[str, float]:
     if s.pass_drafter is None or not s.pass_s:
         return {}
-    return {pass_term(s.pass_drafter): float(len(s.pass_s))}
+    tokens = sum(b for b, _ in s.forwards[:len(s.pass_s)])
+    return {pass_term(s.pass_drafter): float(len(s.pass_s)),
+            pass_token_term(s.pass_drafter): float(tokens)}
 
 
 def _forward_features(s: Segment) -> dict[str, float]:
@@ -269,19 +279,29 @@ def fit_log(clock: LogClock) -> LogFit:
             per_token.status == "fitted"):
         pin = Term("token_s", per_token.value, per_token.spread, "pinned", source=PINNED_TOKEN)
         terms, decode = fit_columns(names, a, y, {"token_s": pin})
-    derived = {}
-    if clock.shape is not None and MTP not in drafters:
-        share = clock.shape.mtp_share()
-        name = draft_term(MTP)
-        derived[name] = Term(name, share * (terms["launch_s"].value + terms["token_s"].value),
-                             None, "derived", source=clock.shape.describe())
-    return LogFit(terms=terms | derived | p_terms, decode=decode, prefill=prefill)
+    return LogFit(terms=terms | _derived_mtp(clock, terms, drafters, passers) | p_terms,
+                  decode=decode, prefill=prefill)
+
+
+def _derived_mtp(clock: LogClock, terms: Mapping[str, Term], drafters: Sequence[str],
+                 passers: Sequence[str]) -> dict[str, Term]:
+    """An MTP head the log never ran, from the model's shape: per drafted token its share
+    of a batch-1 forward; its pass after a forward, its share of that forward."""
+    if clock.shape is None:
+        return {}
+    share, source = clock.shape.mtp_share(), clock.shape.describe()
+    launch, token = terms["launch_s"].value, terms["token_s"].value
+    values = {} if MTP in drafters else {draft_term(MTP): share * (launch + token)}
+    if MTP not in passers:
+        values |= {pass_term(MTP): share * launch, pass_token_term(MTP): share * token}
+    return {n: Term(n, v, None, "derived", source=source) for n, v in values.items()}
 
 
 def fit_prompts(prompts: Sequence[Prompt]) -> tuple[dict[str, Term], Residuals]:
-    """print_timing's prompt lines: seconds per processed token and a fixed cost."""
+    """print_timing's prompt lines: seconds per processed token and a fixed cost, of the
+    target's forwards alone (a drafter's passes over the prompt taken out where timed)."""
     a = np.array([[float(p.tokens), 1.0] for p in prompts])
-    y = np.array([p.seconds for p in prompts])
+    y = np.array([p.seconds - p.pass_s for p in prompts])
     return fit_columns(("prefill_token_s", "prefill_s"), a, y)
 
 

@@ -10,6 +10,7 @@ records.
 
 import re
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 from adapters.llama.logrecords import (
@@ -246,13 +247,27 @@ def is_slot_noise(message: str) -> bool:
             or any(p in message for p in SLOT_NOISE_INSIDE))
 
 
+class ComputeMark(Enum):
+    """A server-loop line around a decode call: the call (`srv decode: n_batch ...`, one
+    per forward or prompt chunk), its bracket opening and closing."""
+
+    CALL = "call"
+    BEGIN = "begin"
+    END = "end"
+
+
 _YIELD = re.compile(r"^que\s+yield_to_que: (done )?yielding to queue")
+_CALL = re.compile(r"^srv\s+decode: n_batch \(effective\)")
 
 
-def compute_mark(body: str) -> bool | None:
-    """Whether a line opens (False) or closes (True) a compute bracket; None: neither."""
+def compute_mark(body: str) -> ComputeMark | None:
+    """Which server-loop line around a decode call `body` is; None: none of them."""
+    if _CALL.match(body):
+        return ComputeMark.CALL
     m = _YIELD.match(body)
-    return None if m is None else m.group(1) is not None
+    if m is None:
+        return None
+    return ComputeMark.END if m.group(1) is not None else ComputeMark.BEGIN
 
 
 def spec_record(message: str, line: int, t: float | None) -> Record | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.logpatterns import (
+    ComputeMark,
     compute_mark,
     is_slot_noise,
     opens_piece,
@@ -113,6 +114,7 @@ def parse_log(text: str, name: str = "input") -> LogReading:
     # the lines after it are that slot's, without the slot prefix.
     timing_ctx: dict[str, int | float | None] | None = None
     compute: tuple[float | None, bool] | None = None  # an open bracket: start, chained
+    call_line = 0  # the last decode call's line
     for number, raw in enumerate(physical, 1):
         line = _ANSI.sub("", raw).rstrip("\r")
         prefix = _PREFIX.match(line)
@@ -160,11 +162,15 @@ def parse_log(text: str, name: str = "input") -> LogReading:
                 out.parsed += 1
                 continue
         mark = compute_mark(body)
-        if mark is not None:
+        if mark is ComputeMark.CALL:
+            call_line = number  # a forward of its own follows: its bracket is not chained
+        elif mark is not None:
             llama_lines += 1
             out.parsed += 1
-            if not mark:
-                compute = (t, bool(out.records) and out.records[-1].kind is RecordKind.COMPUTE)
+            if mark is ComputeMark.BEGIN:
+                last = out.records[-1] if out.records else None
+                compute = (t, last is not None and last.kind is RecordKind.COMPUTE
+                           and last.line > call_line)
             elif compute is not None:
                 out.records.append(Compute(kind=RecordKind.COMPUTE, line=number, t=t,
                                            slot=None, task=None, t_begin=compute[0],

@@ -315,8 +315,8 @@ class Compute(Record):
     """A compute bracket of the server loop (0.3.36 -v: `yielding to queue` as a decode
     call starts, `done yielding to queue` as it returns; `t` the end, `t_begin` the start,
     names no slot). `chained`: it began right after another bracket ended, with no
-    parsed line between: the drafter's own pass over a forward's output (the MTP head
-    after a verify), where a forward of its own is preceded by the slot's lines."""
+    decode call (`srv decode: n_batch ...`) nor parsed line between: the drafter's own
+    pass over a forward's output (the MTP head after a verify or over the prompt)."""
 
     t_begin: float | None
     chained: bool

@@ -43,8 +43,8 @@ class ModelShape:
         """Where the share comes from, in words."""
         head = self.head_params / self.layer_params if self.layer_params else float("inf")
         return (f"from the model's shape: 1 of {self.n_layer} layers + the head "
-                f"({head:.2f} of a layer's weights), {100 * self.mtp_share():.1f}% of a "
-                "batch-1 forward (launch_s + token_s)")
+                f"({head:.2f} of a layer's weights): {100 * self.mtp_share():.1f}% of the "
+                "target's forward")
 
 
 def model_shape(server: ServerInfo) -> ModelShape | None:

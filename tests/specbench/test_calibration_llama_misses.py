@@ -48,7 +48,8 @@ def test_an_mtp_head_the_fit_log_never_ran_is_derived_and_its_pass_named() -> No
     reasons = miss_reasons(_build("ngram-mod"), _build("mtp"), 0.01, 0.15)
     assert reasons == ("draft-mtp's drafting is not in the fit log (derived from the "
                        "model's shape)",
-                       "draft-mtp's pass after each forward is not in the fit log (charged 0)")
+                       "draft-mtp's pass after each forward is not in the fit log (derived "
+                       "from the model's shape)")
 
 
 def test_a_timed_pass_keeps_an_all_speculative_logs_cost_off_plain_rounds() -> None:

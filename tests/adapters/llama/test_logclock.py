@@ -92,3 +92,9 @@ def test_a_drafters_pass_after_each_forward_is_timed_where_the_build_logs_it() -
 def test_no_pass_without_a_drafter_or_without_the_builds_brackets(log: str) -> None:
     assert all(s.pass_s is None and s.pass_drafter is None
                for s in log_clock(read_log(BUILDS / f"{log}.log.gz")).segments)
+
+
+def test_the_drafters_pass_over_the_prompt_is_timed_within_it() -> None:
+    mtp = log_clock(read_log(BUILDS / "0.3.36/mtp.log.gz")).prompts
+    assert mtp and all(0 < p.pass_s < p.seconds for p in mtp)
+    assert all(p.pass_s == 0 for p in log_clock(read_log(BUILDS / "0.3.36/plain.log.gz")).prompts)

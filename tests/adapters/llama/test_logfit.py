@@ -7,6 +7,8 @@ prompt lines, saying so; a drafter's pass after each forward timed on its own is
 of its own, left out of a server without a drafter; an MTP head the log never ran is
 charged its share of the forward by the model's shape."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -240,10 +242,24 @@ def test_an_mtp_head_the_log_never_ran_is_derived_from_the_models_shape() -> Non
     fit = fit_log(clock)
     term = fit.terms[draft_term(MTP)]
     assert term.status == "derived" and term.source == SHAPE.describe()
-    assert term.value == pytest.approx(SHAPE.mtp_share() * (TRUE["launch_s"] + TRUE["token_s"]))
+    share = SHAPE.mtp_share()
+    assert term.value == pytest.approx(share * (TRUE["launch_s"] + TRUE["token_s"]))
+    # its pass after a forward of 5 tokens: its share of that forward
+    passing = _passed(Segment(0, 0.0, ((5, 500),), MTP, 4, 0, 0, True), 1)
+    assert fit.terms[pass_term(MTP)].status == "derived"
+    assert predict_segment(fit, passing) - predict_segment(fit, replace(
+        passing, pass_s=None)) == pytest.approx(share * (TRUE["launch_s"] + 5 * TRUE["token_s"]))
     mtp = Segment(0, 0.0, ((5, 500),), MTP, 4, 0, 0, True)
     assert predict_segment(fit, mtp) > predict_segment(
         fit, Segment(0, 0.0, ((5, 500),), None, 0, 0, 0, True))
     ran = _clock(("plain", "ngram", "mtp"))
     ran.shape = SHAPE
     assert fit_log(ran).terms[draft_term(MTP)].status == "fitted"
+
+
+def test_the_prompt_lines_give_the_targets_forward_without_the_drafters_pass() -> None:
+    prompts = [Prompt(0, t, 5e-3 + t * PREFILL_TOKEN_S + t * 0.1e-3, pass_s=t * 0.1e-3)
+               for t in (100, 400, 700)]
+    terms, _ = fit_prompts(prompts)
+    assert terms["prefill_token_s"].value == pytest.approx(PREFILL_TOKEN_S)
+    assert terms["prefill_s"].value == pytest.approx(5e-3)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llama.logread import LogFormatError, parse_log, read_log
-from adapters.llama.logrecords import Candidate, RecordKind, StopReason
+from adapters.llama.logrecords import Candidate, Compute, RecordKind, StopReason
 
 FIXTURES = Path(__file__).with_name("fixtures")
 NAMES = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet", "chain-sampled", "plain",
@@ -171,3 +171,19 @@ def test_binary_and_missing_files_are_refused(tmp_path: Path) -> None:
     bad_gz.write_bytes(b"\x1f\x8b" + b"junk")
     with pytest.raises(LogFormatError, match="cannot read"):
         read_log(bad_gz)
+
+
+def test_a_compute_bracket_is_chained_only_right_after_another() -> None:
+    # a forward's bracket follows its decode call; the drafter's pass follows the forward's
+    # bracket with nothing between; a prompt's second chunk has a decode call of its own
+    lines = ["srv        decode: n_batch (effective) = 2048, off = 0",
+             "que  yield_to_que: yielding to queue", "que  yield_to_que: done yielding to queue",
+             "que  yield_to_que: yielding to queue", "que  yield_to_que: done yielding to queue",
+             "srv        decode: n_batch (effective) = 2048, off = 2048",
+             "que  yield_to_que: yielding to queue", "que  yield_to_que: done yielding to queue"]
+    text = "".join(f"0.00.{100 + i:03d}.000 D {line}\n" for i, line in enumerate(lines))
+    reading = parse_log(text)
+    brackets = [r for r in reading.records if isinstance(r, Compute)]
+    assert [(r.t_begin, r.t, r.chained) for r in brackets] == [
+        (0.101, 0.102, False), (0.103, 0.104, True), (0.106, 0.107, False)]
+    assert reading.parsed == 6 and reading.skipped == 2
