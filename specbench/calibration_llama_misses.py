@@ -1,7 +1,8 @@
 """Why a held-out prediction of `specledger calibrate`'s check misses the band, read off
 the fit and the two logs (specbench/calibration_llama_logs.py writes it under its table):
 a drafter the fit log never ran (its drafting charged 0, or derived from the model's
-shape; its pass after each forward likewise), plain rounds charged a speculative round's
+shape; its pass after each forward likewise), speculative checkpoints the fit log never
+saved or restored (charged 0), plain rounds charged a speculative round's
 fixed cost, a drafting server's plain rounds predicting a server without a drafter, or the
 setting's own runs spreading beyond the band."""
 
@@ -37,6 +38,10 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
             + ("derived from the model's shape)" if d == MTP and fit_clock.shape else
                "charged 0)") for d in sorted({s.pass_drafter for s in clock.segments if s.pass_s
                              and s.pass_drafter} - fit_passes)]
+    ckpt = (sum(s.saves for s in clock.segments), sum(s.restores for s in clock.segments))
+    if any(ckpt) and not any(s.saves or s.restores for s in fit_clock.segments):
+        out.append(f"its rounds save {ckpt[0]} and restore {ckpt[1]} speculative "
+                   "checkpoints, which the fit log never did (charged 0)")
     plain = any(not s.speculative for s in clock.segments)
     fit_plain = any(not s.speculative for s in fit_clock.segments)
     if plain and not fit_plain and not fit_passes:

@@ -52,5 +52,16 @@ def test_an_mtp_head_the_fit_log_never_ran_is_derived_and_its_pass_named() -> No
                        "from the model's shape)")
 
 
+def test_checkpoints_the_fit_log_never_saved_are_named() -> None:
+    ngram = _build("ngram-mod")
+    saves = sum(s.saves for s in ngram.segments)
+    restores = sum(s.restores for s in ngram.segments)
+    assert saves and restores
+    assert miss_reasons(_build("mtp"), ngram, 0.01, 0.15) == (
+        "ngram-mod's pass after each forward is not in the fit log (charged 0)",
+        f"its rounds save {saves} and restore {restores} speculative checkpoints, which the "
+        "fit log never did (charged 0)",)
+
+
 def test_a_timed_pass_keeps_an_all_speculative_logs_cost_off_plain_rounds() -> None:
     assert miss_reasons(_build("mtp"), _build("plain"), 0.01, 0.15) == ()
