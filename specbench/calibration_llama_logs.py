@@ -10,11 +10,12 @@ Three fits, because a log only holds the costs it paid: an n-gram log (checkpoin
 host memory: save and restore), a draft-mtp log (per-token recurrent states,
 `n_rs_seq`: the MTP head's cost per drafted token, at one draft size) and the chain of
 both (n-gram and MTP rounds of several sizes, per-token states). A prediction across
-that line charges the terms the fit never saw at 0 and is shown as such: it is what
-`calibrate` cannot know from one log. Each fit times a model drafter's call apart from
-the rest of its round and takes the per-token cost from the prompt lines where its rounds
-cannot separate it (adapters/llama/logfit.py); each miss is listed with what the logs say
-about it (specbench/calibration_llama_misses.py).
+that line charges the terms the fit never saw at 0 (an MTP head the log never ran: its
+share of the forward by the model's shape) and is shown as such: it is what `calibrate`
+cannot know from one log. Each fit times a model drafter's call and its pass after each
+forward apart from the rest of its round and takes the per-token cost from the prompt
+lines where its rounds cannot separate it (adapters/llama/logfit.py); each miss is listed
+with what the logs say about it (specbench/calibration_llama_misses.py).
 
 `python -m specbench.calibration_llama_logs [--quick] [--refit]` runs it alone (`--refit`:
 on the logs the last run left, no server started) and writes
