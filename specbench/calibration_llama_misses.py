@@ -44,10 +44,12 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
                    "checkpoints, which the fit log never did (charged 0)")
     plain = any(not s.speculative for s in clock.segments)
     fit_plain = any(not s.speculative for s in fit_clock.segments)
-    if plain and not fit_plain and not fit_passes:
+    if plain and not fit_plain:
         out.append("the fit log's rounds are all speculative, so a speculative round's "
-                   "fixed cost (round_s, the drafter's pass after each verify) stays in "
-                   "launch_s and each plain round is charged it")
+                   "fixed cost (round_s: " + ("" if fit_passes else "the drafter's pass "
+                   "after each verify, ") + "the verify's per-position states and the "
+                   "hidden states the drafter reads) stays in launch_s and each plain round "
+                   "is charged it")
     if fit_plain and not any(s.speculative for s in clock.segments):
         out.append("the fit log's plain rounds ran beside a drafter (a lookup and its "
                    "update each round), which a server without one does not pay")
