@@ -123,7 +123,11 @@ class RecordStream:
         self.counts.unknown += reading.unknown
         merge_facts(self.server, reading.server)
         shift = line - 1
-        records = [replace(r, line=r.line + shift) for r in reading.records]
+        # Compute brackets span lines and chain across them, so a piece cut between two
+        # would read them otherwise than the whole log; they time a round for `calibrate`,
+        # which reads the whole file, and nothing the watch folds uses them.
+        records = [replace(r, line=r.line + shift) for r in reading.records
+                   if r.kind is not RecordKind.COMPUTE]
         piece = Piece(records, reading.server)
         wanted = {r.line for r in reading.records if r.kind is RecordKind.TASK_STARTED}
         if wanted:
