@@ -106,13 +106,6 @@ def store_request(engine: Engine, log: str, req: Request, extra: dict[str, Any])
     return sid
 
 
-def recorded_sessions(engine: Engine, log: str) -> list[int]:
-    """The sessions recorded from `log`, oldest first."""
-    with engine.connect() as conn:
-        return list(conn.execute(select(requests.c.session_id).where(requests.c.log == log)
-                                 .order_by(requests.c.session_id)).scalars())
-
-
 def note_answer(engine: Engine, source: str, dev: int, ino: int, line: int) -> None:
     """Remember that the answer at `line` of the file `dev`/`ino` was taken."""
     with interrupts_deferred(), engine.begin() as conn:
