@@ -1,4 +1,4 @@
-"""GPU check and benchmark of the kernels/ Triton kernels (issue 5). One command:
+"""GPU check and benchmark of the speckernels/ Triton kernels (issue 5). One command:
 
     python bench/kernels_gpu.py [--out DIR | --record] [--fla-wheel .whl]
 

@@ -1,6 +1,6 @@
 """On-device correctness checks run before any timing: each kernel against its reference.
 
-Same properties as tests/kernels, at the real head sizes (so multi-block tilings and the
+Same properties as tests/speckernels, at the real head sizes (so multi-block tilings and the
 compiled, not interpreted, kernels are what gets checked). Outputs are NaN-poisoned first.
 """
 
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import torch
 
-from kernels import ops as _ops
-from kernels.testing import poison_, rel_error
+from speckernels import ops as _ops
+from speckernels.testing import poison_, rel_error
 
 OPS = ("gdn_verify", "gdn_commit", "gdn_replay", "conv_update", "conv_replay")
 # The kernels under test, with backend="triton" bound: "auto" would quietly time the torch
@@ -66,7 +66,7 @@ class _Results(list):
 def run_checks(shape, device: torch.device, fla: FlaBaseline | None, tilings,
                make_inputs: Callable, *, smoke: bool) -> list[dict]:  # fmt: skip
     """Check verify, commit, replay, conv update and conv replay (and fla) on ``device``."""
-    from kernels.gdn_verify import gdn_verify_triton
+    from speckernels.gdn_verify import gdn_verify_triton
 
     res = _Results()
     bsz, seq = 3, 3 if smoke else 9

@@ -3,7 +3,7 @@
 Every time is one GDN layer's device time with a cold L2 unless the name says otherwise
 (``commit_all_layers``: all L layers in one launch). Byte counts are the minimum traffic
 of each operation (inputs read once, outputs written once), so GB/s is achieved bandwidth.
-Imports triton only through ``kernels.ops`` and the kernel modules, at run time.
+Imports triton only through ``speckernels.ops`` and the kernel modules, at run time.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 
-from kernels import ops
 from specbench.kernels_checks import FlaBaseline, run_checks
 from specbench.kernels_report import evaluate_goals
 from specbench.kernels_timing import CudaTimer, Timer, copy_bandwidth, gbps, nbytes
+from speckernels import ops
 
 VERIFY_TILINGS = [(8, 1), (16, 1), (16, 2), (32, 2), (32, 4), (64, 4)]  # (BV, num_warps)
 COMMIT_TILINGS = [(1024, 4), (2048, 4), (4096, 8), (8192, 8)]  # (BLOCK, num_warps)
@@ -65,7 +65,7 @@ def make_inputs(shape: Shape, bsz: int, seq: int, device: torch.device) -> Simpl
 
 def _verify_case(x, seq: int, timer: Timer, fla: FlaBaseline | None, sweep) -> dict:
     """Verify variants at T = seq for one layer: ms, bytes, GB/s, tiling sweep."""
-    from kernels.gdn_verify import gdn_verify_triton
+    from speckernels.gdn_verify import gdn_verify_triton
 
     q, k, v, g, beta = (t[:, :seq].contiguous() for t in (x.q, x.k, x.v, x.g, x.beta))
     state = x.state
@@ -148,7 +148,7 @@ def _all_layers_commit(shape: Shape, x, timer: Timer, sweep) -> dict:
     The per-position buffers are expanded over T (stride 0): the bytes read per row are
     real, without allocating T copies of every layer's state.
     """
-    from kernels.gdn_commit import gdn_commit_triton
+    from speckernels.gdn_commit import gdn_commit_triton
 
     state, cs = x.state, x.conv_state
     bsz, L = state.shape[0], shape.layers

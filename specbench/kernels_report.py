@@ -87,7 +87,7 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 def render_markdown(report: dict) -> str:
     """Human summary: environment, checks, verify, commit, strategies, goals."""
     meta, copy, goals = report["meta"], report["copy"], report["goals"]
-    out = ["# kernels/ on GPU: checks and timings", ""]
+    out = ["# speckernels/ on GPU: checks and timings", ""]
     out += [f"- device: {meta['device']}; torch {meta['torch']}, triton {meta['triton']}; "
             f"{meta['fla']} (mode {meta.get('fla_mode')})",
             f"- shape: {meta['shape']} (conv channels {meta['channels']})",

@@ -23,7 +23,7 @@ from engine.sampling import SamplingParams, greedy_targets, verify_targets
 from engine.speculative import common_prefix
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
-from kernels.backend import resolve_backend
+from speckernels.backend import resolve_backend
 
 UBATCH = 512
 # Relative state error the audit accepts, by model dtype. A stray token makes ~1 (median

@@ -24,9 +24,9 @@ from engine.hybrid.errors import HybridError, StateError
 from engine.hybrid.gdn import GatedDeltaNet, LayerInputs, LayerStates
 from engine.hybrid.pool import StatePool
 from engine.hybrid.state import HybridState, RecordedInputs, TokenStates
-from kernels import ops
-from kernels.backend import KernelBackend
-from kernels.reference import chunk_gated_delta, delta_step_, readout
+from speckernels import ops
+from speckernels.backend import KernelBackend
+from speckernels.reference import chunk_gated_delta, delta_step_, readout
 
 Trace = LayerStates | LayerInputs | None
 Kept = TokenStates | RecordedInputs | None

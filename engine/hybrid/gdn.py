@@ -1,7 +1,7 @@
 """The Qwen3.5 linear-attention layer (Gated DeltaNet) around the gated delta rule, whose
-one torch implementation is `kernels.reference`; what a verify keeps is the round's
+one torch implementation is `speckernels.reference`; what a verify keeps is the round's
 `Keep`, and who computes the per-position states or replays the record is the kernel
-backend each call is given (`kernels.ops` dispatches)."""
+backend each call is given (`speckernels.ops` dispatches)."""
 
 from dataclasses import dataclass
 
@@ -11,9 +11,9 @@ from torch import Tensor, nn
 
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.layers import GatedRMSNorm
-from kernels import ops
-from kernels.backend import KernelBackend
-from kernels.reference import chunk_gated_delta, delta_step_, l2norm, readout
+from speckernels import ops
+from speckernels.backend import KernelBackend
+from speckernels.reference import chunk_gated_delta, delta_step_, l2norm, readout
 
 
 @dataclass(frozen=True)

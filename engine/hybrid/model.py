@@ -19,7 +19,7 @@ from engine.hybrid.gdn import GatedDeltaNet
 from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_rows, rotary_tables
 from engine.hybrid.pool import StatePool
 from engine.hybrid.state import HybridState
-from kernels.backend import KernelBackend
+from speckernels.backend import KernelBackend
 
 
 class DecoderLayer(nn.Module):

@@ -1,7 +1,13 @@
-"""`StatePool`: the recurrent and conv state of every GDN layer for all of a model's
-sequences, one tensor per layer with a row per sequence. A `HybridState` owns a run of
-rows (one per batch entry) and sees them as views; a batched verify reads and writes the
-rows of all its sequences by index, without concatenating per-sequence tensors."""
+"""`StatePool`: every layer's state for all of a model's sequences, one tensor per layer
+with a row per sequence: GDN conv windows and recurrent states, attention keys and values.
+A `HybridState` owns a run of rows (one per batch entry) and sees them as views; a packed
+forward reads and writes the rows of all its sequences by index, never concatenating
+per-sequence tensors.
+
+KV rows share one capacity (positions), grown by doubling for every row when one row
+needs more: a row is a contiguous slice that attention reads as a view, at the price of
+the longest sequence's length in every row (a paged pool would need a gather per layer
+and step, which on CPU costs more than the attention it feeds)."""
 
 import weakref
 
@@ -11,24 +17,31 @@ from torch import Tensor
 from engine.hybrid.config import LINEAR, HybridConfig
 
 _MIN_ROWS = 8
+_MIN_CAPACITY = 64
 
 
 class StatePool:
     """Per GDN layer, conv windows (N, C, K-1) in the model's dtype and recurrent states
-    (N, Hv, Dk, Dv) in fp32, N rows grown by doubling. Rows are handed out in runs and
-    come back when their owner is collected."""
+    (N, Hv, Dk, Dv) in fp32; per attention layer, keys and values (N, Hkv, capacity, D)
+    in the model's dtype. N rows and the KV capacity each grow by doubling. Rows are handed
+    out in runs and come back when their owner is collected."""
 
     @torch.inference_mode()
     def __init__(self, config: HybridConfig, dtype: torch.dtype,
                  device: torch.device | str, rows: int = _MIN_ROWS) -> None:
         self.layers = sum(kind == LINEAR for kind in config.layer_types)
+        self.attention_layers = len(config.layer_types) - self.layers
         self._conv_row = (config.conv_dim, config.linear_conv_kernel_dim - 1)
         self._recurrent_row = (config.linear_num_value_heads, config.linear_key_head_dim,
                                config.linear_value_head_dim)
+        self._kv_heads, self._head_dim = config.num_key_value_heads, config.head_dim
         self._dtype, self._device = dtype, device
         self.conv: list[Tensor] = []
         self.recurrent: list[Tensor] = []
+        self.keys: list[Tensor] = []
+        self.values: list[Tensor] = []
         self._rows = 0
+        self.capacity = _MIN_CAPACITY
         self._free: set[int] = set()
         self._grow(rows)
 
@@ -48,23 +61,52 @@ class StatePool:
 
     @torch.inference_mode()
     def zero(self, start: int, n: int) -> None:
-        """Zero rows start..start+n-1 of every layer."""
+        """Zero the GDN state of rows start..start+n-1 (KV entries are valid only below a
+        state's position, so they need no clearing)."""
         for t in (*self.conv, *self.recurrent):
             t[start:start + n].zero_()
 
     @torch.inference_mode()
+    def reserve(self, positions: int) -> None:
+        """Make every KV row hold at least `positions` entries."""
+        if positions <= self.capacity:
+            return
+        capacity = max(positions, 2 * self.capacity)
+        self.keys = [self._widened(t, capacity) for t in self.keys]
+        self.values = [self._widened(t, capacity) for t in self.values]
+        self.capacity = capacity
+
+    @torch.inference_mode()
+    def copy_rows(self, source: int, target: int, n: int, positions: int) -> None:
+        """Copy rows source.. onto rows target.. (n rows): GDN state whole, KV entries
+        below `positions`."""
+        for t in (*self.conv, *self.recurrent):
+            t[target:target + n] = t[source:source + n]
+        for t in (*self.keys, *self.values):
+            t[target:target + n, :, :positions] = t[source:source + n, :, :positions]
+
+    def _widened(self, t: Tensor, capacity: int) -> Tensor:
+        out = t.new_zeros(t.shape[0], t.shape[1], capacity, t.shape[3])
+        out[:, :, :t.shape[2]] = t
+        return out
+
+    @torch.inference_mode()
     def _grow(self, rows: int) -> None:
         """Reallocate every layer's tensor with `rows` rows, keeping the rows held."""
-        def grown(old: list[Tensor], row: tuple[int, ...], dtype: torch.dtype) -> list[Tensor]:
+        def grown(old: list[Tensor], count: int, row: tuple[int, ...], dtype: torch.dtype
+                  ) -> list[Tensor]:
             out = []
-            for i in range(self.layers):
+            for i in range(count):
                 t = torch.zeros(rows, *row, dtype=dtype, device=self._device)
                 if old:
                     t[:self._rows] = old[i]
                 out.append(t)
             return out
 
-        self.conv = grown(self.conv, self._conv_row, self._dtype)
-        self.recurrent = grown(self.recurrent, self._recurrent_row, torch.float32)
+        kv_row = (self._kv_heads, self.capacity, self._head_dim)
+        self.conv = grown(self.conv, self.layers, self._conv_row, self._dtype)
+        self.recurrent = grown(self.recurrent, self.layers, self._recurrent_row, torch.float32)
+        self.keys = grown(self.keys, self.attention_layers, kv_row, self._dtype)
+        self.values = grown(self.values, self.attention_layers, kv_row, self._dtype)
         self._free.update(range(self._rows, rows))
         self._rows = rows

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from engine.hybrid.config import LINEAR, HybridConfig
+from engine.hybrid.config import HybridConfig
 from engine.hybrid.errors import StateError
 from engine.hybrid.gdn import LayerInputs, LayerStates, replay_inputs_
 from engine.hybrid.pool import StatePool
-from kernels import ops
-from kernels.backend import KernelBackend
+from speckernels import ops
+from speckernels.backend import KernelBackend
 
-_MIN_CAPACITY = 64
+_MIN_STAMPS = 64
 
 
 @dataclass(frozen=True)
@@ -77,19 +77,15 @@ class HybridState:
         self, config: HybridConfig, batch_size: int = 1, dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu", pool: StatePool | None = None,
     ) -> None:
-        n_full = sum(kind != LINEAR for kind in config.layer_types)
         self.config = config
         self.batch_size = batch_size
-        # The GDN state lives in `pool` (rows index..index+batch_size-1; a pool of its own
-        # when none is given); `conv` and `recurrent` are views of those rows.
+        # Every layer's state lives in `pool` (rows index..index+batch_size-1; a pool of
+        # its own when none is given); `conv`, `recurrent`, `keys` and `values` are views.
         self.pool = StatePool(config, dtype, device, batch_size) if pool is None else pool
         self.index = self.pool.take(self, batch_size)
-        kv_shape = (batch_size, config.num_key_value_heads, _MIN_CAPACITY, config.head_dim)
-        self.keys = [torch.zeros(kv_shape, dtype=dtype, device=device) for _ in range(n_full)]
-        self.values = [torch.zeros(kv_shape, dtype=dtype, device=device) for _ in range(n_full)]
         # stamp[p] = epoch of the last write at KV position p; a snapshot is stale once a
         # position below its length carries a newer stamp.
-        self._stamp = torch.zeros(_MIN_CAPACITY, dtype=torch.long)
+        self._stamp = torch.zeros(_MIN_STAMPS, dtype=torch.long)
         self._epoch = 0
         self._position = 0
 
@@ -102,6 +98,16 @@ class HybridState:
     def recurrent(self) -> list[Tensor]:
         """Each GDN layer's recurrent state (B, Hv, Dk, Dv) fp32, a view of the pool."""
         return [t[self.index:self.index + self.batch_size] for t in self.pool.recurrent]
+
+    @property
+    def keys(self) -> list[Tensor]:
+        """Each attention layer's keys (B, Hkv, capacity, D), a view of the pool."""
+        return [t[self.index:self.index + self.batch_size] for t in self.pool.keys]
+
+    @property
+    def values(self) -> list[Tensor]:
+        """Each attention layer's values (B, Hkv, capacity, D), a view of the pool."""
+        return [t[self.index:self.index + self.batch_size] for t in self.pool.values]
 
     @property
     def position(self) -> int:
@@ -118,12 +124,10 @@ class HybridState:
         """Make room for `length` KV entries after `position` and stamp them as rewritten;
         returns the start position. Called by the model before it writes."""
         start, end = self._position, self._position + length
+        self.pool.reserve(end)
         capacity = self._stamp.shape[0]
         if end > capacity:
-            new_capacity = max(end, 2 * capacity)
-            self.keys = [_grow(t, new_capacity) for t in self.keys]
-            self.values = [_grow(t, new_capacity) for t in self.values]
-            stamp = self._stamp.new_zeros(new_capacity)
+            stamp = self._stamp.new_zeros(max(end, 2 * capacity))
             stamp[:capacity] = self._stamp
             self._stamp = stamp
         self._epoch += 1
@@ -210,10 +214,7 @@ class HybridState:
         """An independent deep copy (KV included)."""
         twin = copy.copy(self)
         twin.index = self.pool.take(twin, self.batch_size)
-        for live, mine in zip(twin.conv + twin.recurrent, self.conv + self.recurrent,
-                              strict=True):
-            live.copy_(mine)
-        twin.keys, twin.values = [t.clone() for t in self.keys], [t.clone() for t in self.values]
+        self.pool.copy_rows(self.index, twin.index, self.batch_size, self._position)
         twin._stamp = self._stamp.clone()
         return twin
 
@@ -249,12 +250,6 @@ class HybridState:
                 scale = float(b.abs().max()) or 1.0
                 worst = max(worst, float((a.float() - b.float()).abs().max()) / scale)
         return worst
-
-
-def _grow(t: Tensor, capacity: int) -> Tensor:
-    out = t.new_zeros(*t.shape[:2], capacity, *t.shape[3:])
-    out[:, :, :t.shape[2]] = t
-    return out
 
 
 def _check_index(index: int, length: int) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.backend import triton_available
+from speckernels.backend import triton_available
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "kernels_gpu.py"

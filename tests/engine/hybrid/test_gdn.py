@@ -1,5 +1,5 @@
 """The gated delta rule's chunked form against its recurrent form (both in
-`kernels.reference`, which the GDN layer calls), and the conv helper against torch's
+`speckernels.reference`, which the GDN layer calls), and the conv helper against torch's
 padded conv1d (the formulation transformers uses)."""
 
 import pytest
@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from engine.hybrid.gdn import LayerInputs, causal_conv, replay_inputs_
-from kernels.backend import KernelBackend
-from kernels.reference import chunk_gated_delta, delta_step_, gdn_recurrence, l2norm, readout
+from speckernels.backend import KernelBackend
+from speckernels.reference import chunk_gated_delta, delta_step_, gdn_recurrence, l2norm, readout
 
 
 def _inputs(length: int, heads: int = 3, dk: int = 8, dv: int = 6) -> tuple[torch.Tensor, ...]:

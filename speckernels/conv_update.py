@@ -7,7 +7,7 @@ or new inputs) instead of shifting registers, so one kernel serves HF's S = KW a
 causal-conv1d's S = KW - 1 alike. Windows are stored per position for ``per_token``
 commit; the last window is written only on COMMIT, into slot dst_slots[b].
 
-Imports triton at module import: load it only through ``kernels.ops``.
+Imports triton at module import: load it only through ``speckernels.ops``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._reduce import fsum
+from speckernels._reduce import fsum
 
 
 @triton.jit
@@ -94,7 +94,7 @@ def conv_update_triton(
     block_c: int = 256,
     num_warps: int = 4,
 ) -> None:
-    """Launch the conv update; arguments already validated by ``kernels.ops.conv_update``.
+    """Launch the conv update; arguments already validated by ``speckernels.ops.conv_update``.
 
     x and out (B, C, T), conv_state (N, C, S), weight (C, KW) with S >= KW - 1, bias (C,),
     intermediate (B, T, C, S): any strides.

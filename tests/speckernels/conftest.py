@@ -1,7 +1,7 @@
 """Kernel tests run the Triton kernels on CPU under the Triton interpreter.
 
 TRITON_INTERPRET must be set before any kernel module is decorated, so it is set here at
-import time. ``kernels.ops`` never picks the interpreter on its own (``auto`` means torch on
+import time. ``speckernels.ops`` never picks the interpreter on its own (``auto`` means torch on
 CPU), so setting it does not change any other test's backend.
 
 Each test draws a fresh seed (override with SPECLEDGER_KERNEL_SEED to reproduce one); the
@@ -21,8 +21,8 @@ import torch
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from kernels.backend import interpreter_enabled, triton_available
-from kernels.testing import rel_error
+from speckernels.backend import interpreter_enabled, triton_available
+from speckernels.testing import rel_error
 
 _SEED_KEY = pytest.StashKey[int]()
 _ERRORS: dict[str, float] = {}

@@ -7,7 +7,7 @@ first axis enumerates blocks of the recurrent row followed by blocks of the conv
 a commit costs one launch whatever the batch or layer count. Rows holding -1 are skipped
 before any load.
 
-Imports triton at module import: load it only through ``kernels.ops``.
+Imports triton at module import: load it only through ``speckernels.ops``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def gdn_commit_triton(
     block: int = 2048,
     num_warps: int = 4,
 ) -> None:
-    """Launch the commit gather on layer-stacked tensors (``kernels.ops`` adds the L dim).
+    """Launch the commit gather on layer-stacked tensors (``speckernels.ops`` adds the L dim).
 
     state (L, N, *R) and intermediate (L, B, T, *R) with each *R block contiguous; the
     optional conv pair (L, N, C, W) and (L, B, T, C, W) likewise. The T stride may be 0 (an

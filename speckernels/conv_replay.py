@@ -4,7 +4,7 @@ The conv half of the ``input_replay`` commit. The window after position j is
 ext[j+1 : j+1+S] of ext = [old window (S), x]; it is a pure gather, so the result is
 bitwise the window ``conv_update`` kept after position j. Rows holding -1 keep their window.
 
-Imports triton at module import: load it only through ``kernels.ops``.
+Imports triton at module import: load it only through ``speckernels.ops``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.conv_update import _ext_gather
+from speckernels.conv_update import _ext_gather
 
 
 @triton.jit

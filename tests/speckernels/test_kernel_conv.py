@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import ops
-from kernels.testing import poison_
+from speckernels import ops
+from speckernels.testing import poison_
 
 
 def _conv_case(bsz: int, channels: int, seq: int, width: int, taps: int, dtype: torch.dtype):

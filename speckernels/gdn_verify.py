@@ -7,7 +7,7 @@ slot dst_slots[b]: the sequence's own slot (plain decode), or a spare one (``inp
 ping-pong: a full accept then commits by swapping slot indices). Without COMMIT the pool is
 untouched (deferred commit).
 
-Imports triton at module import: load it only through ``kernels.ops``.
+Imports triton at module import: load it only through ``speckernels.ops``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._reduce import fsum
+from speckernels._reduce import fsum
 
 
 @triton.jit
@@ -113,7 +113,7 @@ def gdn_verify_triton(
     block_v: int | None = None,
     num_warps: int = 1,
 ) -> None:
-    """Launch the verify kernel; arguments already validated by ``kernels.ops.gdn_verify``.
+    """Launch the verify kernel; arguments already validated by ``speckernels.ops.gdn_verify``.
 
     q, k (B, T, H, K) and v, out (B, T, HV, V) need a unit stride on the last dim, g and beta
     (B, T, HV) a unit stride on the head dim; state (N, HV, K, V) and intermediate

@@ -1,4 +1,4 @@
-"""Argument checks and layout helpers shared by the ops in ``kernels.ops`` (torch only)."""
+"""Argument checks and layout helpers shared by the ops in ``speckernels.ops`` (torch only)."""
 
 from __future__ import annotations
 

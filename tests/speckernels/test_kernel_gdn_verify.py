@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import ops
-from kernels.reference import gdn_recurrence
-from kernels.testing import poison_
+from speckernels import ops
+from speckernels.reference import gdn_recurrence
+from speckernels.testing import poison_
 
 CASES = [
     # (B, T, H, HV, K, V, dtype, l2norm)

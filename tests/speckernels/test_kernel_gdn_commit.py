@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import ops
+from speckernels import ops
 
 
 def _case(layers: int | None, bsz: int = 3, seq: int = 4, pool: int = 5):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import ops
+from speckernels import ops
 
 
 def _accept(bsz: int, seq: int) -> torch.Tensor:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels import reference as ref
-from kernels._validate import (
+from speckernels import reference as ref
+from speckernels._validate import (
     check_conv,
     check_gdn,
     dense_tail,
@@ -26,7 +26,7 @@ from kernels._validate import (
     layer_stacked,
     unit_last,
 )
-from kernels.backend import KernelBackend, resolve_backend
+from speckernels.backend import KernelBackend, resolve_backend
 
 __all__ = [
     "KernelBackend",
@@ -93,7 +93,7 @@ def gdn_verify(
             dst_indices=dst.long(), scale=scale, use_qk_l2norm=use_qk_l2norm, eps=eps,
         )  # fmt: skip
         return (o if out is None else out.copy_(o)), intermediate
-    from kernels.gdn_verify import gdn_verify_triton
+    from speckernels.gdn_verify import gdn_verify_triton
 
     for name, t in (("state", state), ("intermediate", intermediate)):
         if t is not None and not dense_tail(t, 2):
@@ -138,7 +138,7 @@ def gdn_commit(
         if conv_state is not None:
             ref.gdn_commit_ref(conv_state, conv_intermediate, accept, slots)
         return
-    from kernels.gdn_commit import gdn_commit_triton
+    from speckernels.gdn_commit import gdn_commit_triton
 
     pairs = [(state, intermediate, 3), (conv_state, conv_intermediate, 2)]
     for dst, src, dims in pairs[: 1 + (conv_state is not None)]:
@@ -175,7 +175,7 @@ def gdn_replay(
         ref.gdn_replay_ref(k, v, g, beta, state, accept, slots.long(),
                            use_qk_l2norm=use_qk_l2norm, eps=eps)  # fmt: skip
         return
-    from kernels.gdn_replay import gdn_replay_triton
+    from speckernels.gdn_replay import gdn_replay_triton
 
     if not dense_tail(state, 2):
         raise ValueError("state needs contiguous (K, V) blocks for the triton backend")
@@ -227,7 +227,7 @@ def conv_update(
                                 intermediate=intermediate, commit=commit,
                                 dst_indices=dst.long())  # fmt: skip
         return (o if out is None else out.copy_(o)), intermediate
-    from kernels.conv_update import conv_update_triton
+    from speckernels.conv_update import conv_update_triton
 
     if out is None:
         out = torch.empty_like(x)  # keeps x's strides: (B, C, T) views of (B, T, C) coalesce
@@ -256,6 +256,6 @@ def conv_replay(
     if resolve_backend(backend, x.device) is KernelBackend.TORCH:
         ref.conv_replay_ref(x, conv_state, accept, slots.long())
         return
-    from kernels.conv_replay import conv_replay_triton
+    from speckernels.conv_replay import conv_replay_triton
 
     conv_replay_triton(x, conv_state, accept, slots)

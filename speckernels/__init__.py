@@ -1,6 +1,6 @@
 """Triton kernels for Gated DeltaNet state in speculative decoding, with torch references.
 
-Use ``kernels.ops`` (importable without triton or a GPU):
+Use ``speckernels.ops`` (importable without triton or a GPU):
 
 - ``gdn_verify``: gated delta rule over a verify batch, keeping every position's state
   (``per_token``), with deferred commit or commit into a chosen slot;
@@ -9,6 +9,6 @@ Use ``kernels.ops`` (importable without triton or a GPU):
 - ``gdn_replay`` / ``conv_replay``: ``input_replay`` commit over the accepted prefix only;
 - ``conv_update``: causal depthwise conv1d (+SiLU) over several positions, keeping windows.
 
-``kernels.reference`` holds the torch references; ``kernels.backend`` the one switch
+``speckernels.reference`` holds the torch references; ``speckernels.backend`` the one switch
 (``KernelBackend``: auto, triton, torch). Kernel modules import triton and are loaded lazily.
 """

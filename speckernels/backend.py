@@ -14,7 +14,7 @@ import torch
 
 
 class KernelBackend(StrEnum):
-    """Which implementation ``kernels.ops`` runs.
+    """Which implementation ``speckernels.ops`` runs.
 
     ``auto`` resolves to ``triton`` for CUDA tensors when triton is installed and to
     ``torch`` otherwise. ``triton`` on CPU tensors is allowed only under the Triton

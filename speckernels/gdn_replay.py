@@ -6,7 +6,7 @@ count is read on device, so one launch serves rows with different acceptance. q 
 outputs are not touched: the state never depends on them, which is why replay is cheaper
 than the ``checkpoint`` strategy's restore plus forward.
 
-Imports triton at module import: load it only through ``kernels.ops``.
+Imports triton at module import: load it only through ``speckernels.ops``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._reduce import fsum
-from kernels.gdn_verify import default_block_v
+from speckernels._reduce import fsum
+from speckernels.gdn_verify import default_block_v
 
 
 @triton.jit
@@ -79,7 +79,7 @@ def gdn_replay_triton(
     block_v: int | None = None,
     num_warps: int = 1,
 ) -> None:
-    """Launch the replay kernel; arguments already validated by ``kernels.ops.gdn_replay``.
+    """Launch the replay kernel; arguments already validated by ``speckernels.ops.gdn_replay``.
 
     k (B, T, H, K), v (B, T, HV, V), g and beta (B, T, HV), state (N, HV, K, V) with the
     stride rules of ``gdn_verify_triton``; accept_idx and state_indices (B,) integers.

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import ops
-from kernels.backend import KernelBackend, resolve_backend
+from speckernels import ops
+from speckernels.backend import KernelBackend, resolve_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,14 +73,14 @@ def test_triton_on_cpu_needs_the_interpreter(monkeypatch):
 
 
 def test_ops_import_and_run_without_triton():
-    """kernels.ops and kernels.reference import, and the torch backend runs, with triton absent."""
+    """speckernels.ops and .reference import, and the torch backend runs, with triton absent."""
     code = (
         "import sys, importlib.util as u\n"
         "_find = u.find_spec\n"
         "import torch\n"
         "sys.modules['triton'] = None\n"
         "u.find_spec = lambda name, *a: None if name == 'triton' else _find(name, *a)\n"
-        "from kernels import ops, reference\n"
+        "from speckernels import ops, reference\n"
         "s = torch.zeros(1, 1, 2, 2)\n"
         "o, _ = ops.gdn_verify(*(torch.ones(1, 1, 1, 2),) * 3, torch.zeros(1, 1, 1),\n"
         "                      torch.ones(1, 1, 1), s, commit=True)\n"
@@ -111,6 +111,6 @@ def test_verify_rejects_bad_shapes(shape_k, shape_v, shape_state, message):
 
 def _has_triton() -> bool:
     """Whether triton is importable here."""
-    from kernels.backend import triton_available
+    from speckernels.backend import triton_available
 
     return triton_available()

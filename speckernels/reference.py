@@ -6,7 +6,7 @@ follow HF transformers' Qwen3.5 ``torch_recurrent_gated_delta_rule`` and
 ``causal_conv1d_update``, extended with what speculative decoding needs: the state after
 every position, a slot pool, and deferred commit.
 
-Shapes (shared with ``kernels.ops``):
+Shapes (shared with ``speckernels.ops``):
     q, k        (B, T, H, K)     H divides HV; value head hv reads q/k head hv // (HV // H),
                                  which is HF's ``repeat_interleave`` on dim 2
     v           (B, T, HV, V)
@@ -158,7 +158,7 @@ def gdn_verify_ref(
     use_qk_l2norm: bool = False,
     eps: float = 1e-6,
 ) -> torch.Tensor:
-    """Verify T positions per sequence; see ``kernels.ops.gdn_verify`` for the contract.
+    """Verify T positions per sequence; see ``speckernels.ops.gdn_verify`` for the contract.
 
     Writes the per-position states into ``intermediate`` (B, T, HV, K, V) when given, and
     the final state into ``state[dst_indices]`` (default: the read slots) only when
@@ -183,7 +183,7 @@ def gdn_commit_ref(
 ) -> None:
     """state[l, slot_b] = intermediate[l, b, accept_idx[b]] for every row with idx >= 0.
 
-    Layer-stacked layout: state (L, N, *R), intermediate (L, B, T, *R); ``kernels.ops`` adds
+    Layer-stacked layout: state (L, N, *R), intermediate (L, B, T, *R); ``speckernels.ops`` adds
     the L dim for per-layer tensors. Rows with accept_idx -1 are left alone.
     """
     rows = torch.nonzero(accept_idx >= 0).flatten()
