@@ -205,17 +205,14 @@ class TorchBackend:
     def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over [last committed, drafts...], keeping what `keep` says."""
         start, kept = state.position, None
-        if keep is Keep.NOTHING and len(batch) == 1:  # a plain decode step: it only advances
-            if self.compiled:
-                logits, hidden = decode_step(self.model, self._ids(batch), state)
-                self._file_hidden(state, start, hidden[0])
-            else:
-                logits = self.model.forward(self._ids(batch), state)
-                self._store_hidden(state, start)
+        if self.compiled and keep is Keep.NOTHING and len(batch) == 1:  # a plain decode step
+            logits, hidden = decode_step(self.model, self._ids(batch), state)  # (1, 1, V)
+            self._file_hidden(state, start, hidden[0])
+            logits = logits[0]
         else:
             logits, (kept,) = self.model.verify_rows([batch], [state], [keep], self.kernels)
             self._store_hidden(state, start)
-        return VerifyOut(self._targets(logits[0], list(batch[1:])), kept)
+        return VerifyOut(self._targets(logits, list(batch[1:])), kept)
 
     def verify_batch(self, states: Sequence[HybridState], batches: Sequence[Sequence[int]],
                      keeps: Sequence[Keep]) -> list[VerifyOut]:
@@ -229,17 +226,17 @@ class TorchBackend:
         if len(states) <= 1:  # one row is one verify: the same forward, bit for bit
             return [self.verify(*row) for row in zip(states, batches, keeps, strict=True)]
         starts = [s.position for s in states]
-        logits, kept = self.model.verify_rows(batches, states, keeps, self.kernels)
-        hidden = self._last.out  # (B, T, H), the final norm's output of that forward
+        logits, kept = self.model.verify_rows(batches, states, keeps, self.kernels)  # (N, V)
+        hidden = self._last.out  # (1, N, H), the final norm's output of that forward
         # Greedy targets of every row in one argmax (one device sync, not one a row).
         greedy = logits.argmax(dim=-1).tolist() if self.params.greedy else None
-        outs = []
+        outs, end = [], 0
         for i, (state, start, batch) in enumerate(zip(states, starts, batches, strict=True)):
-            n = len(batch)
+            begin, end = end, end + len(batch)
             if hidden is not None:
-                self._file_hidden(state, start, hidden[i, :n])
-            targets = (greedy[i][:n] if greedy is not None
-                       else self._targets(logits[i, :n], list(batch[1:])))
+                self._file_hidden(state, start, hidden[0, begin:end])
+            targets = (greedy[begin:end] if greedy is not None
+                       else self._targets(logits[begin:end], list(batch[1:])))
             outs.append(VerifyOut(targets, kept[i]))
         return outs
 
@@ -307,4 +304,4 @@ class TorchBackend:
     def peek(self, state: HybridState, tokens: Sequence[int]) -> list[int]:
         """Greedy targets after `tokens` without advancing the state."""
         logits, _ = self.model.verify_rows([tokens], [state], [Keep.INPUTS])
-        return greedy_targets(logits[0])
+        return greedy_targets(logits)

@@ -86,11 +86,13 @@ class GatedDeltaNet(nn.Module):
 
     def forward(self, x: Tensor, conv_state: Tensor, recurrent: Tensor, *, write: bool
                 ) -> Tensor:
-        """Mix x (B, T, hidden) from the live conv window (B, C, K-1) and recurrent state
-        (B, Hv, Dk, Dv), advancing them when `write` (training reads a shared zero state
-        and writes nothing). A verify that keeps per-position states or inputs runs
-        through `engine.hybrid.batched`."""
-        _, full, (q, k, v, g, beta) = self.inputs(x, conv_state)
+        """Mix x (B, T, hidden) from the conv window (B, C, K-1) and recurrent state
+        (B, Hv, Dk, Dv), advancing them when `write`. The path of training (a shared zero
+        state, nothing written) and the compiled decode step; serving forwards run packed
+        (`engine.hybrid.packed`)."""
+        mixed = self.in_proj_qkv(x).transpose(1, 2)  # (B, C, T)
+        conv_out, full = causal_conv(conv_state, mixed, self.conv1d.weight)
+        q, k, v, g, beta = self.recurrence_inputs(x, conv_out)
         if x.shape[1] == 1:
             final = recurrent if write else recurrent.clone()
             delta_step_(final, k[:, 0], v[:, 0], g[:, 0], beta[:, 0])
@@ -103,15 +105,6 @@ class GatedDeltaNet(nn.Module):
             conv_state.copy_(full[..., -conv_state.shape[-1]:])
         return self.output(x, core)
 
-    def inputs(self, x: Tensor, conv_state: Tensor
-               ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
-        """The conv inputs (B, C, T) of x (B, T, hidden), the conv's padded input
-        (B, C, K-1+T) continuing from the window `conv_state` (B, C, K-1), and the
-        recurrence inputs q, k, v, g, beta (see `_recurrence_inputs`)."""
-        mixed = self.in_proj_qkv(x).transpose(1, 2)  # (B, C, T)
-        conv_out, full = causal_conv(conv_state, mixed, self.conv1d.weight)
-        return mixed, full, self._recurrence_inputs(x, conv_out)
-
     def output(self, x: Tensor, core: Tensor) -> Tensor:
         """The gated, normed output projection (B, T, hidden) of the recurrence's readout
         core (B, T, Hv, Dv) for x (B, T, hidden)."""
@@ -120,8 +113,9 @@ class GatedDeltaNet(nn.Module):
         out = self.norm(core.to(x.dtype), z).reshape(batch, length, -1)
         return self.out_proj(out)
 
-    def _recurrence_inputs(self, x: Tensor, conv_out: Tensor) -> tuple[Tensor, ...]:
-        """q, k (B, T, Hv, Dk), v (B, T, Hv, Dv), g and beta (B, T, Hv), all fp32."""
+    def recurrence_inputs(self, x: Tensor, conv_out: Tensor) -> tuple[Tensor, ...]:
+        """From x (B, T, hidden) and its conv output (B, C, T): q, k (B, T, Hv, Dk),
+        v (B, T, Hv, Dv), g and beta (B, T, Hv), all fp32."""
         batch, length, _ = x.shape
         key_width = self.num_k_heads * self.k_dim
         q, k, v = conv_out.transpose(1, 2).split(

@@ -68,11 +68,8 @@ def rotary_tables(
     device: torch.device,
 ) -> tuple[Tensor, Tensor]:
     """cos and sin, each (T, rotary_dim), for positions start..start+length-1."""
-    inv_freq = _inverse_frequencies(rotary_dim, theta, device)
-    positions = torch.arange(start, start + length, device=device).float()
-    freqs = positions[:, None] * inv_freq[None, :]  # (T, rotary_dim / 2)
-    angles = torch.cat((freqs, freqs), dim=-1)  # (T, rotary_dim)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    positions = torch.arange(start, start + length, device=device)
+    return rotary_positions(positions, rotary_dim, theta, dtype)
 
 
 def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -85,14 +82,11 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return torch.cat((x_rot * cos + rotated * sin, x_pass), dim=-1)
 
 
-def rotary_rows(
-    starts: Tensor, length: int, rotary_dim: int, theta: float, dtype: torch.dtype,
-) -> tuple[Tensor, Tensor]:
-    """cos and sin, each (B, 1, T, rotary_dim), for row b's positions starts[b]..
-    starts[b]+length-1 (a batch of sequences each at its own position; the 1 broadcasts
-    over heads). Row b equals `rotary_tables(starts[b], length, ...)`."""
-    inv_freq = _inverse_frequencies(rotary_dim, theta, starts.device)
-    positions = (starts[:, None] + torch.arange(length, device=starts.device)).float()  # (B, T)
-    freqs = positions[..., None] * inv_freq  # (B, T, rotary_dim / 2)
-    angles = torch.cat((freqs, freqs), dim=-1)[:, None]  # (B, 1, T, rotary_dim)
+def rotary_positions(positions: Tensor, rotary_dim: int, theta: float, dtype: torch.dtype
+                     ) -> tuple[Tensor, Tensor]:
+    """cos and sin, each (N, rotary_dim), for the token positions (N,) of a packed
+    forward; a run start..start+T-1 gives `rotary_tables(start, T, ...)`'s values."""
+    inv_freq = _inverse_frequencies(rotary_dim, theta, positions.device)
+    freqs = positions.float()[:, None] * inv_freq[None, :]  # (N, rotary_dim / 2)
+    angles = torch.cat((freqs, freqs), dim=-1)  # (N, rotary_dim)
     return angles.cos().to(dtype), angles.sin().to(dtype)

@@ -1,8 +1,10 @@
 """`HybridModel`: the Qwen3.5 text decoder (Gated DeltaNet and gated attention layers,
-each followed by a SwiGLU MLP): `forward` advances the state (prefill, replay, drafts,
-training); `verify_rows` runs the rounds' verify batches, one row per sequence, keeping
-what each round asks (`Keep`: every intermediate GDN state, or the GDN inputs with the
-GDN state left alone, or nothing); a sequential round is one row."""
+each followed by a SwiGLU MLP). Serving runs one packed forward (`engine.hybrid.rows`):
+`forward` advances a state (prefill, replay, drafts), `verify_rows` runs the rounds'
+verify batches, one row per sequence, keeping what each round asks (`Keep`: every
+intermediate GDN state, or the GDN inputs with the GDN state left alone, or nothing); a
+sequential round is one row. Training runs `train_logits`, differentiable, over scratch
+buffers."""
 
 from collections.abc import Sequence
 
@@ -12,12 +14,13 @@ from torch import Tensor, nn
 
 from engine.backend import Keep
 from engine.hybrid.attention import GatedAttention
-from engine.hybrid.batched import Kept, Trace, attention_rows, claim_rows, gdn_rows
 from engine.hybrid.config import LINEAR, HybridConfig
-from engine.hybrid.errors import HybridError, StateError
+from engine.hybrid.errors import HybridError
 from engine.hybrid.gdn import GatedDeltaNet
-from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_rows, rotary_tables
+from engine.hybrid.layers import SwiGLU, ZeroCentredRMSNorm, rotary_positions, rotary_tables
+from engine.hybrid.packed import attention_rows, gdn_rows
 from engine.hybrid.pool import StatePool
+from engine.hybrid.rows import Kept, Rows, Trace, claim_rows, state_rows
 from engine.hybrid.state import HybridState
 from speckernels.backend import KernelBackend
 
@@ -74,34 +77,26 @@ class HybridModel(nn.Module):
     def forward(
         self, input_ids: Tensor, state: HybridState | None = None, *, last_only: bool = False,
     ) -> Tensor:
-        """Logits (B, T, V) for input_ids (B, T) continuing from `state`, which advances by
-        T (a fresh state when None). Chunked GDN form for T > 1, recurrent for T = 1.
-        `last_only` computes logits for the last position only (B, 1, V)."""
+        """Logits (B, T, V) for input_ids (B, T) continuing from `state` (batch size B),
+        which advances by T (a fresh state when None): the packed forward with each batch
+        entry a row, keeping nothing. `last_only` computes logits for the last position
+        only (B, 1, V)."""
         if input_ids.ndim != 2 or input_ids.shape[1] == 0:
             raise HybridError(f"input_ids must be (batch, length >= 1), got {input_ids.shape}")
-        batch, length = input_ids.shape
-        state = self.new_state(batch) if state is None else state
-        if state.config != self.config or state.batch_size != batch:
-            raise StateError(
-                f"state was built for another model or batch size ({state.batch_size}); "
-                f"input batch is {batch}"
-            )
-        start = state.claim(length)
-        rope = None
-        if state.keys:
-            rope = rotary_tables(start, length, self.config.rotary_dim, self.config.rope_theta,
-                                 self.dtype, input_ids.device)
-        hidden = self._stack(self.embed_tokens(input_ids), state.conv, state.recurrent,
-                             state.keys, state.values, start, rope, write=True)
-        state.advance(length)
-        hidden = self.norm(hidden[:, -1:] if last_only else hidden)
-        return F.linear(hidden, self.output_weight)  # (B, T, V)
+        batch = input_ids.shape[0]
+        rows = state_rows(self.config, self.new_state(batch) if state is None else state,
+                          input_ids)
+        hidden, _ = self._packed(rows, KernelBackend.TORCH)  # (1, N, hidden)
+        if last_only:
+            hidden = hidden[:, rows.last_tokens]  # (1, B, hidden)
+        logits = F.linear(self.norm(hidden), self.output_weight)  # (1, N, V)
+        return logits.view(batch, -1, logits.shape[-1])
 
     def verify(
         self, input_ids: Tensor, state: HybridState, keep: Keep,
         kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, Kept]:
-        """`verify_rows` of one row, input_ids (1, T): logits (1, T, V) and what `keep`
+        """`verify_rows` of one row, input_ids (1, T): logits (T, V) and what `keep`
         asks: PER_TOKEN, every GDN layer's state after each position (computed by
         `kernels`; commit with `state.select`); INPUTS, the GDN inputs, the state left as
         it was but for KV entries past `position` (commit with `state.replay_inputs`);
@@ -116,19 +111,24 @@ class HybridModel(nn.Module):
         self, batches: Sequence[Sequence[int]], states: Sequence[HybridState],
         keeps: Sequence[Keep], kernels: KernelBackend = KernelBackend.TORCH,
     ) -> tuple[Tensor, list[Kept]]:
-        """Several sequences' verify batches in one forward (`engine.hybrid.batched`): row
-        b is `batches[b]` from `states[b]` (batch size 1, each at its own position),
-        keeping `keeps[b]`. Logits (B, T, V), right-padded to the longest batch (row b's
-        first len(batches[b]) positions are its own), and per row what it keeps; each
-        state is left as `verify` of its row alone leaves it."""
+        """Several sequences' verify batches in one packed forward (`engine.hybrid.rows`):
+        row b is `batches[b]` from `states[b]` (batch size 1, each at its own position),
+        keeping `keeps[b]`. Logits (N, V) packed, row b's at the offsets where the lengths
+        before it end, and per row what it keeps; each state is left as a verify of its
+        row alone leaves it."""
         rows = claim_rows(self.config, states, batches, keeps,
                           self.embed_tokens.weight.device)
+        hidden, kept = self._packed(rows, kernels)
+        return F.linear(self.norm(hidden), self.output_weight)[0], kept
+
+    def _packed(self, rows: Rows, kernels: KernelBackend) -> tuple[Tensor, list[Kept]]:
+        """Every decoder layer over the rows' packed tokens: the hidden states
+        (1, N, hidden) before the final norm, and per row what it keeps."""
         rope = None
-        if rows.states[0].keys:
-            starts = torch.tensor(rows.starts, device=rows.ids.device)
-            rope = rotary_rows(starts, rows.width, self.config.rotary_dim,
-                               self.config.rope_theta, self.dtype)
-        hidden = self.embed_tokens(rows.ids)  # (B, T, hidden)
+        if self.config.layer_types.count(LINEAR) < len(self.config.layer_types):
+            rope = rotary_positions(rows.positions, self.config.rotary_dim,
+                                    self.config.rope_theta, self.dtype)
+        hidden = self.embed_tokens(rows.ids)  # (1, N, hidden)
         traces: list[list[Trace]] = []
         for layer, slot in zip(self.layers, self._slots, strict=True):
             mixed = layer.input_layernorm(hidden)
@@ -140,7 +140,7 @@ class HybridModel(nn.Module):
             hidden = hidden + mixed
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
         rows.advance()
-        return F.linear(self.norm(hidden), self.output_weight), rows.kept(traces)
+        return hidden, rows.kept(traces)
 
     @property
     def output_weight(self) -> Tensor:

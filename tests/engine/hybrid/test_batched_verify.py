@@ -1,5 +1,5 @@
-"""One forward over several slots' verify batches (`verify_batch`) gives every row what
-its own `verify` gives: the same targets, and after the row's commit (select, replay of the
+"""One packed forward over several slots' verify batches (`verify_batch`) gives every row
+what its own `verify` gives: the same targets, and after the row's commit (select, replay of the
 recorded inputs, restore of a snapshot and replay, trim) the same state; rows differ in
 length (1..9), position (0 included) and strategy. The batch shape changes the rounding of
 the projections, hence `diff` (relative to each tensor's peak) instead of digests."""
@@ -87,10 +87,12 @@ def _compare(model: HybridModel, rows: Sequence[Row], seed: int) -> None:
     expected = [model.verify(torch.tensor([b]), s, k) for s, b, k in
                 zip(alone, batches, keeps, strict=True)]
     logits, kept = model.verify_rows(batches, together, keeps)
-    assert logits.shape[:2] == (len(rows), max(r.length for r in rows))
+    assert logits.shape[0] == sum(r.length for r in rows)  # packed: no padding
     pick = random.Random(seed)
+    end = 0
     for i, (row, batch) in enumerate(zip(rows, batches, strict=True)):
-        want, got = expected[i][0][0], logits[i, :row.length]
+        begin, end = end, end + row.length
+        want, got = expected[i][0], logits[begin:end]
         assert greedy_targets(got) == greedy_targets(want)
         assert (got - want).abs().max() <= LOGIT_TOL * want.abs().max()
         assert together[i].position == alone[i].position
