@@ -43,8 +43,11 @@ def conv_rows(window: Tensor, mixed: Tensor, weight: Tensor, taps: Tensor
     its taps (N, K) of [the rows' windows (B, C, K-1) | mixed]; weight (C, 1, K). Returns
     the output (C, N) and the taps' values (C, N, K), whose last K-1 are the window after
     each token. Summed tap by tap in `causal_conv`'s order, so the bits are its bits."""
-    source = torch.cat((window.transpose(0, 1).reshape(window.shape[1], -1), mixed), dim=1)
-    values = source[:, taps]  # (C, N, K)
+    if window.shape[0] == 1:  # one row: its taps are windows of [window | mixed], a view
+        values = torch.cat((window[0], mixed), dim=1).unfold(1, taps.shape[1], 1)
+    else:
+        source = torch.cat((window.transpose(0, 1).reshape(window.shape[1], -1), mixed), 1)
+        values = source[:, taps]  # (C, N, K)
     out = values[..., 0] * weight[:, :, 0]
     for i in range(1, taps.shape[1]):
         out = out + values[..., i] * weight[:, :, i]
@@ -98,7 +101,8 @@ def gdn_rows(gdn: GatedDeltaNet, x: Tensor, rows: Rows, slot: int, kernels: Kern
             traces.append(None)
     if not in_place:
         rows.write(recurrent_pool, final)
-    rows.write(conv_pool, taps[:, rows.last_tokens, 1:].transpose(0, 1))  # (B, C, K-1)
+    ends = taps[:, -1:] if len(rows.lengths) == 1 else taps[:, rows.last_tokens]
+    rows.write(conv_pool, ends[..., 1:].transpose(0, 1))  # (B, C, K-1)
     return gdn.output(x, core), traces
 
 

@@ -171,22 +171,32 @@ def _rows(config: HybridConfig, pool: StatePool, pool_rows: Sequence[int],
         positions = torch.arange(starts[0], starts[0] + lengths[0], device=device)
     else:
         positions = torch.tensor(starts, device=device)[token_row] + token_offset
-    written = [b for b, k in enumerate(keeps) if k is not Keep.INPUTS]
-    stepped = [b for b, k in enumerate(keeps) if k is Keep.PER_TOKEN]
-    index = [-1] * len(lengths)
-    for i, b in enumerate(stepped):
-        index[b] = i
-    consecutive = all(r == pool_rows[0] + b for b, r in enumerate(pool_rows))
+    index, run, written, stepped_rows, stepped_index = _selection(
+        tuple(pool_rows), tuple(keeps), device)
     return Rows(
         pool=pool, pool_rows=tuple(pool_rows), starts=tuple(starts), lengths=tuple(lengths),
         keeps=tuple(keeps), offsets=offsets, advances=tuple(advances), ids=ids,
         positions=positions, token_row=token_row, token_offset=token_offset, taps=taps,
-        index=torch.tensor(pool_rows, dtype=torch.long, device=device),
-        run=slice(pool_rows[0], pool_rows[0] + len(pool_rows)) if consecutive else None,
-        written=(None if len(written) == len(lengths)
-                 else torch.tensor(written, dtype=torch.long, device=device)),
-        stepped_rows=torch.tensor(stepped, dtype=torch.long, device=device),
-        stepped_index=tuple(index))
+        index=index, run=run, written=written, stepped_rows=stepped_rows,
+        stepped_index=stepped_index)
+
+
+@functools.lru_cache(maxsize=1024)
+def _selection(pool_rows: tuple[int, ...], keeps: tuple[Keep, ...], device: torch.device
+               ) -> tuple[Tensor, slice | None, Tensor | None, Tensor, tuple[int, ...]]:
+    """What depends only on the rows' pool rows and keeps (a slot's decode steps repeat
+    them): `index`, `run`, `written`, `stepped_rows` and `stepped_index` of `Rows`."""
+    written = [b for b, k in enumerate(keeps) if k is not Keep.INPUTS]
+    stepped = [b for b, k in enumerate(keeps) if k is Keep.PER_TOKEN]
+    index = [-1] * len(keeps)
+    for i, b in enumerate(stepped):
+        index[b] = i
+    consecutive = all(r == pool_rows[0] + b for b, r in enumerate(pool_rows))
+    return (torch.tensor(pool_rows, dtype=torch.long, device=device),
+            slice(pool_rows[0], pool_rows[0] + len(pool_rows)) if consecutive else None,
+            (None if len(written) == len(keeps)
+             else torch.tensor(written, dtype=torch.long, device=device)),
+            torch.tensor(stepped, dtype=torch.long, device=device), tuple(index))
 
 
 @functools.lru_cache(maxsize=256)
