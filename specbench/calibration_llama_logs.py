@@ -6,10 +6,12 @@ the same prompts; its measured tokens/s is the median over runs of print_timing'
 tokens over eval seconds, the runs' range its noise. A fit log is the median run of its
 setting (by tokens/s); every other setting is predicted from the fit's terms and that
 setting's first log's rounds (greedy: every run of a setting has the same rounds).
-Three fits, because a log only holds the costs it paid: an n-gram log (checkpoints in
-host memory: save and restore), a draft-mtp log (per-token recurrent states,
-`n_rs_seq`: the MTP head's cost per drafted token, at one draft size) and the chain of
-both (n-gram and MTP rounds of several sizes, per-token states). A prediction across
+Four fits, because a log only holds the costs it paid: the recommended one, a draft-mtp
+server under `--spec-draft-p-min` (specbench/calibration_llama_recipe.py: plain rounds and
+verify batches of every size beside the MTP head's drafting, in one log), then an n-gram
+log (checkpoints in host memory: save and restore), a draft-mtp log (per-token recurrent
+states, `n_rs_seq`: the MTP head's cost per drafted token, at one draft size) and the chain
+of both (n-gram and MTP rounds of several sizes, per-token states). A prediction across
 that line charges the terms the fit never saw at 0 (an MTP head the log never ran: its
 share of the forward by the model's shape) and is shown as such: it is what `calibrate`
 cannot know from one log. Each fit times a model drafter's call and its pass after each
@@ -37,7 +39,8 @@ from adapters.llama.logread import read_log
 from engine.config import RunConfig
 from engine.files import write_file
 from specbench.calibration_llama_measure import load_average, server_options
-from specbench.calibration_llama_misses import Miss, miss_reasons, misses_text
+from specbench.calibration_llama_misses import Miss, line_gap_s, miss_reasons, misses_text
+from specbench.calibration_llama_recipe import DRAFT, P_MIN, FlaggedServer, recipe_flags
 from specbench.common import md_table
 
 BAND = 0.15
@@ -45,18 +48,25 @@ BAND = 0.15
 
 @dataclass(frozen=True)
 class Setting:
-    """A server's drafter chain (ours) and draft size."""
+    """A server's drafter chain (ours), draft size and the MTP head's `--spec-draft-p-min`
+    (None: llama.cpp's default, every round drafts the full size)."""
 
     drafter: str
     draft: int
+    p_min: float | None = None
 
     @property
     def label(self) -> str:
         """How tables name it."""
-        return self.drafter if self.drafter == "none" else f"{self.drafter} k={self.draft}"
+        if self.drafter == "none":
+            return self.drafter
+        p_min = "" if self.p_min is None else f" p-min {self.p_min:g}"
+        return f"{self.drafter} k={self.draft}{p_min}"
 
 
-FITS = (Setting("ngram-mod", 8), Setting("mtp", 4), Setting("ngram-mod,mtp", 4))
+RECIPE = Setting("mtp", DRAFT, P_MIN)
+"""The recommended fit log (specbench/calibration_llama_recipe.py)."""
+FITS = (RECIPE, Setting("ngram-mod", 8), Setting("mtp", 4), Setting("ngram-mod,mtp", 4))
 OTHERS = (Setting("none", 8), Setting("ngram-mod", 4), Setting("ngram-simple", 8),
           Setting("mtp", 2), Setting("mtp", 8))
 
@@ -70,13 +80,16 @@ class Plan:
     repeat: int
 
 
-FULL = Plan(prompts=3, tokens=96, repeat=5)  # a server is seconds; 5 runs outvote a stall
+# a server is seconds; the median of 9 runs outvotes the stalls of a machine shared with
+# another job (one run to the next moves by up to 2x there)
+FULL = Plan(prompts=3, tokens=96, repeat=9)
 QUICK = Plan(prompts=1, tokens=16, repeat=1)
 
 
 def log_paths(s: Setting, logs: Path, repeat: int) -> list[Path]:
     """Where the runs of setting `s` write their logs."""
-    return [logs / f"{s.drafter}-k{s.draft}-{i}.log" for i in range(repeat)]
+    p_min = "" if s.p_min is None else f"-p{s.p_min:g}"
+    return [logs / f"{s.drafter}-k{s.draft}{p_min}-{i}.log" for i in range(repeat)]
 
 
 def run_setting(s: Setting, model: str, prompts: list[list[int]], plan: Plan, threads: int,
@@ -87,8 +100,10 @@ def run_setting(s: Setting, model: str, prompts: list[list[int]], plan: Plan, th
 
     config = RunConfig(backend="torch", model=model, drafter=s.drafter, draft_max=s.draft,
                        max_answer_tokens=plan.tokens, audit=False)
-    options = server_options(config, cached_gguf(model), threads)
-    with LlamaServer(options(s.drafter, True), log) as server:
+    options = server_options(config, cached_gguf(model), threads)(s.drafter, True)
+    server_of = (LlamaServer(options, log) if s.p_min is None
+                 else FlaggedServer(options, log, recipe_flags(s.p_min)))
+    with server_of as server:
         for p in prompts:
             server.client.complete(p, plan.tokens)
 
@@ -170,12 +185,16 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
         loads = json.loads((logs / "loads.json").read_text())
     else:
         write_file(logs / "loads.json", json.dumps(loads) + "\n")
-    clocks = {s.label: [_clock(p) for p in log_paths(s, logs, plan.repeat)] for s in settings}
+    paths = {s.label: log_paths(s, logs, plan.repeat) for s in settings}
+    clocks = {k: [_clock(p) for p in ps] for k, ps in paths.items()}
     fit_clocks = {s.label: median_run(clocks[s.label]) for s in FITS}
+    fit_paths = {k: next(p for p, x in zip(paths[k], clocks[k], strict=True) if x is c)
+                 for k, c in fit_clocks.items()}
     fits = {k: fit_log(c) for k, c in fit_clocks.items()}
     rows = predictions(fits, clocks)
     misses = [Miss(f, r["setting"], r[f]["error"],
-                   miss_reasons(fit_clocks[f], clocks[r["setting"]][0], r["noise"], BAND))
+                   miss_reasons(fit_clocks[f], clocks[r["setting"]][0], r["noise"], BAND,
+                                (line_gap_s(fit_paths[f]), line_gap_s(paths[r["setting"]][0]))))
               for r in rows for f in fits
               if not r[f]["fitted_on_it"] and abs(r[f]["error"]) > BAND]
     doc = {"plan": vars(plan), "model": model, "build": clocks[FITS[0].label][0].build,

@@ -2,11 +2,24 @@
 the fit and the two logs (specbench/calibration_llama_logs.py writes it under its table):
 a drafter the fit log never ran (its drafting charged 0, or derived from the model's
 shape; its pass after each forward likewise), speculative checkpoints the fit log never
-saved or restored (charged 0), plain rounds charged a speculative round's
-fixed cost, a drafting server's plain rounds predicting a server without a drafter, or the
-setting's own runs spreading beyond the band."""
+saved or restored (charged 0), plain rounds charged a speculative round's fixed cost, a
+drafting server's plain rounds predicting a server without a drafter, a server whose log
+lines cost another time than the fit log's, a forward that costs another time than the
+fit log's at the same batch (0.3.36's compute brackets time each forward: on this machine
+a server's forwards cost more the more per-position recurrent states its context keeps,
+`n_rs_seq`, its MTP draft size), or the setting's own runs spreading beyond the band.
 
+A log line's cost is read off two lines the server loop prints one after the other with
+no work between (tools/server/server-queue.cpp, start_loop: `waiting for new tasks`, then
+`processing new tasks` while a task is queued): on this machine, shared with another
+job, a drafting server's -v log at times takes ~13 µs a line where a plain server's
+stays at ~0, and a round prints ~20 lines.
+"""
+
+import re
+import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from adapters.llama.logclock import LogClock
 from adapters.llama.logfit import MTP
@@ -23,10 +36,56 @@ class Miss:
     reasons: tuple[str, ...]
 
 
-def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
-                 ) -> tuple[str, ...]:
+FORWARD_DIFFERS = 0.1  # a relative difference of forwards worth naming
+
+
+def forward_times(clock: LogClock) -> dict[int, list[float]]:
+    """A log's first forward of each round (its verify, or its plain step) by batch size,
+    as their compute brackets time them (empty: the build logs no brackets)."""
+    out: dict[int, list[float]] = {}
+    for s in clock.segments:
+        if s.forward_s and len(s.forward_s) == len(s.forwards):
+            out.setdefault(s.forwards[0][0], []).append(s.forward_s[0])
+    return out
+
+
+def forward_at(fit_clock: LogClock, clock: LogClock) -> tuple[int, float, float] | None:
+    """At the batch size both logs forward most often (the larger of the two logs' smaller
+    counts): the batch, the log's and the fit log's median forward seconds (None: no batch
+    in common)."""
+    fit, own = forward_times(fit_clock), forward_times(clock)
+    common = [b for b in own if b in fit]
+    if not common:
+        return None
+    b = max(common, key=lambda k: min(len(own[k]), len(fit[k])))
+    return b, statistics.median(own[b]), statistics.median(fit[b])
+
+
+_STAMP = re.compile(r"^(\d+)\.(\d+)\.(\d+)\.(\d+) ")
+_IDLE = ("start_loop: waiting for new tasks", "start_loop: processing new tasks")
+LINE_GAP_DIFFERS = 5e-6  # seconds a line: beyond the log clock's microsecond resolution
+
+
+def line_gap_s(path: Path) -> float | None:
+    """The median seconds between the server loop's two back-to-back lines (None: the
+    log has no such pair with timestamps)."""
+    gaps, before = [], None
+    with path.open(errors="replace") as f:
+        for text in f:
+            m = _STAMP.match(text)
+            t = None if m is None else (int(m[1]) * 60 + int(m[2]) + int(m[3]) / 1e3
+                                        + int(m[4]) / 1e6)
+            if before is not None and t is not None and _IDLE[1] in text:
+                gaps.append(t - before)
+            before = t if t is not None and _IDLE[0] in text else None
+    return statistics.median(gaps) if gaps else None
+
+
+def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float,
+                 gaps: tuple[float | None, float | None] = (None, None)) -> tuple[str, ...]:
     """What the logs say about a prediction of `clock` from the fit of `fit_clock` that
-    misses: each a short clause; `noise` is the setting's runs' spread."""
+    misses: each a short clause; `noise` is the setting's runs' spread, `gaps` the fit
+    log's and this log's seconds a line (`line_gap_s`)."""
     out = []
     unseen = sorted({s.drafter for s in clock.segments if s.drafter}
                     - {s.drafter for s in fit_clock.segments if s.drafter})
@@ -51,8 +110,19 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
                    "hidden states the drafter reads) stays in launch_s and each plain round "
                    "is charged it")
     if fit_plain and not any(s.speculative for s in clock.segments):
-        out.append("the fit log's plain rounds ran beside a drafter (a lookup and its "
-                   "update each round), which a server without one does not pay")
+        out.append("the fit log's plain rounds ran beside a drafter (its call and its "
+                   "pass are timed apart, not what they leave the forward between them: a "
+                   "lookup's update, the MTP head's context), which a server without one "
+                   "does not pay")
+    at = forward_at(fit_clock, clock)
+    if at is not None and abs(at[2] / at[1] - 1) > FORWARD_DIFFERS:
+        out.append(f"its forward of {at[0]} token(s) took {1e3 * at[1]:.2f} ms where the fit "
+                   f"log's took {1e3 * at[2]:.2f} ms (medians of their compute brackets)")
+    fit_gap, gap = gaps
+    if fit_gap is not None and gap is not None and abs(fit_gap - gap) > LINE_GAP_DIFFERS:
+        out.append(f"its server logs a line in {1e6 * gap:.0f} µs where the fit log's took "
+                   f"{1e6 * fit_gap:.0f} µs (two lines of the server loop with nothing "
+                   "between), on each of the ~20 lines of every round")
     if noise > band:
         out.append(f"its own runs spread {100 * noise:.0f}%, beyond the band")
     return tuple(out)

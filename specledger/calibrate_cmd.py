@@ -2,6 +2,9 @@
 from one llama-server -v log's own clock (a file, or the log a recorded or imported
 session came from), each term with its spread, the residuals, and the terms the log
 could not separate; with `--out`, the profile the sim runs with (`--profile FILE.json`).
+
+A log holds only the costs its server paid: `RECIPE` is the server to log on one's own
+machine so that one log separates them (specbench/calibration_llama_recipe.py says why).
 """
 
 import argparse
@@ -22,9 +25,27 @@ _STATUS = {"fitted": "fitted", "bound": "fitted at 0 (bound)", "absent": "not in
            "derived": "derived (a drafter the log never ran)"}
 
 
+RECIPE = """\
+the log to fit, on your machine (llama-server 0.3.36 or later, a model with an MTP head):
+
+  llama-server -m MODEL.gguf -v --log-timestamps --log-prefix --log-file calib.log \\
+      --spec-type draft-mtp --spec-draft-n-max 8 --spec-draft-p-min 0.4
+  (send it requests of your workload, then stop it)
+  specledger calibrate calib.log --out my-box.json
+
+--spec-draft-p-min makes the MTP head stop drafting at its first unsure token, so one
+log holds plain rounds and verify batches of every size up to --spec-draft-n-max (set it
+to the largest draft you will predict) beside the head's own cost:
+what a server that drafts every round at one size cannot tell apart (the speculative
+round's fixed cost, a forward's per-token cost). A server without a drafter is predicted
+from the plain rounds, which still log the drafter's work around them."""
+
+
 def add_parser(sub: Any) -> None:
     """The `calibrate` subcommand."""
-    p = sub.add_parser("calibrate", help="fit a sim profile from a llama-server -v log")
+    p = sub.add_parser("calibrate", help="fit a sim profile from a llama-server -v log",
+                       description="Fit the sim's cost terms from one llama-server -v log.",
+                       epilog=RECIPE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", help="a llama-server log file (plain or gzip, with -v and "
                                   "timestamps), or the id of a session recorded from one")
     p.add_argument("--out", type=Path, default=None,

@@ -12,7 +12,10 @@ build logs the server loop's compute brackets (0.3.36 -v: `yielding to queue` ..
 yielding to queue`), a drafter's own pass over each forward's output (a bracket that
 follows the forward's with nothing between: the MTP head over the verified tokens) is
 timed too: `pass_s`, the per-round cost of serving with a drafter, which a server
-without one does not pay.
+without one does not pay. A model drafter asked and answering nothing (draft-mtp under
+`--spec-draft-p-min`: its first token below the bar) leaves a plain round that still
+ran the drafter's call: the bracket right after `max possible draft` times it, so the
+plain round's forward is not charged the attempt.
 The segments of a task add up to its decode time; print_timing's `eval time` says
 how the server measured the same span, and the prompt phase is print_timing's
 `prompt eval time` (processed tokens, milliseconds).
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.logread import LogReading
-from adapters.llama.logrecords import Compute, TimingPhase
+from adapters.llama.logrecords import Compute, RecordKind, TimingPhase
 from adapters.llama.modelshape import ModelShape, model_shape
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaRound, LlamaTask
@@ -46,11 +49,14 @@ class LogClockError(LlamaError):
 class Segment:
     """One round's wall time and what ran in it: forwards as `(batch, context)` pairs (the
     verify first, then each replay), tokens drafted by a model drafter (`drafter` names
-    it; None for a plain step or an n-gram lookup), speculative checkpoints saved and
+    it; None for a plain step or an n-gram lookup; a plain step whose model drafter was
+    called and drafted nothing names it, `drafted` 0), speculative checkpoints saved and
     restored, and whether drafts were verified; `draft_s` the seconds of the segment
     the model drafter's call took (None: not logged, or no model drafter); `pass_s` the
     seconds of each pass the server's drafter (`pass_drafter`) made after a forward (None:
-    the build logs no compute brackets, or the server has no drafter)."""
+    the build logs no compute brackets, or the server has no drafter); `forward_s` the
+    seconds of each of the target's forwards in it, as their compute brackets time them
+    (None: the build logs none)."""
 
     task: int
     seconds: float
@@ -63,29 +69,71 @@ class Segment:
     draft_s: float | None = None
     pass_s: tuple[float, ...] | None = None
     pass_drafter: str | None = None
+    forward_s: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Passes:
     """A log's drafter passes (chained compute brackets) as sorted (start, end) times, and
-    the server's drafter that runs them (None: no drafter, or no brackets logged)."""
+    the server's drafter that runs them (None: no drafter, or no brackets logged); its
+    drafter calls and the target's forwards, the other brackets, likewise."""
 
     spans: tuple[tuple[float, float], ...]
     drafter: str | None
+    calls: tuple[tuple[float, float], ...] = ()
+    forwards: tuple[tuple[float, float], ...] = ()
 
     def within(self, start: float, end: float) -> tuple[float, ...]:
         """The seconds of each pass that began in `[start, end)`."""
-        lo = bisect_left(self.spans, (start, -1.0))
-        hi = bisect_left(self.spans, (end, -1.0))
-        return tuple(b - a for a, b in self.spans[lo:hi])
+        return _within(self.spans, start, end)
+
+    def calls_within(self, start: float, end: float) -> tuple[float, ...]:
+        """The seconds of each drafter call (the bracket after `max possible draft`)
+        that began in `[start, end)`."""
+        return _within(self.calls, start, end)
+
+    def forwards_within(self, start: float, end: float) -> tuple[float, ...]:
+        """The seconds of each of the target's forwards (a bracket neither chained nor a
+        call) that began in `[start, end)`."""
+        return _within(self.forwards, start, end)
+
+
+def _within(spans: tuple[tuple[float, float], ...], start: float, end: float
+            ) -> tuple[float, ...]:
+    lo = bisect_left(spans, (start, -1.0))
+    hi = bisect_left(spans, (end, -1.0))
+    return tuple(b - a for a, b in spans[lo:hi])
+
+
+_IN_CALL = frozenset({RecordKind.CANDIDATE, RecordKind.DRAFTER_CALLED, RecordKind.DRAFTER_RESET})
+"""Lines a drafter's call prints inside its bracket (common/speculative.cpp)."""
+
+
+def _calls(reading: LogReading) -> tuple[tuple[float, float], ...]:
+    """The brackets that run the drafters' call: the first after `max possible draft`
+    (get_n_draft_max, then yield_to_queue(common_speculative_draft)) with only the
+    drafter's own lines between."""
+    calls, last = [], None
+    for r in reading.records:
+        if isinstance(r, Compute):
+            if (not r.chained and last is RecordKind.DRAFT_BEGIN and r.t is not None
+                    and r.t_begin is not None):
+                calls.append((r.t_begin, r.t))
+            last = r.kind
+        elif r.kind not in _IN_CALL:
+            last = r.kind
+    return tuple(sorted(calls))
 
 
 def _passes(reading: LogReading) -> Passes:
-    brackets = [r for r in reading.records if isinstance(r, Compute)]
+    brackets = [(r.t_begin, r.t, r.chained) for r in reading.records if isinstance(r, Compute)
+                and r.t is not None and r.t_begin is not None]
     drafters = reading.server.model_drafters or reading.server.implementations
-    spans = tuple(sorted((r.t_begin, r.t) for r in brackets
-                         if r.chained and r.t is not None and r.t_begin is not None))
-    return Passes(spans, drafters[0].replace("_", "-") if drafters and brackets else None)
+    calls = _calls(reading)
+    spans = tuple(sorted((a, b) for a, b, chained in brackets if chained))
+    forwards = tuple(sorted({(a, b) for a, b, chained in brackets if not chained} - set(calls)))
+    return Passes(spans, drafters[0].replace("_", "-") if drafters and brackets else None,
+                  calls, forwards)
 
 
 @dataclass(frozen=True)
@@ -141,6 +189,17 @@ def _drafter(rnd: LlamaRound, default: str | None) -> str | None:
     return name if name.startswith(MODEL_DRAFTER_PREFIX) else None
 
 
+def _attempt(rnd: LlamaRound, start: float, passes: Passes) -> tuple[str, float] | None:
+    """A plain round's unanswered call of the server's model drafter: its name and
+    seconds (None: no model drafter, or not called)."""
+    name = passes.drafter
+    if rnd.speculative or name is None or not name.startswith(MODEL_DRAFTER_PREFIX):
+        return None
+    assert rnd.t_end is not None
+    calls = passes.calls_within(start, rnd.t_end)
+    return (name, sum(calls)) if calls else None
+
+
 def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None,
              passes: Passes) -> Segment:
     verify = (rnd.drafted + 1 if rnd.speculative else 1, rnd.n_tokens)
@@ -148,13 +207,19 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
     drafted = 0 if drafter is None else (rnd.spec_gen or rnd.drafted)
     assert rnd.t_end is not None  # only timed rounds come here
     span = rnd.draft_span if drafter is not None else None
+    draft_s = None if span is None else span[1] - span[0]
+    attempt = _attempt(rnd, start, passes)
+    if attempt is not None:  # the call's drafter with nothing drafted: its fixed cost
+        drafter, draft_s = attempt
     return Segment(task=task.task, seconds=rnd.t_end - start,
                    forwards=(verify, *((b, rnd.n_tokens) for b in rnd.replays)),
                    drafter=drafter, drafted=drafted, saves=int(rnd.spec_ckpt is not None),
                    restores=len(rnd.restores), speculative=rnd.speculative,
-                   draft_s=None if span is None else span[1] - span[0],
+                   draft_s=draft_s,
                    pass_s=None if passes.drafter is None else passes.within(start, rnd.t_end),
-                   pass_drafter=passes.drafter)
+                   pass_drafter=passes.drafter,
+                   forward_s=passes.forwards_within(start, rnd.t_end) if passes.forwards
+                   else None)
 
 
 def _prompt_passes(task: LlamaTask, passes: Passes) -> float:

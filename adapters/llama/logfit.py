@@ -23,7 +23,11 @@ of the forward it follows.
 Where the log times a model drafter's call on its own (`Segment.draft_s`), a round is
 two rows: its drafting (the drafter's terms only) and the rest (the others), so the
 drafter's cost is measured and taken out of the forward's; elsewhere (older builds) the
-round is one row of both. print_timing's prompt lines give `prefill_token_s` and
+round is one row of both. A plain round whose model drafter was asked and drafted nothing
+(draft-mtp under `--spec-draft-p-min`: adapters/llama/logclock.py times the call) is
+charged the call alone (`draft_call_s`), so a log of such rounds beside drafts of several
+sizes, the recipe `calibrate --help` gives, separates `round_s` from `launch_s` and
+`token_s` from both. print_timing's prompt lines give `prefill_token_s` and
 `prefill_s`. A term the log never exercises is absent; a term whose column the others
 already span, or nearly (`SEPARABLE`: an n-gram log's `round_s` beside `save_s`, a
 checkpoint every speculative round; a draft-mtp log's verify batch, always the draft

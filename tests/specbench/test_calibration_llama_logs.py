@@ -1,13 +1,27 @@
 """The held-out check of `specledger calibrate` on captured logs: the fit log is its
 setting's median run, a fit predicts its own log (stalls aside) and flags it, every
-other setting's prediction is counted against the band."""
+other setting's prediction is counted against the band. The recommended fit log is the
+recipe's draft-mtp server under `--spec-draft-p-min`, named and logged apart from the
+plain draft-mtp server of the same size."""
+
+from pathlib import Path
 
 import pytest
 
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import fit_log
 from adapters.llama.logread import read_log
-from specbench.calibration_llama_logs import held_out_summary, median_run, predictions, table
+from specbench.calibration_llama_logs import (
+    FITS,
+    RECIPE,
+    Setting,
+    held_out_summary,
+    log_paths,
+    median_run,
+    predictions,
+    table,
+)
+from specbench.calibration_llama_recipe import P_MIN, recipe_flags
 from tests.adapters.llama.test_logread import FIXTURES
 
 
@@ -38,3 +52,14 @@ def test_each_fit_predicts_every_setting_and_flags_its_own() -> None:
     error = rows[1]["ngram-mod"]["error"]
     assert held_out_summary(rows) == f"ngram-mod log: {int(abs(error) <= 0.15)}/1"
     assert table(rows, ["ngram-mod"]).count("(fit log)") == 1
+
+
+def test_the_recipe_is_the_first_fit_and_logs_apart_from_its_plain_size() -> None:
+    assert FITS[0] == RECIPE and RECIPE.p_min == P_MIN
+    plain = Setting(RECIPE.drafter, RECIPE.draft)
+    assert RECIPE.label == "mtp k=8 p-min 0.4" and plain.label == "mtp k=8"
+    assert Setting("none", 8).label == "none"
+    logs = Path("/logs")
+    assert log_paths(RECIPE, logs, 2) == [logs / "mtp-k8-p0.4-0.log", logs / "mtp-k8-p0.4-1.log"]
+    assert log_paths(plain, logs, 1) == [logs / "mtp-k8-0.log"]
+    assert recipe_flags(0.7) == ["--spec-draft-p-min", "0.7"]

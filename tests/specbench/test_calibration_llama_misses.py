@@ -2,11 +2,23 @@
 plain rounds predicted from an all-speculative log or from a drafting server's plain
 rounds, a setting whose own runs spread beyond the band; none of these: unexplained. Where
 the logs time the drafter's pass after each forward, an all-speculative fit log leaves it
-out of a plain server's rounds, and a pass the fit log never made is named."""
+out of a plain server's rounds, and a pass the fit log never made is named. A server
+whose log lines cost another time than the fit log's is named, with both costs, and so is
+one whose forward costs another time at the same batch."""
+
+from pathlib import Path
+
+import pytest
 
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logread import read_log
-from specbench.calibration_llama_misses import Miss, miss_reasons, misses_text
+from specbench.calibration_llama_misses import (
+    Miss,
+    forward_at,
+    line_gap_s,
+    miss_reasons,
+    misses_text,
+)
 from tests.adapters.llama.test_logread import FIXTURES
 
 
@@ -20,7 +32,9 @@ def _build(name: str, build: str = "0.3.36") -> LogClock:
 
 def test_a_drafter_the_fit_log_never_ran_is_named() -> None:
     reasons = miss_reasons(_clock("ngram-mod"), _clock("draft-simple"), 0.01, 0.15)
-    assert reasons == ("draft-simple's drafting is not in the fit log (charged 0)",
+    # a draft model's server forwards in another context: its forwards are named too
+    assert all(r.startswith("its forward of") for r in reasons[2:])
+    assert reasons[:2] == ("draft-simple's drafting is not in the fit log (charged 0)",
                        "draft-simple's pass after each forward is not in the fit log "
                        "(charged 0)")
 
@@ -32,8 +46,9 @@ def test_plain_rounds_from_an_all_speculative_log_are_charged_its_round_cost() -
 
 
 def test_a_drafting_servers_plain_rounds_do_not_predict_a_server_without_one() -> None:
-    (reason,) = miss_reasons(_clock("ngram-mod"), _clock("plain"), 0.01, 0.15)
+    reason, *forward = miss_reasons(_clock("ngram-mod"), _clock("plain"), 0.01, 0.15)
     assert "beside a drafter" in reason
+    assert all(r.startswith("its forward of 1 token(s) took") for r in forward)
 
 
 def test_noisy_runs_are_said_and_nothing_found_is_unexplained() -> None:
@@ -67,3 +82,44 @@ def test_checkpoints_the_fit_log_never_saved_are_named() -> None:
 def test_a_timed_pass_is_no_longer_among_an_all_speculative_logs_round_costs() -> None:
     (reason,) = miss_reasons(_build("mtp"), _build("plain"), 0.01, 0.15)
     assert "all speculative" in reason and "pass" not in reason
+
+
+def test_a_log_lines_cost_is_read_between_the_server_loops_two_idle_lines(tmp_path: Path
+                                                                         ) -> None:
+    log = tmp_path / "s.log"
+    log.write_text("0.00.100.000 D que    start_loop: waiting for new tasks\n"
+                   "0.00.100.013 D que    start_loop: processing new tasks\n"
+                   "0.00.100.500 D slot process_toke: id  0 | task 0 | n_gen = 2\n"
+                   "0.00.101.000 D que    start_loop: waiting for new tasks\n"
+                   "0.00.101.011 D que    start_loop: processing new tasks\n"
+                   "0.00.102.000 D que    start_loop: waiting for new tasks\n"
+                   "0.00.102.400 D srv  update_slots: all slots are idle\n"
+                   "0.00.102.401 D que    start_loop: processing new tasks\n"
+                   "0.01.000.000 D que    start_loop: waiting for new tasks\n"
+                   "0.01.000.015 D que    start_loop: processing new tasks\n")
+    # only back-to-back pairs count; minutes carry into seconds
+    assert line_gap_s(log) == pytest.approx(13e-6)
+    (tmp_path / "none.log").write_text("no timestamps\n")
+    assert line_gap_s(tmp_path / "none.log") is None
+
+
+def test_a_server_logging_its_lines_at_another_cost_is_named() -> None:
+    mtp = _clock("mtp")
+    (reason,) = miss_reasons(mtp, mtp, 0.05, 0.15, (13e-6, 0.0))
+    assert reason.startswith("its server logs a line in 0 µs where the fit log's took 13 µs")
+    assert miss_reasons(mtp, mtp, 0.05, 0.15, (13e-6, 12e-6)) == ()
+    assert miss_reasons(mtp, mtp, 0.05, 0.15, (None, 0.0)) == ()
+
+
+def test_a_forward_of_another_cost_is_named_at_the_logs_commonest_shared_batch() -> None:
+    recipe, plain = _clock("mtp-pmin"), _build("plain")
+    at = forward_at(recipe, plain)
+    assert at is not None and at[0] == 1  # a plain server forwards one token at a time
+    _, forward, fit_forward = at
+    assert abs(fit_forward / forward - 1) > 0.1
+    reasons = miss_reasons(recipe, plain, 0.01, 0.15)
+    assert (f"its forward of 1 token(s) took {1e3 * forward:.2f} ms where the fit log's took "
+            f"{1e3 * fit_forward:.2f} ms (medians of their compute brackets)") in reasons
+    # a build without compute brackets, or no batch in common: nothing to compare
+    assert forward_at(recipe, _build("mtp", "0.3.30")) is None
+    assert forward_at(_build("plain"), _build("mtp")) is None

@@ -102,3 +102,25 @@ def test_an_ngram_log_derives_the_mtp_heads_cost_from_the_models_shape(
     assert main(["calibrate", str(build / "ngram-mod.log.gz")]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "derived (a drafter the log never ran): from the model's shape" in out
+
+
+def test_the_help_gives_the_recipe_log_the_bench_records(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    from specbench.calibration_llama_recipe import DRAFT, P_MIN, recipe_flags
+
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    flags = " ".join(recipe_flags(P_MIN))
+    assert f"--spec-type draft-mtp --spec-draft-n-max {DRAFT} {flags}" in text
+    assert "-v --log-timestamps --log-prefix" in text
+
+
+def test_the_recipes_log_separates_the_speculative_round_from_the_forward(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(["calibrate", str(FIXTURES / "mtp-pmin.log.gz"), "--db",
+                 str(tmp_path / "l.db")], capsys)
+    terms = {t["term"]: t for t in doc["terms"]}
+    assert terms["round_s"]["status"] in ("fitted", "bound")
+    assert terms["token_s"]["status"] == "fitted"  # not pinned: the batches vary
+    assert terms["draft_call_s[draft-mtp]"]["status"] == "fitted"

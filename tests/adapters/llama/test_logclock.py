@@ -98,3 +98,30 @@ def test_the_drafters_pass_over_the_prompt_is_timed_within_it() -> None:
     mtp = log_clock(read_log(BUILDS / "0.3.36/mtp.log.gz")).prompts
     assert mtp and all(0 < p.pass_s < p.seconds for p in mtp)
     assert all(p.pass_s == 0 for p in log_clock(read_log(BUILDS / "0.3.36/plain.log.gz")).prompts)
+
+
+def test_a_model_drafters_unanswered_call_is_timed_in_its_plain_round() -> None:
+    text = fixture_text("mtp-pmin")
+    segs = log_clock(read_log(FIXTURES / "mtp-pmin.log.gz")).segments
+    attempts = [s for s in segs if not s.speculative and s.drafter is not None]
+    # every call that drafted nothing: asked (a draft was possible), no `called impl`
+    asked = text.count("max possible draft") - len(re.findall(r"max possible draft: 0\n", text))
+    assert attempts and len(attempts) == asked - text.count("called impl")
+    assert all(s.drafter == "draft-mtp" and s.drafted == 0 and s.forwards[0][0] == 1
+               and s.draft_s is not None and 0 < s.draft_s < s.seconds for s in attempts)
+    # a plain round with no call (the answer's last token: no draft possible) names none
+    assert [s.draft_s for s in segs if s.drafter is None] == [None]
+
+
+@pytest.mark.parametrize("log", ["builds/0.3.36/ngram-mod", "builds/0.3.36/mtp",
+                                 "builds/0.3.36/plain", "mtp-pmin"])
+def test_each_forward_is_timed_by_its_compute_bracket_inside_its_round(log: str) -> None:
+    for s in log_clock(read_log(FIXTURES / f"{log}.log.gz")).segments:
+        assert s.forward_s is not None and len(s.forward_s) == len(s.forwards)
+        inside = sum(s.forward_s) + sum(s.pass_s or ()) + (s.draft_s or 0.0)
+        assert all(f > 0 for f in s.forward_s) and inside < s.seconds
+
+
+def test_a_build_without_compute_brackets_times_no_forward() -> None:
+    assert all(s.forward_s is None
+               for s in log_clock(read_log(BUILDS / "0.3.30/mtp.log.gz")).segments)

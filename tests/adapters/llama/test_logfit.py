@@ -263,3 +263,28 @@ def test_the_prompt_lines_give_the_targets_forward_without_the_drafters_pass() -
     terms, _ = fit_prompts(prompts)
     assert terms["prefill_token_s"].value == pytest.approx(PREFILL_TOKEN_S)
     assert terms["prefill_s"].value == pytest.approx(5e-3)
+
+
+def _attempt(ctx: int) -> Segment:
+    """A plain round whose draft-mtp call drafted nothing (`--spec-draft-p-min`): the
+    forward's TRUE terms, and the call's fixed cost timed apart."""
+    s = Segment(0, 0.0, ((1, ctx),), None, 0, 0, 0, False)
+    forward = sum(TRUE.get(n, 0.0) * v for n, v in features(s).items())
+    return Segment(0, forward + CALL, s.forwards, MTP, 0, 0, 0, False, draft_s=CALL)
+
+
+def test_plain_rounds_beside_drafts_of_several_sizes_separate_the_speculative_round() -> None:
+    # the recipe's log: MTP drafts of 1 to 4 tokens, and plain rounds that still called it
+    rng = np.random.default_rng(5)
+    segs = tuple(_attempt(100 + 40 * i) if i % 3 == 0
+                 else _segment(rng, 100 + 40 * i, "mtp-timed", 0.0, (1, 4)) for i in range(60))
+    total = sum(s.seconds for s in segs)
+    fit = fit_log(LogClock(tasks=[TaskClock(0, segs, total, 60, total)]))
+    assert all(fit.terms[n].status == "fitted" for n in ("launch_s", "token_s", "round_s"))
+    for n in ("launch_s", "token_s", "round_s"):
+        assert fit.value(n) == pytest.approx(TRUE[n], rel=1e-6)
+    assert fit.value(call_term(MTP)) == pytest.approx(CALL, rel=1e-6)
+    # a server without a drafter: its plain round pays neither the call nor round_s
+    plain = Segment(0, 0.0, ((1, 500),), None, 0, 0, 0, False)
+    assert predict_segment(fit, plain) == pytest.approx(
+        TRUE["launch_s"] + TRUE["token_s"] + 501 * TRUE["ctx_token_s"], rel=1e-6)

@@ -1,0 +1,69 @@
+"""The log `specledger calibrate` is best fitted on: one llama-server whose own rounds
+hold every cost the other settings of its build pay, so one log separates them.
+
+A server that drafts every round (draft-mtp at a fixed draft size) never runs a plain
+forward, and its verify batch is always the same size: the fixed cost of a speculative
+round cannot be told from a forward's, nor a token's from either (adapters/llama/logfit.py
+names them unseparated). llama-server 0.3.36 takes no per-request speculative settings
+(tools/server/server-schema.cpp keeps `speculative.n_max` behind `#if 0`), so the mix must
+come from the server's own flags: draft-mtp under `--spec-draft-p-min P` stops drafting
+at the first token the MTP head gives less than P (common/speculative.cpp,
+common_speculative_impl_draft_mtp::draft), so the same server verifies drafts of every
+size up to its `--spec-draft-n-max` and, where even the first token falls short, runs a
+plain round (its unanswered call timed apart: adapters/llama/logclock.py). One such log
+holds plain forwards, verify batches of several sizes, the MTP head's drafting and its
+pass after each forward.
+
+What a user runs on their own machine (any prompts of their workload, greedy or not):
+
+    llama-server -m MODEL.gguf -v --log-timestamps --log-prefix --log-file calib.log \\
+        --spec-type draft-mtp --spec-draft-n-max 8 --spec-draft-p-min 0.4
+    specledger calibrate calib.log --out my-box.json
+
+`bench calibration --backend llama` records this server as a fit log beside the others
+(specbench/calibration_llama_logs.py).
+"""
+
+import os
+from pathlib import Path
+
+from adapters.llama.options import ServerOptions, server_args
+from adapters.llama.paths import require_server
+from adapters.llama.server import LlamaServer, binary_dialect, check_port_free
+
+DRAFT = 8
+"""The recipe's `--spec-draft-n-max`: the largest draft the settings it predicts verify,
+so their batches lie inside the log's, not beyond them."""
+P_MIN = 0.4
+"""The MTP head's confidence below which the recipe's server stops drafting: on the shipped
+model a quarter of its rounds stay plain and its drafts run 1 to 8 tokens, where at 0.7
+more than half stay plain and no draft runs beyond 3."""
+
+
+def recipe_flags(p_min: float) -> list[str]:
+    """The flags the recipe adds to a draft-mtp server's."""
+    return ["--spec-draft-p-min", f"{p_min:g}"]
+
+
+class FlaggedServer(LlamaServer):
+    """A llama-server started with `extra` flags after those of its options (llama.cpp's
+    parser keeps the last value of a flag): what `ServerOptions` does not model."""
+
+    def __init__(self, options: ServerOptions, log_path: Path | None, extra: list[str]) -> None:
+        super().__init__(options, log_path)
+        self.extra = list(extra)
+
+    def start(self) -> None:
+        """Start as `LlamaServer` does, with the extra flags."""
+        binary = require_server(self.options.build)
+        if self.options.port:
+            check_port_free(self.options.port)
+        self.dialect = binary_dialect(binary)
+        args = [str(binary), *server_args(self.options, self.options.port, self.dialect),
+                *self.extra]
+        self._spawn(args, {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")})
+        try:
+            self._wait_ready()
+        except BaseException:  # Ctrl-C while loading too
+            self.stop()
+            raise
