@@ -1,5 +1,5 @@
 """The log `specledger calibrate` is best fitted on: one llama-server whose own rounds
-hold every cost the other settings of its build pay, so one log separates them.
+hold as many of the costs the other settings of its build pay as one server can, apart.
 
 A server that drafts every round (draft-mtp at a fixed draft size) never runs a plain
 forward, and its verify batch is always the same size: the fixed cost of a speculative
@@ -12,9 +12,10 @@ common_speculative_impl_draft_mtp::draft), so the same server verifies drafts of
 size up to its `--spec-draft-n-max` and, where even the first token falls short, runs a
 plain round (its unanswered call timed apart: adapters/llama/logclock.py). One such log
 holds plain forwards, verify batches of several sizes, the MTP head's drafting and its
-pass after each forward.
+pass after each forward. What it cannot hold: a forward of a server without MTP, whose
+context keeps no per-position recurrent states and costs less (docs/results.md).
 
-What a user runs on their own machine (any prompts of their workload, greedy or not):
+What a user runs on their own machine (with requests of their own workload):
 
     llama-server -m MODEL.gguf -v --log-timestamps --log-prefix --log-file calib.log \\
         --spec-type draft-mtp --spec-draft-n-max 8 --spec-draft-p-min 0.4

@@ -38,7 +38,8 @@ log holds plain rounds and verify batches of every size up to --spec-draft-n-max
 to the largest draft you will predict) beside the head's own cost:
 what a server that drafts every round at one size cannot tell apart (the speculative
 round's fixed cost, a forward's per-token cost). A server without a drafter is predicted
-from the plain rounds, which still log the drafter's work around them."""
+from plain rounds of a server whose forwards keep the MTP head's per-position states,
+which cost more: expect it predicted slow (docs/results.md, `specledger calibrate`)."""
 
 
 def add_parser(sub: Any) -> None:
