@@ -27,6 +27,20 @@ from typing import Any, Protocol, Self, TypeVar
 from engine.metrics import TurnMetrics
 from fsm.event import Event
 
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How an observed engine's answers are sampled, in the chat request's terms
+    (temperature 0: greedy)."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    max_tokens: int
+
 
 class Sink(Protocol):
     """Where an adapter's events go: a session journal (engine.session.Journal)."""

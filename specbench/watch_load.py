@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from adapters.llama.conversation import Sampling, ask
+from adapters.llama.conversation import ask
 from adapters.llama.options import Drafter, ServerOptions, server_args
+from adapters.protocol import Sampling
 from engine.errors import BackendError
 
 HOST = "127.0.0.1"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.conversation import Exchange, Messages, Sampling, converse
+from adapters.llama.conversation import Exchange, converse
 from adapters.llama.ledger import LedgerResult
 from adapters.llama.logread import LogReading, read_log
 from adapters.llama.options import (
@@ -32,7 +32,7 @@ from adapters.llama.paths import require_server
 from adapters.llama.provenance import BACKEND, Provenance, file_sha256
 from adapters.llama.responses import Responses, parse_responses
 from adapters.llama.server import LlamaServer
-from adapters.protocol import Recording, Sink
+from adapters.protocol import Messages, Recording, Sampling, Sink
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.files import write_file

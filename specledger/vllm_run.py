@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.protocol import Recording, Sink
+from adapters.protocol import Recording, Sampling, Sink
 from adapters.vllm.answers import Answers, parse_answers
-from adapters.vllm.conversation import Conversation, Sampling, converse
+from adapters.vllm.conversation import Conversation, converse
 from adapters.vllm.errors import MethodUnsupportedError
 from adapters.vllm.ledger import EngineFacts, record_answers
 from adapters.vllm.options import VllmOptions, speculative_method

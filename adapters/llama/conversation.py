@@ -17,23 +17,11 @@ from typing import Any
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.sampler import request_fields
-
-Messages = list[dict[str, str]]
+from adapters.protocol import Messages, Sampling
 
 
 class ConversationError(LlamaError):
     """A chat request failed (the server refused it, or stopped answering)."""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How answers are sampled, in the request's terms (temperature 0: greedy)."""
-
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
-    max_tokens: int
 
 
 @dataclass(frozen=True)

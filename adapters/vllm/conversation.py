@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.protocol import Messages, Sampling
 from adapters.vllm.errors import ServerDiedError, VllmError
 from adapters.vllm.metrics import parse_counters
 from adapters.vllm.options import SERVED_NAME
 
-Messages = list[dict[str, str]]
 ExchangeRecord = dict[str, Any]
 """One turn as recorded: `question`, `prompt_token_ids`, `chunks` (each chunk's generated
 ids, in order), `content`, `finish_reason`, `usage`, `metrics` (vLLM's per-request timings
@@ -35,26 +35,16 @@ class ConversationError(VllmError):
     """A chat request failed: the server refused it."""
 
 
-@dataclass(frozen=True)
-class Sampling:
-    """How answers are sampled, in the request's terms (temperature 0: greedy)."""
-
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
-    max_tokens: int
-
-    def request(self, messages: Messages) -> dict[str, Any]:
-        """The streamed chat request for `messages`."""
-        return {
-            "model": SERVED_NAME, "messages": messages, "max_tokens": self.max_tokens,
-            "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed,
-            "presence_penalty": 0.0, "frequency_penalty": 0.0, "stream": True,
-            "stream_options": {"include_usage": True},
-            "extra_body": {"top_k": self.top_k, "min_p": 0.0, "repetition_penalty": 1.0,
-                           "return_token_ids": True},
-        }
+def chat_request(sampling: Sampling, messages: Messages) -> dict[str, Any]:
+    """The streamed chat request for `messages`."""
+    return {
+        "model": SERVED_NAME, "messages": messages, "max_tokens": sampling.max_tokens,
+        "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": sampling.seed,
+        "presence_penalty": 0.0, "frequency_penalty": 0.0, "stream": True,
+        "stream_options": {"include_usage": True},
+        "extra_body": {"top_k": sampling.top_k, "min_p": 0.0, "repetition_penalty": 1.0,
+                       "return_token_ids": True},
+    }
 
 
 def new_record(question: str) -> ExchangeRecord:
@@ -89,7 +79,7 @@ def ask(client: Any, scrape: Callable[[], str], sampling: Sampling, messages: Me
     before = parse_counters(scrape())
     record["started"] = time.time()
     try:
-        read_stream(client.chat.completions.create(**sampling.request(messages)), record)
+        read_stream(client.chat.completions.create(**chat_request(sampling, messages)), record)
     except openai.APIConnectionError as exc:
         raise ServerDiedError(f"vLLM's server stopped answering the chat request: "
                               f"{exc}".splitlines()[0]) from None

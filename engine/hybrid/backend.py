@@ -54,7 +54,7 @@ def state_digest(state: HybridState) -> str:
     trimmed; the KV cache is positional and checked by length)."""
     h = hashlib.sha256(f"position={state.position}".encode())
     for t in (*state.recurrent, *state.conv):
-        h.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+        h.update(t.contiguous().view(torch.uint8).numpy())  # hashed in place, not copied
     return h.hexdigest()[:16]
 
 

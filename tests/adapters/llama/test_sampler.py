@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from adapters.llama.conversation import Sampling, _request
+from adapters.llama.conversation import _request
 from adapters.llama.ledger import record_log
 from adapters.llama.logread import parse_log
 from adapters.llama.provenance import Provenance, session_config
 from adapters.llama.sampler import claimed
 from adapters.llama.taskfold import fold_tasks
+from adapters.protocol import Sampling
 from engine.session import MemoryJournal
 from eventlog.postmortem import Kind, Severity, analyze
 from fsm.states import Trigger
