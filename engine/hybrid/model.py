@@ -56,7 +56,7 @@ class HybridModel(nn.Module):
         # Index of each layer's entry in the state's GDN lists or KV lists.
         kinds = config.layer_types
         self._slots = [sum(k == kind for k in kinds[:i]) for i, kind in enumerate(kinds)]
-        # The pool every single-sequence state's GDN rows live in, per dtype and device.
+        # The pool every single-sequence state's row lives in, per dtype and device.
         self._pools: dict[tuple[torch.dtype, torch.device], StatePool] = {}
 
     @property
@@ -66,7 +66,7 @@ class HybridModel(nn.Module):
 
     def new_state(self, batch_size: int = 1) -> HybridState:
         """An empty state (position 0) on the model's device and dtype; a single
-        sequence's GDN state is rows of the model's pool."""
+        sequence's state (GDN and KV) is a row of the model's pool."""
         key = (self.dtype, self.embed_tokens.weight.device)
         pool = self._pools.get(key) if batch_size == 1 else None
         if batch_size == 1 and pool is None:
