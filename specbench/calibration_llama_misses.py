@@ -5,9 +5,12 @@ shape; its pass after each forward likewise), speculative checkpoints the fit lo
 saved or restored (charged 0), plain rounds charged a speculative round's fixed cost, a
 drafting server's plain rounds predicting a server without a drafter, a server whose log
 lines cost another time than the fit log's, a forward that costs another time than the
-fit log's at the same batch (0.3.36's compute brackets time each forward: on this machine
-a server's forwards cost more the more per-position recurrent states its context keeps,
-`n_rs_seq`, its MTP draft size), or the setting's own runs spreading beyond the band.
+fit log's at the same batch, both reusing their graph (0.3.36's compute brackets time each
+forward; a forward of another batch than the one before it rebuilds its graph, which the
+fit charges apart, `rebuild_s`: docs/design.md#llama-forward-costs), a fit log whose
+target kept another number of per-position recurrent states (`n_rs_seq`: a copy per kept
+position on every forward, which no one log separates), or the setting's own runs
+spreading beyond the band.
 
 A log line's cost is read off two lines the server loop prints one after the other with
 no work between (tools/server/server-queue.cpp, start_loop: `waiting for new tasks`, then
@@ -40,11 +43,12 @@ FORWARD_DIFFERS = 0.1  # a relative difference of forwards worth naming
 
 
 def forward_times(clock: LogClock) -> dict[int, list[float]]:
-    """A log's first forward of each round (its verify, or its plain step) by batch size,
-    as their compute brackets time them (empty: the build logs no brackets)."""
+    """A log's rounds of one forward (a verify, or a plain step) that reused the graph of
+    the forward before them, by batch size, as their compute brackets time them (empty:
+    the build logs no brackets)."""
     out: dict[int, list[float]] = {}
     for s in clock.segments:
-        if s.forward_s and len(s.forward_s) == len(s.forwards):
+        if s.forward_s and len(s.forward_s) == len(s.forwards) == 1 and not s.rebuilds:
             out.setdefault(s.forwards[0][0], []).append(s.forward_s[0])
     return out
 
@@ -81,11 +85,27 @@ def line_gap_s(path: Path) -> float | None:
     return statistics.median(gaps) if gaps else None
 
 
+_RS_SEQ = re.compile(r"llama_context: n_rs_seq\s+=\s+(\d+)")
+
+
+def rs_seq(path: Path) -> int | None:
+    """The per-position recurrent states the log's target context keeps (`n_rs_seq`, the
+    first context the server creates; None: not printed)."""
+    with path.open(errors="replace") as f:
+        for text in f:
+            m = _RS_SEQ.search(text)
+            if m:
+                return int(m[1])
+    return None
+
+
 def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float,
-                 gaps: tuple[float | None, float | None] = (None, None)) -> tuple[str, ...]:
+                 gaps: tuple[float | None, float | None] = (None, None),
+                 rs_seqs: tuple[int | None, int | None] = (None, None)) -> tuple[str, ...]:
     """What the logs say about a prediction of `clock` from the fit of `fit_clock` that
     misses: each a short clause; `noise` is the setting's runs' spread, `gaps` the fit
-    log's and this log's seconds a line (`line_gap_s`)."""
+    log's and this log's seconds a line (`line_gap_s`), `rs_seqs` their `n_rs_seq`
+    (`rs_seq`)."""
     out = []
     unseen = sorted({s.drafter for s in clock.segments if s.drafter}
                     - {s.drafter for s in fit_clock.segments if s.drafter})
@@ -118,6 +138,12 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
     if at is not None and abs(at[2] / at[1] - 1) > FORWARD_DIFFERS:
         out.append(f"its forward of {at[0]} token(s) took {1e3 * at[1]:.2f} ms where the fit "
                    f"log's took {1e3 * at[2]:.2f} ms (medians of their compute brackets)")
+    fit_rs, own_rs = rs_seqs
+    if fit_rs is not None and own_rs is not None and fit_rs != own_rs:
+        out.append(f"the fit log's target kept n_rs_seq = {fit_rs} per-position states, "
+                   f"this one {own_rs}: every forward copies a conv state per kept position "
+                   "and recurrent layer (llama.cpp build_conv_state), a cost one log's "
+                   "launch_s holds at its own n_rs_seq")
     fit_gap, gap = gaps
     if fit_gap is not None and gap is not None and abs(fit_gap - gap) > LINE_GAP_DIFFERS:
         out.append(f"its server logs a line in {1e6 * gap:.0f} µs where the fit log's took "

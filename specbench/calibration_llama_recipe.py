@@ -11,9 +11,10 @@ at the first token the MTP head gives less than P (common/speculative.cpp,
 common_speculative_impl_draft_mtp::draft), so the same server verifies drafts of every
 size up to its `--spec-draft-n-max` and, where even the first token falls short, runs a
 plain round (its unanswered call timed apart: adapters/llama/logclock.py). One such log
-holds plain forwards, verify batches of several sizes, the MTP head's drafting and its
-pass after each forward. What it cannot hold: a forward of a server without MTP, whose
-context keeps no per-position recurrent states and costs less (docs/results.md).
+holds plain forwards, verify batches of several sizes, forwards that reuse their graph
+beside forwards of a new batch that rebuild it, the MTP head's drafting and its pass after
+each forward. What it cannot hold: a forward of a server without MTP, whose context copies
+no per-position recurrent states and costs less (docs/design.md#llama-forward-costs).
 
 What a user runs on their own machine (with requests of their own workload):
 

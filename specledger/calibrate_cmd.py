@@ -37,9 +37,10 @@ the log to fit, on your machine (llama-server 0.3.36 or later, a model with an M
 log holds plain rounds and verify batches of every size up to --spec-draft-n-max (set it
 to the largest draft you will predict) beside the head's own cost:
 what a server that drafts every round at one size cannot tell apart (the speculative
-round's fixed cost, a forward's per-token cost). A server without a drafter is predicted
-from plain rounds of a server whose forwards keep the MTP head's per-position states,
-which cost more: expect it predicted slow (docs/results.md, `specledger calibrate`)."""
+round's fixed cost, a forward's per-token cost, the graph a forward of a new batch
+rebuilds). A server without a drafter is predicted from plain rounds of a server whose
+forwards also copy the MTP head's per-position states (n_rs_seq), a cost no one log
+separates: expect it predicted slow (docs/results.md, `specledger calibrate`)."""
 
 
 def add_parser(sub: Any) -> None:

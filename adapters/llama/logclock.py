@@ -56,7 +56,10 @@ class Segment:
     seconds of each pass the server's drafter (`pass_drafter`) made after a forward (None:
     the build logs no compute brackets, or the server has no drafter); `forward_s` the
     seconds of each of the target's forwards in it, as their compute brackets time them
-    (None: the build logs none)."""
+    (None: the build logs none); `rebuilds` how many of its forwards had another batch
+    than the target's forward before them (the task's prompt, before its first round):
+    llama.cpp reuses a built graph only for a forward of the previous one's shape
+    (docs/design.md#llama-forward-costs), so these forwards built and allocated theirs."""
 
     task: int
     seconds: float
@@ -70,6 +73,7 @@ class Segment:
     pass_s: tuple[float, ...] | None = None
     pass_drafter: str | None = None
     forward_s: tuple[float, ...] | None = None
+    rebuilds: int = 0
 
 
 @dataclass(frozen=True)
@@ -200,9 +204,17 @@ def _attempt(rnd: LlamaRound, start: float, passes: Passes) -> tuple[str, float]
     return (name, sum(calls)) if calls else None
 
 
+def _rebuilds(batches: tuple[int, ...], before: int | None) -> int:
+    """How many of a round's forwards (their batches, in order) changed the batch of the
+    forward before them (`before`: the previous round's last; None after the prompt,
+    whose batch no decode forward has)."""
+    return sum(a != b for a, b in zip((before, *batches), batches, strict=False))
+
+
 def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None,
-             passes: Passes) -> Segment:
+             passes: Passes, before: int | None) -> Segment:
     verify = (rnd.drafted + 1 if rnd.speculative else 1, rnd.n_tokens)
+    forwards = (verify, *((b, rnd.n_tokens) for b in rnd.replays))
     drafter = _drafter(rnd, default)
     drafted = 0 if drafter is None else (rnd.spec_gen or rnd.drafted)
     assert rnd.t_end is not None  # only timed rounds come here
@@ -212,14 +224,15 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
     if attempt is not None:  # the call's drafter with nothing drafted: its fixed cost
         drafter, draft_s = attempt
     return Segment(task=task.task, seconds=rnd.t_end - start,
-                   forwards=(verify, *((b, rnd.n_tokens) for b in rnd.replays)),
+                   forwards=forwards,
                    drafter=drafter, drafted=drafted, saves=int(rnd.spec_ckpt is not None),
                    restores=len(rnd.restores), speculative=rnd.speculative,
                    draft_s=draft_s,
                    pass_s=None if passes.drafter is None else passes.within(start, rnd.t_end),
                    pass_drafter=passes.drafter,
                    forward_s=passes.forwards_within(start, rnd.t_end) if passes.forwards
-                   else None)
+                   else None,
+                   rebuilds=_rebuilds(tuple(b for b, _ in forwards), before))
 
 
 def _prompt_passes(task: LlamaTask, passes: Passes) -> float:
@@ -250,11 +263,12 @@ def _task_clock(task: LlamaTask, default: str | None, passes: Passes) -> TaskClo
     if timing is None or task.first_token is None or task.first_token.t is None:
         return None
     start = task.first_token.t
-    segments = []
+    segments: list[Segment] = []
     for rnd in task.rounds:
         if rnd.t_end is None or not rnd.complete:
             break
-        segments.append(_segment(task, rnd, start, default, passes))
+        before = segments[-1].forwards[-1][0] if segments else None
+        segments.append(_segment(task, rnd, start, default, passes, before))
         start = rnd.t_end
     if not segments:
         return None

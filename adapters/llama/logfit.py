@@ -7,7 +7,7 @@ measured decode time, which is what tokens/s divides):
 
     segment = launch_s + token_s x tokens forwarded + ctx_token_s x context read
               + round_s (a speculative round) + save_s x speculative checkpoints saved
-              + restore_s x restored
+              + restore_s x restored + rebuild_s x forwards that rebuilt their graph
     drafting = draft_token_s[drafter] x tokens a model drafter drafted
                + draft_call_s[drafter] (its call's fixed cost)
     passing = drafter_round_s[drafter] x the drafter's passes after a forward
@@ -41,6 +41,16 @@ while it lies beyond `OUTLIER_MADS` robust deviations (and `OUTLIER_FLOOR`), at 
 `MAX_DROPPED` of them; their count and excess are reported. Each term's spread is its
 standard error on the final fit.
 
+llama.cpp reuses a forward's built and allocated graph only for a forward of the same
+batch (docs/design.md#llama-forward-costs), so `rebuild_s` is charged on each forward whose
+batch differs from the one before it (adapters/llama/logclock.py counts them: on the
+recorded logs the count matches the `graphs reused` print_timing reports): a plain server
+or a fixed draft size rebuilds almost never, a server under `--spec-draft-p-min` on most
+rounds. It is fitted only where at least `MIN_REBUILD_ROWS` of the rows rebuilt; elsewhere
+it stays in `launch_s`. What `n_rs_seq` adds to every forward (a copy of the conv state per
+kept position, per recurrent layer) is the same on each forward of one server, so no log
+separates it from `launch_s` (docs/design.md#llama-forward-costs).
+
 Some costs never come apart in a llama log, so the terms are drawn to hold them whole:
 every round runs one verify forward more than it restores (a restore always brings one
 replay), so `launch_s` is a round's fixed cost (its forward's and the server loop's) and
@@ -60,7 +70,8 @@ from adapters.llama.logclock import LogClock, Prompt, Segment
 from engine.sim.costs import CostProfile, Placement
 from engine.sim.nnls import nnls
 
-BASE_TERMS = ("launch_s", "token_s", "save_s", "restore_s", "round_s", "ctx_token_s")
+BASE_TERMS = ("launch_s", "token_s", "save_s", "restore_s", "round_s", "ctx_token_s",
+              "rebuild_s")
 """The segment terms, in the order they claim a column the others also span."""
 SEPARABLE = 0.25
 """A column must keep this share of its norm outside the span of the columns before it
@@ -70,6 +81,9 @@ cost; a verify batch that is always the same size) trades places with them at ra
 OUTLIER_MADS = 6.0
 OUTLIER_FLOOR = 0.25  # nor less than this off, relative: a tight fit's rounding is no stall
 MAX_DROPPED = 0.1  # at most this share of the rows is ever dropped
+MIN_REBUILD_ROWS = 0.05
+"""The least share of a log's rows whose forwards rebuilt the graph for `rebuild_s` to be
+fitted (docs/design.md#llama-forward-costs)."""
 OUT_OF_REACH = 1e18  # a rate the fitted profile never pays (bytes over it are ~0 s)
 
 
@@ -107,6 +121,7 @@ def _pass_features(s: Segment) -> dict[str, float]:
 
 def _forward_features(s: Segment) -> dict[str, float]:
     return {"launch_s": 1.0, "token_s": float(sum(b for b, _ in s.forwards)),
+            "rebuild_s": float(s.rebuilds),
             "ctx_token_s": float(sum(c + b for b, c in s.forwards)),
             "save_s": float(s.saves), "restore_s": float(s.restores),
             "round_s": float(s.speculative)}
@@ -277,14 +292,24 @@ def fit_log(clock: LogClock) -> LogFit:
     if (y <= 0).any():
         raise ValueError("calibrate: a segment of zero length (timestamps out of order)")
     p_terms, prefill = fit_prompts(clock.prompts) if clock.prompts else ({}, None)
-    terms, decode = fit_columns(names, a, y)
+    fixed = _rare_rebuilds(a[:, names.index("rebuild_s")])
+    terms, decode = fit_columns(names, a, y, fixed)
     per_token = p_terms.get("prefill_token_s")
     if terms["token_s"].status == "unseparated" and per_token is not None and (
             per_token.status == "fitted"):
         pin = Term("token_s", per_token.value, per_token.spread, "pinned", source=PINNED_TOKEN)
-        terms, decode = fit_columns(names, a, y, {"token_s": pin})
+        terms, decode = fit_columns(names, a, y, fixed | {"token_s": pin})
     return LogFit(terms=terms | _derived_mtp(clock, terms, drafters, passers) | p_terms,
                   decode=decode, prefill=prefill)
+
+
+def _rare_rebuilds(column: np.ndarray) -> dict[str, Term]:
+    """`rebuild_s` fixed at 0 (its cost left in `launch_s`) where fewer than
+    `MIN_REBUILD_ROWS` of the rows rebuilt a graph: a fixed draft size changes the batch
+    only in a task's last rounds, whose few rows would fit it to their own noise."""
+    if 0 < np.count_nonzero(column) < MIN_REBUILD_ROWS * len(column):
+        return {"rebuild_s": Term("rebuild_s", 0.0, 0.0, "unseparated", ("launch_s",))}
+    return {}
 
 
 def _derived_mtp(clock: LogClock, terms: Mapping[str, Term], drafters: Sequence[str],
@@ -334,7 +359,8 @@ def to_profile(fit: LogFit, name: str, description: str, state_bytes: int | None
     `ctx_token_s` per cached token (as one byte per token over an effective bandwidth); a
     checkpoint in host memory costs `save_s`; the speculative round's `round_s` is the
     round sync. The sim charges a restore as a save plus a replay forward's `launch_s`,
-    where the fit has `restore_s` (in the report). Bandwidth terms the log cannot see are
+    where the fit has `restore_s` (in the report); it keeps no forward's batch history, so
+    `rebuild_s` (in the report) is not charged. Bandwidth terms the log cannot see are
     out of reach; drafting is not a backend cost (the report has it)."""
     ctx = fit.value("ctx_token_s")
     return CostProfile(

@@ -3,6 +3,7 @@ to the decode time print_timing reports, carry the log's checkpoints, restores a
 drafter; a log without timestamps, without rounds, or with slots running at once says
 so in one line."""
 
+import gzip
 import re
 
 import pytest
@@ -125,3 +126,19 @@ def test_each_forward_is_timed_by_its_compute_bracket_inside_its_round(log: str)
 def test_a_build_without_compute_brackets_times_no_forward() -> None:
     assert all(s.forward_s is None
                for s in log_clock(read_log(BUILDS / "0.3.30/mtp.log.gz")).segments)
+
+
+@pytest.mark.parametrize("log", ["chain", "draft-model", "draft-self", "mtp", "ngram-mod",
+                                 "plain"])
+def test_forwards_of_the_batch_before_them_are_the_graphs_the_server_reused(log: str) -> None:
+    # print_timing's `graphs reused` counts the target context's reuses since it started,
+    # its prompts' forwards too (a cached prompt's last ones): a task's own are at most 2 more
+    path = BUILDS / f"0.3.36/{log}.log.gz"
+    text = gzip.decompress(path.read_bytes()).decode(errors="replace")
+    printed = [int(n) for n in re.findall(r"graphs reused =\s+(\d+)", text)]
+    clock = log_clock(read_log(path))
+    counted = [sum(len(s.forwards) - s.rebuilds for s in t.segments) for t in clock.tasks]
+    reused = [b - a for a, b in zip([0, *printed], printed, strict=False)]
+    assert len(counted) == len(reused) >= 2
+    assert all(c <= r <= c + 2 for c, r in zip(counted, reused, strict=True))
+    assert sum(s.rebuilds for s in clock.segments) > 0

@@ -123,7 +123,8 @@ def test_a_timed_drafter_call_is_two_rows_an_untimed_one_is_one() -> None:
     rows = fit_rows(timed)
     assert [sorted(r) for _, r in rows] == [
         sorted((draft_term("draft-mtp"), call_term("draft-mtp"))),
-        sorted(("launch_s", "token_s", "ctx_token_s", "save_s", "restore_s", "round_s"))]
+        sorted(("launch_s", "token_s", "ctx_token_s", "save_s", "restore_s", "round_s",
+                "rebuild_s"))]
     assert rows[0][0] == timed.draft_s
     assert sum(sec for sec, _ in rows) == pytest.approx(timed.seconds)
     untimed = _segment(np.random.default_rng(0), 400, "mtp", 0.0)
@@ -288,3 +289,32 @@ def test_plain_rounds_beside_drafts_of_several_sizes_separate_the_speculative_ro
     plain = Segment(0, 0.0, ((1, 500),), None, 0, 0, 0, False)
     assert predict_segment(fit, plain) == pytest.approx(
         TRUE["launch_s"] + TRUE["token_s"] + 501 * TRUE["ctx_token_s"], rel=1e-6)
+
+
+REBUILD = 0.25e-3  # a graph built and allocated anew: the forward's batch changed
+
+
+def _with_rebuilds(clock: LogClock, every: int) -> LogClock:
+    """The clock's segments with one rebuild on every `every`-th, charged `REBUILD`."""
+    segs = tuple(replace(s, seconds=s.seconds + REBUILD, rebuilds=1) if i % every == 0 else s
+                 for i, s in enumerate(clock.segments))
+    total = sum(s.seconds for s in segs)
+    return replace(clock, tasks=[TaskClock(0, segs, total, len(segs), total)])
+
+
+def test_forwards_that_rebuilt_their_graph_are_charged_apart() -> None:
+    clock = _with_rebuilds(_clock(("plain", "ngram", "mtp"), n=120), every=2)
+    fit = fit_log(clock)
+    assert fit.terms["rebuild_s"].status == "fitted"
+    assert fit.value("rebuild_s") == pytest.approx(REBUILD, rel=1e-3)
+    assert fit.value("launch_s") == pytest.approx(TRUE["launch_s"], rel=1e-3)
+    reused = Segment(0, 0.0, ((1, 500),), None, 0, 0, 0, False)
+    rebuilt = replace(reused, rebuilds=1)
+    assert predict_segment(fit, rebuilt) - predict_segment(fit, reused) == pytest.approx(
+        REBUILD, rel=1e-3)
+
+
+def test_a_log_that_rarely_rebuilds_leaves_the_cost_in_the_launch() -> None:
+    clock = _with_rebuilds(_clock(("plain", "ngram", "mtp"), n=120), every=60)
+    term = fit_log(clock).terms["rebuild_s"]
+    assert (term.status, term.value, term.carried_by) == ("unseparated", 0.0, ("launch_s",))
