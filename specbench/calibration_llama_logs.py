@@ -46,7 +46,7 @@ from specbench.calibration_llama_misses import (
     misses_text,
     rs_seq,
 )
-from specbench.calibration_llama_recipe import DRAFT, P_MIN, FlaggedServer, recipe_flags
+from specbench.calibration_llama_recipe import DRAFT, P_MIN, recipe_flags
 from specbench.common import md_table
 
 BAND = 0.15
@@ -107,9 +107,8 @@ def run_setting(s: Setting, model: str, prompts: list[list[int]], plan: Plan, th
     config = RunConfig(backend="torch", model=model, drafter=s.drafter, draft_max=s.draft,
                        max_answer_tokens=plan.tokens, audit=False)
     options = server_options(config, cached_gguf(model), threads)(s.drafter, True)
-    server_of = (LlamaServer(options, log) if s.p_min is None
-                 else FlaggedServer(options, log, recipe_flags(s.p_min)))
-    with server_of as server:
+    extra = [] if s.p_min is None else recipe_flags(s.p_min)
+    with LlamaServer(options, log, extra) as server:
         for p in prompts:
             server.client.complete(p, plan.tokens)
 

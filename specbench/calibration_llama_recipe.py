@@ -26,12 +26,7 @@ What a user runs on their own machine (with requests of their own workload):
 (specbench/calibration_llama_logs.py).
 """
 
-import os
-from pathlib import Path
 
-from adapters.llama.options import ServerOptions, server_args
-from adapters.llama.paths import require_server
-from adapters.llama.server import LlamaServer, binary_dialect, check_port_free
 
 DRAFT = 8
 """The recipe's `--spec-draft-n-max`: the largest draft the settings it predicts verify,
@@ -45,27 +40,3 @@ more than half stay plain and no draft runs beyond 3."""
 def recipe_flags(p_min: float) -> list[str]:
     """The flags the recipe adds to a draft-mtp server's."""
     return ["--spec-draft-p-min", f"{p_min:g}"]
-
-
-class FlaggedServer(LlamaServer):
-    """A llama-server started with `extra` flags after those of its options (llama.cpp's
-    parser keeps the last value of a flag): what `ServerOptions` does not model."""
-
-    def __init__(self, options: ServerOptions, log_path: Path | None, extra: list[str]) -> None:
-        super().__init__(options, log_path)
-        self.extra = list(extra)
-
-    def start(self) -> None:
-        """Start as `LlamaServer` does, with the extra flags."""
-        binary = require_server(self.options.build)
-        if self.options.port:
-            check_port_free(self.options.port)
-        self.dialect = binary_dialect(binary)
-        args = [str(binary), *server_args(self.options, self.options.port, self.dialect),
-                *self.extra]
-        self._spawn(args, {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")})
-        try:
-            self._wait_ready()
-        except BaseException:  # Ctrl-C while loading too
-            self.stop()
-            raise

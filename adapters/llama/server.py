@@ -18,6 +18,7 @@ import re
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.llama.builds import Dialect
@@ -95,9 +96,13 @@ class LlamaServer(ServerProcess[LlamaClient]):
     STOP_GRACE_S = 5.0
     DIED = ServerDiedError
 
-    def __init__(self, options: ServerOptions, log_path: Path | None = None) -> None:
+    def __init__(self, options: ServerOptions, log_path: Path | None = None,
+                 extra: Sequence[str] = ()) -> None:
         super().__init__(log_path)
         self.options = options
+        # Flags `ServerOptions` does not model, after its own (llama.cpp's parser keeps a
+        # flag's last value).
+        self.extra = list(extra)
         self.port = 0
         self.dialect = Dialect.SPEC_DRAFT
         """The flag dialect of the binary that runs (known once started)."""
@@ -108,7 +113,8 @@ class LlamaServer(ServerProcess[LlamaClient]):
         if self.options.port:
             check_port_free(self.options.port)
         self.dialect = binary_dialect(binary)
-        args = [str(binary), *server_args(self.options, self.options.port, self.dialect)]
+        args = [str(binary), *server_args(self.options, self.options.port, self.dialect),
+                *self.extra]
         self._spawn(args, {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")})
         try:
             self._wait_ready()
