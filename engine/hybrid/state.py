@@ -89,25 +89,29 @@ class HybridState:
         self._epoch = 0
         self._position = 0
 
+    def _mine(self, layers: list[Tensor]) -> list[Tensor]:
+        """This state's rows of each layer's pool tensor, as views."""
+        return [t[self.index:self.index + self.batch_size] for t in layers]
+
     @property
     def conv(self) -> list[Tensor]:
         """Each GDN layer's conv window (B, C, K-1), a view of the pool."""
-        return [t[self.index:self.index + self.batch_size] for t in self.pool.conv]
+        return self._mine(self.pool.conv)
 
     @property
     def recurrent(self) -> list[Tensor]:
         """Each GDN layer's recurrent state (B, Hv, Dk, Dv) fp32, a view of the pool."""
-        return [t[self.index:self.index + self.batch_size] for t in self.pool.recurrent]
+        return self._mine(self.pool.recurrent)
 
     @property
     def keys(self) -> list[Tensor]:
         """Each attention layer's keys (B, Hkv, capacity, D), a view of the pool."""
-        return [t[self.index:self.index + self.batch_size] for t in self.pool.keys]
+        return self._mine(self.pool.keys)
 
     @property
     def values(self) -> list[Tensor]:
         """Each attention layer's values (B, Hkv, capacity, D), a view of the pool."""
-        return [t[self.index:self.index + self.batch_size] for t in self.pool.values]
+        return self._mine(self.pool.values)
 
     @property
     def position(self) -> int:
