@@ -4,8 +4,10 @@ rounds, a setting whose own runs spread beyond the band; none of these: unexplai
 the logs time the drafter's pass after each forward, an all-speculative fit log leaves it
 out of a plain server's rounds, and a pass the fit log never made is named. A server
 whose log lines cost another time than the fit log's is named, with both costs, and so is
-one whose forward costs another time at the same batch."""
+one whose forward costs another time at the same batch, or whose target kept another
+number of per-position recurrent states."""
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from specbench.calibration_llama_misses import (
     line_gap_s,
     miss_reasons,
     misses_text,
+    rs_seq,
 )
 from tests.adapters.llama.test_logread import FIXTURES
 
@@ -123,3 +126,24 @@ def test_a_forward_of_another_cost_is_named_at_the_logs_commonest_shared_batch()
     # a build without compute brackets, or no batch in common: nothing to compare
     assert forward_at(recipe, _build("mtp", "0.3.30")) is None
     assert forward_at(_build("plain"), _build("mtp")) is None
+
+
+def test_a_target_keeping_another_number_of_per_position_states_is_named(tmp_path: Path
+                                                                        ) -> None:
+    # the first context the server creates is the target's (the MTP head's comes after)
+    assert rs_seq(_unzipped(tmp_path, "mtp")) == 4
+    assert rs_seq(_unzipped(tmp_path, "plain")) == 0
+    (tmp_path / "none.log").write_text("no context line\n")
+    assert rs_seq(tmp_path / "none.log") is None
+    mtp = _clock("mtp")
+    (reason,) = miss_reasons(mtp, mtp, 0.05, 0.15, rs_seqs=(4, 0))
+    assert reason.startswith("the fit log's target kept n_rs_seq = 4 per-position states, "
+                             "this one 0")
+    assert miss_reasons(mtp, mtp, 0.05, 0.15, rs_seqs=(4, 4)) == ()
+    assert miss_reasons(mtp, mtp, 0.05, 0.15, rs_seqs=(4, None)) == ()
+
+
+def _unzipped(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / f"{name}.log"
+    out.write_bytes(gzip.decompress((FIXTURES / f"{name}.log.gz").read_bytes()))
+    return out
