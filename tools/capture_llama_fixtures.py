@@ -32,12 +32,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from adapters.llama.builds import MATRIX, facts  # noqa: E402
-from adapters.llama.conversation import Messages, Sampling, converse  # noqa: E402
+from adapters.llama.conversation import converse  # noqa: E402
 from adapters.llama.errors import ModelRefusedError  # noqa: E402
 from adapters.llama.gguf_export import model_gguf  # noqa: E402
 from adapters.llama.options import server_args  # noqa: E402
 from adapters.llama.paths import built  # noqa: E402
 from adapters.llama.server import LlamaServer, log_lines  # noqa: E402
+from adapters.protocol import Messages, Sampling  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from specledger.llama_run import questions, server_options, server_version  # noqa: E402
 
