@@ -42,7 +42,7 @@ from adapters.protocol import Messages, Sampling  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from specledger.llama_run import questions, server_options, server_version  # noqa: E402
 
-OUT = ROOT / "tests" / "engine" / "llama" / "fixtures" / "builds"
+OUT = ROOT / "tests" / "adapters" / "llama" / "fixtures" / "builds"
 
 
 class Refused(Exception):
