@@ -44,7 +44,6 @@ from specbench.calibration_llama_misses import (
     line_gap_s,
     miss_reasons,
     misses_text,
-    rs_seq,
 )
 from specbench.calibration_llama_recipe import DRAFT, P_MIN, recipe_flags
 from specbench.common import md_table
@@ -199,8 +198,7 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
     rows = predictions(fits, clocks)
     misses = [Miss(f, r["setting"], r[f]["error"],
                    miss_reasons(fit_clocks[f], clocks[r["setting"]][0], r["noise"], BAND,
-                                (line_gap_s(fit_paths[f]), line_gap_s(paths[r["setting"]][0])),
-                                (rs_seq(fit_paths[f]), rs_seq(paths[r["setting"]][0]))))
+                                (line_gap_s(fit_paths[f]), line_gap_s(paths[r["setting"]][0]))))
               for r in rows for f in fits
               if not r[f]["fitted_on_it"] and abs(r[f]["error"]) > BAND]
     doc = {"plan": vars(plan), "model": model, "build": clocks[FITS[0].label][0].build,

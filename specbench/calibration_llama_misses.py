@@ -85,27 +85,11 @@ def line_gap_s(path: Path) -> float | None:
     return statistics.median(gaps) if gaps else None
 
 
-_RS_SEQ = re.compile(r"llama_context: n_rs_seq\s+=\s+(\d+)")
-
-
-def rs_seq(path: Path) -> int | None:
-    """The per-position recurrent states the log's target context keeps (`n_rs_seq`, the
-    first context the server creates; None: not printed)."""
-    with path.open(errors="replace") as f:
-        for text in f:
-            m = _RS_SEQ.search(text)
-            if m:
-                return int(m[1])
-    return None
-
-
 def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float,
-                 gaps: tuple[float | None, float | None] = (None, None),
-                 rs_seqs: tuple[int | None, int | None] = (None, None)) -> tuple[str, ...]:
+                 gaps: tuple[float | None, float | None] = (None, None)) -> tuple[str, ...]:
     """What the logs say about a prediction of `clock` from the fit of `fit_clock` that
     misses: each a short clause; `noise` is the setting's runs' spread, `gaps` the fit
-    log's and this log's seconds a line (`line_gap_s`), `rs_seqs` their `n_rs_seq`
-    (`rs_seq`)."""
+    log's and this log's seconds a line (`line_gap_s`)."""
     out = []
     unseen = sorted({s.drafter for s in clock.segments if s.drafter}
                     - {s.drafter for s in fit_clock.segments if s.drafter})
@@ -138,7 +122,7 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
     if at is not None and abs(at[2] / at[1] - 1) > FORWARD_DIFFERS:
         out.append(f"its forward of {at[0]} token(s) took {1e3 * at[1]:.2f} ms where the fit "
                    f"log's took {1e3 * at[2]:.2f} ms (medians of their compute brackets)")
-    fit_rs, own_rs = rs_seqs
+    fit_rs, own_rs = fit_clock.n_rs_seq, clock.n_rs_seq
     if fit_rs is not None and own_rs is not None and fit_rs != own_rs:
         out.append(f"the fit log's target kept n_rs_seq = {fit_rs} per-position states, "
                    f"this one {own_rs}: every forward copies a conv state per kept position "

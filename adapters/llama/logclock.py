@@ -169,7 +169,8 @@ class LogClock:
     the clock with another slot (`overlapping`), tasks without print_timing or without
     a finished round (`untimed`). `state_bytes` is the speculative checkpoint's size as
     the log gives it (None: no checkpoint); `shape` the target's as its load prints it
-    (None: not printed, or no MTP layer)."""
+    (None: not printed, or no MTP layer); `n_rs_seq` the per-position recurrent states its
+    target keeps (None: not printed)."""
 
     tasks: list[TaskClock] = field(default_factory=list)
     prompts: list[Prompt] = field(default_factory=list)
@@ -178,6 +179,7 @@ class LogClock:
     state_bytes: int | None = None
     build: str | None = None
     shape: ModelShape | None = None
+    n_rs_seq: int | None = None
 
     @property
     def segments(self) -> list[Segment]:
@@ -288,7 +290,8 @@ def log_clock(reading: LogReading, name: str = "the log") -> LogClock:
                             "(verbose) so each round is logged")
     drafters = reading.server.model_drafters or reading.server.implementations
     default = drafters[0] if len(drafters) == 1 else None
-    clock = LogClock(build=reading.server.build, shape=model_shape(reading.server))
+    clock = LogClock(build=reading.server.build, shape=model_shape(reading.server),
+                     n_rs_seq=reading.server.n_rs_seq)
     passes = _passes(reading)
     overlap = _overlaps(fold.tasks)
     for i, task in enumerate(fold.tasks):

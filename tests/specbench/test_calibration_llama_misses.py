@@ -7,7 +7,6 @@ whose log lines cost another time than the fit log's is named, with both costs, 
 one whose forward costs another time at the same batch, or whose target kept another
 number of per-position recurrent states."""
 
-import gzip
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from specbench.calibration_llama_misses import (
     line_gap_s,
     miss_reasons,
     misses_text,
-    rs_seq,
 )
 from tests.adapters.llama.test_logread import FIXTURES
 
@@ -44,8 +42,10 @@ def test_a_drafter_the_fit_log_never_ran_is_named() -> None:
 
 def test_plain_rounds_from_an_all_speculative_log_are_charged_its_round_cost() -> None:
     # 0.3.30 logs no compute brackets: the drafter's pass stays in the fixed cost
-    (reason,) = miss_reasons(_build("mtp", "0.3.30"), _build("plain", "0.3.30"), 0.01, 0.15)
+    reason, *rest = miss_reasons(_build("mtp", "0.3.30"), _build("plain", "0.3.30"), 0.01,
+                                 0.15)
     assert "all speculative" in reason
+    assert all("n_rs_seq" in r for r in rest)
 
 
 def test_a_drafting_servers_plain_rounds_do_not_predict_a_server_without_one() -> None:
@@ -64,7 +64,7 @@ def test_noisy_runs_are_said_and_nothing_found_is_unexplained() -> None:
 
 def test_an_mtp_head_the_fit_log_never_ran_is_derived_and_its_pass_named() -> None:
     reasons = miss_reasons(_build("ngram-mod"), _build("mtp"), 0.01, 0.15)
-    assert reasons == ("draft-mtp's drafting is not in the fit log (derived from the "
+    assert reasons[:2] == ("draft-mtp's drafting is not in the fit log (derived from the "
                        "model's shape)",
                        "draft-mtp's pass after each forward is not in the fit log (derived "
                        "from the model's shape)")
@@ -83,8 +83,9 @@ def test_checkpoints_the_fit_log_never_saved_are_named() -> None:
 
 
 def test_a_timed_pass_is_no_longer_among_an_all_speculative_logs_round_costs() -> None:
-    (reason,) = miss_reasons(_build("mtp"), _build("plain"), 0.01, 0.15)
+    reason, rs_seq = miss_reasons(_build("mtp"), _build("plain"), 0.01, 0.15)
     assert "all speculative" in reason and "pass" not in reason
+    assert rs_seq.startswith("the fit log's target kept n_rs_seq = 4")
 
 
 def test_a_log_lines_cost_is_read_between_the_server_loops_two_idle_lines(tmp_path: Path
@@ -128,22 +129,11 @@ def test_a_forward_of_another_cost_is_named_at_the_logs_commonest_shared_batch()
     assert forward_at(_build("plain"), _build("mtp")) is None
 
 
-def test_a_target_keeping_another_number_of_per_position_states_is_named(tmp_path: Path
-                                                                        ) -> None:
-    # the first context the server creates is the target's (the MTP head's comes after)
-    assert rs_seq(_unzipped(tmp_path, "mtp")) == 4
-    assert rs_seq(_unzipped(tmp_path, "plain")) == 0
-    (tmp_path / "none.log").write_text("no context line\n")
-    assert rs_seq(tmp_path / "none.log") is None
-    mtp = _clock("mtp")
-    (reason,) = miss_reasons(mtp, mtp, 0.05, 0.15, rs_seqs=(4, 0))
+def test_a_target_keeping_another_number_of_per_position_states_is_named() -> None:
+    mtp, plain = _clock("mtp"), _build("plain")
+    # the target's context keeps the draft size; the MTP head's own context keeps none
+    assert (mtp.n_rs_seq, plain.n_rs_seq) == (4, 0)
+    (reason, *_) = [r for r in miss_reasons(mtp, plain, 0.01, 0.15) if "n_rs_seq" in r]
     assert reason.startswith("the fit log's target kept n_rs_seq = 4 per-position states, "
                              "this one 0")
-    assert miss_reasons(mtp, mtp, 0.05, 0.15, rs_seqs=(4, 4)) == ()
-    assert miss_reasons(mtp, mtp, 0.05, 0.15, rs_seqs=(4, None)) == ()
-
-
-def _unzipped(tmp_path: Path, name: str) -> Path:
-    out = tmp_path / f"{name}.log"
-    out.write_bytes(gzip.decompress((FIXTURES / f"{name}.log.gz").read_bytes()))
-    return out
+    assert not [r for r in miss_reasons(mtp, mtp, 0.01, 0.15) if "n_rs_seq" in r]
