@@ -19,13 +19,13 @@ job, a drafting server's -v log at times takes ~13 µs a line where a plain serv
 stays at ~0, and a round prints ~20 lines.
 """
 
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.llama.logclock import LogClock
 from adapters.llama.logfit import MTP
+from adapters.llama.logread import line_time
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,6 @@ def forward_at(fit_clock: LogClock, clock: LogClock) -> tuple[int, float, float]
     return b, statistics.median(own[b]), statistics.median(fit[b])
 
 
-_STAMP = re.compile(r"^(\d+)\.(\d+)\.(\d+)\.(\d+) ")
 _IDLE = ("start_loop: waiting for new tasks", "start_loop: processing new tasks")
 LINE_GAP_DIFFERS = 5e-6  # seconds a line: beyond the log clock's microsecond resolution
 
@@ -76,9 +75,7 @@ def line_gap_s(path: Path) -> float | None:
     gaps, before = [], None
     with path.open(errors="replace") as f:
         for text in f:
-            m = _STAMP.match(text)
-            t = None if m is None else (int(m[1]) * 60 + int(m[2]) + int(m[3]) / 1e3
-                                        + int(m[4]) / 1e6)
+            t = line_time(text)
             if before is not None and t is not None and _IDLE[1] in text:
                 gaps.append(t - before)
             before = t if t is not None and _IDLE[0] in text else None

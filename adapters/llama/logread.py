@@ -89,6 +89,12 @@ def _prefix_time(m: re.Match[str]) -> float | None:
     return minutes * 60 + sec + ms / 1e3 + us / 1e6
 
 
+def line_time(line: str) -> float | None:
+    """The seconds a line's `M.ss.mmm.uuu` prefix gives (None: the line has none)."""
+    prefix = _PREFIX.match(line)
+    return None if prefix is None else _prefix_time(prefix)
+
+
 def parse_log(text: str, name: str = "input") -> LogReading:
     """Parse a whole log held in `text` (`name` is what errors call it)."""
     if "\x00" in text:
