@@ -17,7 +17,6 @@ from eventlog.postmortem.detector import (
     TURN,
     Handler,
     Row,
-    config_value,
     examples,
 )
 from eventlog.postmortem.finding import Finding, Kind, Severity
@@ -46,7 +45,7 @@ class AcceptanceCollapse:
     extend nor break it."""
 
     def __init__(self, config: dict[str, Any], min_streak: int = MIN_STREAK) -> None:
-        self.drafter = config_value(config, "drafter", "?")
+        self.drafter = config.get("drafter", "?")
         self.min_streak = min_streak
         self._verify: dict[int, tuple[int, float, int]] = {}
         self._streak: dict[int, _Streak] = {}

@@ -10,7 +10,7 @@ is not the digest of the committed tokens). The finding names the round where it
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
-from eventlog.postmortem.detector import SEQ, SLOT, SOURCE, Handler, Row, config_value, examples
+from eventlog.postmortem.detector import SEQ, SLOT, SOURCE, Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.invariants import Invariant
 from fsm.payloads import Commit, InvariantViolation, Verify
@@ -23,8 +23,8 @@ class Contamination:
     """Counts no-rollback commits and state-truth violations; keeps the first of each."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.strategy = config_value(config, "strategy", "?")
-        self.audit = bool(config_value(config, "audit", True))
+        self.strategy = config.get("strategy", "?")
+        self.audit = bool(config.get("audit", True))
         self._batch: dict[int, int] = {}
         self.unrolled: list[Noted] = []
         self.absorbed = 0

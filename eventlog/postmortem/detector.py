@@ -4,7 +4,8 @@ A detector names, per trigger, the handler that folds such an event: a stored se
 postmortem reads only the events of those triggers from the database
 (`eventlog.postmortem.analyze`). A handler takes the event's fields as one sequence,
 `Row`, as the reader parsed them from the event's stored body (building an object per
-event cost more than the detectors' folding), and the payload.
+event cost more than the detectors' folding), and the payload. A detector reads its
+settings from the recorded configuration with a default: old logs may lack newer keys.
 """
 
 from collections.abc import Callable, Sequence
@@ -37,11 +38,6 @@ class Detector(Protocol):
 
     def finish(self) -> list[Finding]:
         """The findings, once every event was fed."""
-
-
-def config_value(config: dict[str, Any], key: str, default: Any = None) -> Any:
-    """A setting of the recorded configuration (old logs may lack newer keys)."""
-    return config.get(key, default)
 
 
 def examples(rows: list[dict[str, Any]], limit: int = 10) -> list[dict[str, Any]]:

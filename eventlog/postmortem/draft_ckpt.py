@@ -9,7 +9,7 @@ at the next draft: long recomputes in large agentic sessions. The drafter's cumu
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
-from eventlog.postmortem.detector import DURATION, SLOT, TURN, Handler, Row, config_value, examples
+from eventlog.postmortem.detector import DURATION, SLOT, TURN, Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Draft
 from fsm.states import Trigger
@@ -24,7 +24,7 @@ class DraftCheckpoints:
     """The payload field without which a DRAFT tells this detector nothing."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.policy = config_value(config, "draft_checkpoints", "?")
+        self.policy = config.get("draft_checkpoints", "?")
         self._last: dict[int, int] = {}
         self._request_start: dict[int, bool] = {}
         self.rows: list[dict[str, Any]] = []

@@ -13,7 +13,7 @@ shortfall of half the draft share or less is not told from rounding.
 from typing import Any, NamedTuple
 
 from eventlog.postmortem.advice import CAUSE_ADVICE, Cause
-from eventlog.postmortem.detector import Handler, Row, config_value, examples
+from eventlog.postmortem.detector import Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Begin, CtxRestore, CtxSave
 from fsm.states import Trigger
@@ -36,7 +36,7 @@ class DraftStateSizes:
     checkpoint; counts the context restores that the shortfall made expensive."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.drafter = config_value(config, "drafter", "?")
+        self.drafter = config.get("drafter", "?")
         self.spec: tuple[int, int] | None = None  # (bytes, draft_bytes)
         self.saves: list[_Save] = []
         self.restores = 0

@@ -19,7 +19,6 @@ from eventlog.postmortem.detector import (
     TURN,
     Handler,
     Row,
-    config_value,
     examples,
 )
 from eventlog.postmortem.finding import Finding, Kind, Severity
@@ -64,13 +63,12 @@ class EogTail:
     """Finds turns that left tokens behind EOG and charges them the next turn's re-prefill."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.policy = config_value(config, "eog_policy", "?")
+        self.policy = config.get("eog_policy", "?")
         # An engine configured to keep no prefix (vLLM with speculation on CPU) re-prefills
         # every turn's history by design, not because the state consumed something else.
-        self.no_prefix: str | None = (config_value(config, "prefix_caching_off_why")
-                                      if config_value(config, "prefix_caching") is False
-                                      else None)
-        self.engine = config_value(config, "engine", "the engine")
+        self.no_prefix: str | None = (config.get("prefix_caching_off_why")
+                                      if config.get("prefix_caching") is False else None)
+        self.engine = config.get("engine", "the engine")
         self._len: dict[int, int] = defaultdict(int)
         self._eog: dict[int, int | None] = {}
         self._turn: dict[int, _StrayTurn] = {}

@@ -15,7 +15,7 @@ an error.
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
-from eventlog.postmortem.detector import Handler, Row, config_value, examples
+from eventlog.postmortem.detector import Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.payloads import StartTurn
 from fsm.states import Trigger
@@ -48,8 +48,8 @@ class SamplerCheck:
     """Folds each START_TURN's sampler against the session's claim."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.claim: dict[str, Any] | None = config_value(config, "sampler")
-        self.engine = config_value(config, "engine", "the engine")
+        self.claim: dict[str, Any] | None = config.get("sampler")
+        self.engine = config.get("engine", "the engine")
         self.turns = 0
         self.differing: list[Noted] = []
 

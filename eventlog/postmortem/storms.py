@@ -21,7 +21,6 @@ from eventlog.postmortem.detector import (
     Handler,
     PathOf,
     Row,
-    config_value,
     examples,
 )
 from eventlog.postmortem.finding import Finding, Kind, Severity
@@ -96,8 +95,8 @@ class RestoreStorms:
     for the one or two rounds that name one."""
 
     def __init__(self, config: dict[str, Any], path_of: PathOf) -> None:
-        self.replay_policy = config_value(config, "replay_policy", "?")
-        self.guard_limit = config_value(config, "livelock_guard", None)
+        self.replay_policy = config.get("replay_policy", "?")
+        self.guard_limit = config.get("livelock_guard")
         self.path_of = path_of
         self._open: dict[int, _Round] = {}
         self.storms: list[_Round] = []

@@ -10,7 +10,7 @@ every field, and this detector says nothing about them.
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
-from eventlog.postmortem.detector import Handler, Row, config_value
+from eventlog.postmortem.detector import Handler, Row
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from fsm.payloads import Begin
 from fsm.states import Trigger
@@ -48,10 +48,10 @@ class UnknownInputs:
     from the stored `provides`."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.provides: dict[str, Any] | None = config_value(config, "provides")
-        self.drafter = str(config_value(config, "drafter") or "")
-        self.sampler_claimed = config_value(config, "sampler") is not None
-        self.engine = config_value(config, "engine", "the source")
+        self.provides: dict[str, Any] | None = config.get("provides")
+        self.drafter = str(config.get("drafter") or "")
+        self.sampler_claimed = config.get("sampler") is not None
+        self.engine = config.get("engine", "the source")
         self.draft_state_sized = False
 
     def handlers(self) -> dict[Trigger, Handler]:
