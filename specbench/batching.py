@@ -18,7 +18,6 @@ acceptance), on to 64 slots; the real engine runs the shipped model on this mach
 ngram-mod and its MTP head (few turns, short answers: it is slow on two cores).
 """
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from engine.config import RunConfig
 from eventlog import open_db
 from specbench.batching_plots import plot_throughput
 from specbench.batching_points import PLAIN, Point, Rate, cpu, measure, stops_paying, wall
-from specbench.common import BenchOptions, SuiteResult, md_table
+from specbench.common import BenchOptions, SuiteResult, md_table, timed
 from specbench.strategies_points import CORRECT
 
 SUITE = "batching"
@@ -190,12 +189,8 @@ def run(opts: BenchOptions) -> SuiteResult:
     folder = opts.suite_dir(SUITE)
     log = open_db(opts.db, create=True)
     sgrid, tgrid = sim_grid(opts.quick), torch_grid(opts.quick)
-    t = time.perf_counter()
-    sim = run_sim(opts, sgrid, log)
-    sim_wall = time.perf_counter() - t
-    t = time.perf_counter()
-    real = run_torch(opts, tgrid, log)
-    torch_wall = time.perf_counter() - t
+    sim, sim_wall = timed(run_sim, opts, sgrid, log)
+    real, torch_wall = timed(run_torch, opts, tgrid, log)
     groups = {"sim": by_drafter(best(sim, wall), sgrid.drafters),
               "torch": by_drafter(best(real, wall), tgrid.drafters),
               "torch_cpu": by_drafter(best(real, cpu), tgrid.drafters)}

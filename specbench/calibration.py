@@ -40,7 +40,6 @@ the validation conversations in `calibration_validate`; this module runs them an
 `--backend llama` fits a profile to llama.cpp's llama-server instead (`calibration_llama`).
 """
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -64,6 +63,7 @@ from specbench.common import (
     md_table,
     new_figure,
     save_figure,
+    timed,
 )
 from specledger.api import code_version
 
@@ -175,9 +175,7 @@ def run(opts: BenchOptions) -> SuiteResult:
             opts.log(f"calibration: validation conversation, drafter {d}")
             runs[d].append(torch_run(configs[d], checkpoint, opts.db))
 
-    start = time.perf_counter()
-    points = measure(backend, grid, opts.seed, opts, between=conversations)
-    measure_s = time.perf_counter() - start
+    points, measure_s = timed(measure, backend, grid, opts.seed, opts, between=conversations)
     opts.log(f"calibration: fitting {len(points)} points")
     profile = fit(points, physical_profile(backend, opts.model, name))
     errors = fit_errors(points, profile)

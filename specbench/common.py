@@ -9,16 +9,19 @@ and SVG. docs/results.md links those files, as recorded in the checkout's `bench
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from adapters.llama.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file
 from specbench.record import DEFAULT_OUT, results_folder
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,12 @@ class SuiteResult:
         write_file(folder / "results.md", "\n".join(md))
         self.files = [folder / "results.json", folder / "results.md", *self.files]
         return self.files
+
+
+def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
+    """`fn(*args, **kwargs)` and the wall seconds it took."""
+    start = time.perf_counter()
+    return fn(*args, **kwargs), time.perf_counter() - start
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -34,14 +34,13 @@ most 24 tokens): numbers not to quote.
 """
 
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.config import EogPolicy, RunConfig
 from engine.metrics import TurnMetrics
-from specbench.common import BenchOptions, Goal, SuiteResult, md_table
+from specbench.common import BenchOptions, Goal, SuiteResult, md_table, timed
 from specbench.conversation_plots import CLOCK, plot_cost, plot_reprefill
 from specledger.api import run_session
 
@@ -146,9 +145,9 @@ def record(config: RunConfig, opts: BenchOptions, repeats: int = 1) -> list[Conv
         results, walls = [], []
         for i in range(repeats):
             opts.log(f"{SUITE}: {backend} eog={policy.value}: {size}, run {i + 1}/{repeats}")
-            t = time.perf_counter()
-            results.append(run_session(config.replace(eog_policy=policy.value), opts.db))
-            walls.append(time.perf_counter() - t)
+            result, wall = timed(run_session, config.replace(eog_policy=policy.value), opts.db)
+            results.append(result)
+            walls.append(wall)
         first = results[0]
         run = ConversationRun(backend, policy.value, [r.session_id for r in results], walls,
                               first.events, first.turns)

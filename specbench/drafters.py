@@ -26,7 +26,6 @@ Every run is one recorded session in the benchmark's log.
 `mtp` only, one run each; sim: 2 acceptances, 200-token answers): numbers not to quote.
 """
 
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -35,7 +34,7 @@ from typing import Any
 
 from engine.config import RunConfig
 from eventlog import open_db
-from specbench.common import BenchOptions, SuiteResult, md_table, panels, save_figure
+from specbench.common import BenchOptions, SuiteResult, md_table, panels, save_figure, timed
 from specbench.drafters_runs import PLAIN, Run, record, run_unrecorded, summary
 
 SUITE = "drafters"
@@ -218,12 +217,8 @@ def run(opts: BenchOptions) -> SuiteResult:
     folder = opts.suite_dir(SUITE)
     log = open_db(opts.db, create=True)
     splan, tplan = sim_plan(opts.quick), torch_plan(opts.quick)
-    t = time.perf_counter()
-    sim = run_sim(opts, splan, log)
-    sim_wall = time.perf_counter() - t
-    t = time.perf_counter()
-    real = run_torch(opts, tplan, log)
-    torch_wall = time.perf_counter() - t
+    sim, sim_wall = timed(run_sim, opts, splan, log)
+    real, torch_wall = timed(run_torch, opts, tplan, log)
     sim_rows, torch_rows = summary(sim), summary(real)
     files = plot(sim_rows, torch_rows, tplan, opts.threads, folder / "acceptance_vs_speedup")
     tcfg = torch_config(opts.model, opts.draft_model, turns=tplan.turns, tokens=tplan.tokens,

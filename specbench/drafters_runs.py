@@ -1,7 +1,6 @@
 """A drafter benchmark run: recorded (or not), read back from its events' fold, and summed
 up per configuration (the fastest of its repeats, its speedup over plain decode)."""
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -10,7 +9,7 @@ from typing import Any
 from engine.config import BackendKind, RunConfig
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold, fold_log, fold_session
-from specbench.common import BenchOptions
+from specbench.common import BenchOptions, timed
 from specledger.api import run_session
 
 PLAIN = "none"
@@ -112,10 +111,8 @@ def run_unrecorded(config: RunConfig, ckpt: Any = None, repeat: int = 0) -> Run:
 
         backend = TorchBackend(config, ckpt)
     journal = MemoryJournal()
-    t = time.perf_counter()
-    turns = Session(config, journal, backend=backend).run()
-    return Run.of(config, turns, fold_log(journal.events), repeat=repeat,
-                  wall_s=time.perf_counter() - t)
+    turns, wall = timed(Session(config, journal, backend=backend).run)
+    return Run.of(config, turns, fold_log(journal.events), repeat=repeat, wall_s=wall)
 
 
 def record(config: RunConfig, opts: BenchOptions, log: Any, ckpt: Any = None,
@@ -127,9 +124,7 @@ def record(config: RunConfig, opts: BenchOptions, log: Any, ckpt: Any = None,
         from engine.hybrid.backend import TorchBackend
 
         backend = TorchBackend(config, ckpt)
-    t = time.perf_counter()
-    result = run_session(config, opts.db, backend=backend)
-    wall = time.perf_counter() - t
+    result, wall = timed(run_session, config, opts.db, backend=backend)
     return Run.of(config, result.turns, fold_session(log, result.session_id),
                   session=result.session_id, repeat=repeat, wall_s=wall)
 

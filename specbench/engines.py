@@ -21,7 +21,6 @@ column of the table. vLLM's methods it refuses on this
 build, or dies running (ngram on a CPU without AMX), are listed with the error.
 """
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 from adapters.differential import Relation, Run, compare
 from engine.config import DType, RunConfig
-from specbench.common import BenchOptions, Goal, SuiteResult, md_table, panels, save_figure
+from specbench.common import BenchOptions, Goal, SuiteResult, md_table, panels, save_figure, timed
 from specbench.engines_runs import (
     LLAMA,
     OURS,
@@ -206,15 +205,11 @@ def run(opts: BenchOptions) -> SuiteResult:
     logs = cache_root() / "logs" / SUITE  # the servers' logs: out of the results folder
     logs.mkdir(parents=True, exist_ok=True)
     wall: dict[str, float] = {}
-    t = time.perf_counter()
-    vllm_runs, failed = run_vllm(opts, base, plan.methods(VLLM), prompts, plan.repeats, logs)
-    wall[VLLM] = time.perf_counter() - t
-    t = time.perf_counter()
-    llama_runs = run_llama(opts, base, plan.methods(LLAMA), prompts, plan.llama_repeats, logs)
-    wall[LLAMA] = time.perf_counter() - t
-    t = time.perf_counter()
-    ours = run_ours(opts, base, plan.methods(OURS), plan.repeats, ckpt)
-    wall[OURS] = time.perf_counter() - t
+    (vllm_runs, failed), wall[VLLM] = timed(run_vllm, opts, base, plan.methods(VLLM), prompts,
+                                            plan.repeats, logs)
+    llama_runs, wall[LLAMA] = timed(run_llama, opts, base, plan.methods(LLAMA), prompts,
+                                    plan.llama_repeats, logs)
+    ours, wall[OURS] = timed(run_ours, opts, base, plan.methods(OURS), plan.repeats, ckpt)
     everything = [*ours, *llama_runs, *vllm_runs]
     joined = rows(everything, failed)
     ok = all(r["vs_plain"]["lossless"] for r in joined if "failed" not in r)

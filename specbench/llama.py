@@ -22,7 +22,6 @@ plain answers must equal ours (the goal). `quick`: one prompt of 32 tokens, thre
 one pass: numbers not to quote.
 """
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from specbench.common import (
     md_table,
     panels,
     save_figure,
+    timed,
 )
 from specbench.drafters_runs import PLAIN, Run, record, run_unrecorded, summary
 from specbench.llama_hf import run_transformers
@@ -158,14 +158,11 @@ def run(opts: BenchOptions) -> SuiteResult:
     ckpt = load_checkpoint(opts.model)
     base = torch_config(opts, plan)
     prompts = session_prompts(base, ckpt)
-    t = time.perf_counter()
     logs = cache_root() / "logs" / SUITE  # the servers' logs: out of the results folder
     logs.mkdir(parents=True, exist_ok=True)
-    theirs = run_llama(opts, base, plan.drafters, prompts, plan.repeats, logs)
-    llama_wall = time.perf_counter() - t
-    t = time.perf_counter()
-    ours = run_torch(opts, plan, base, ckpt)
-    torch_wall = time.perf_counter() - t
+    theirs, llama_wall = timed(run_llama, opts, base, plan.drafters, prompts, plan.repeats,
+                               logs)
+    ours, torch_wall = timed(run_torch, opts, plan, base, ckpt)
     hf = max(run_transformers(opts, prompts, base.answer_cap, ckpt.config.eos_token_ids,
                               plan.repeats), key=lambda r: r.tok_s)
     joined = rows(summary(ours), llama_summary(theirs))

@@ -16,7 +16,7 @@ from engine.session import Session
 from eventlog import NullRecorder, Recorder, create_session, open_db
 from eventlog.schema import SessionStatus
 from fsm.event import Event
-from specbench.common import BenchOptions
+from specbench.common import BenchOptions, timed
 from specledger.api import code_version
 
 
@@ -75,9 +75,7 @@ BackendFactory = Callable[[], Backend | None]
 
 def _run_off(config: RunConfig, make_backend: BackendFactory) -> float:
     backend = make_backend()
-    start = time.perf_counter()
-    Session(config, NullRecorder(), backend=backend).run()
-    return time.perf_counter() - start
+    return timed(Session(config, NullRecorder(), backend=backend).run)[1]
 
 
 def record_run(config: RunConfig, make_backend: BackendFactory, db: str,

@@ -27,7 +27,6 @@ A run read back into a grid point is in `strategies_points`, the plots in
 """
 
 import statistics
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -39,7 +38,7 @@ from engine.backend import Keep
 from engine.config import RunConfig
 from engine.sim.costs import get_profile
 from eventlog import open_db
-from specbench.common import BenchOptions, Goal, SuiteResult, md_table
+from specbench.common import BenchOptions, Goal, SuiteResult, md_table, timed
 from specbench.strategies_plots import (
     plot_cost,
     plot_memory,
@@ -221,12 +220,8 @@ def run(opts: BenchOptions) -> SuiteResult:
     folder = opts.suite_dir(SUITE)
     log = open_db(opts.db, create=True)
     sgrid, tgrid = sim_grid(opts.quick), torch_grid(opts.quick)
-    t = time.perf_counter()
-    sim = run_sim(opts, sgrid, log)
-    sim_wall = time.perf_counter() - t
-    t = time.perf_counter()
-    real, torch_bytes = run_torch(opts, tgrid, log)
-    torch_wall = time.perf_counter() - t
+    sim, sim_wall = timed(run_sim, opts, sgrid, log)
+    (real, torch_bytes), torch_wall = timed(run_torch, opts, tgrid, log)
 
     memory: dict[str, dict[str, dict[int, float]]] = {
         f"sim {short}": {s: {k: get_profile(p).strategy_bytes(s, k) for k in MEMORY_DRAFTS}
