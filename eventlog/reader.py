@@ -2,11 +2,10 @@
 
 import gc
 import re
-from collections.abc import Collection, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -56,6 +55,10 @@ class SessionInfo:
     writer_pid: int
     writer_host: str
     heartbeat: datetime
+
+
+_AS_STORED = tuple(f.name for f in fields(SessionInfo) if f.name not in ("status", "events"))
+"""The fields of a `SessionInfo` that are its session row's columns of the same name."""
 
 
 def list_sessions(engine: Engine) -> list[SessionInfo]:
@@ -158,23 +161,15 @@ def scan_rows(
     return _scan(engine, query, session_id, (after_seq, upto_seq), batch, chunk)
 
 
-def _parsed(rows: Sequence[Sequence[Any]]) -> list[Row]:
-    """The bodies in `rows` (one each, as str or bytes) parsed, in one call for all: one
-    JSON array of them. A version-2 body is always standard JSON (docs/events.md#versions:
-    the migration rewrote the NaN tokens of older ledgers)."""
-    return _parsed_texts(list(map(_FIRST, rows)))
-
-
-def _parsed_texts(texts: list[Any]) -> list[Row]:
-    """The bodies `texts` (all str or all bytes) parsed in one call: one JSON array."""
+def _parsed(texts: list[Any]) -> list[Row]:
+    """The bodies `texts` (all str or all bytes) parsed, in one call for all: one JSON
+    array of them. A version-2 body is always standard JSON (docs/events.md#versions: the
+    migration rewrote the NaN tokens of older ledgers)."""
     if not texts:
         return []
     if isinstance(texts[0], bytes):
         return orjson.loads(b"[" + b",".join(texts) + b"]")
     return orjson.loads("[" + ",".join(texts) + "]")
-
-
-_FIRST = itemgetter(0)
 
 
 @contextmanager
@@ -314,7 +309,7 @@ def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, seqs: SeqR
             for text in texts:
                 bodies = text.split(b"\n")
                 for start in range(0, len(bodies), chunk):
-                    yield _parsed_texts(bodies[start:start + chunk])
+                    yield _parsed(bodies[start:start + chunk])
         finally:
             texts.close()  # the reading thread done with the connection before it goes back
             driver.text_factory = text_factory
@@ -336,8 +331,9 @@ def _scan_server(engine: Engine, query: Select[Any], batch: int, chunk: int
         try:
             cursor.execute(compiled.string, params)
             while rows := cursor.fetchmany(batch):
-                for start in range(0, len(rows), chunk):
-                    yield _parsed(rows[start:start + chunk])
+                bodies = [body for (body,) in rows]
+                for start in range(0, len(bodies), chunk):
+                    yield _parsed(bodies[start:start + chunk])
         finally:
             cursor.close()
 
@@ -357,18 +353,5 @@ def _info(row: SqlRow[Any], locked: frozenset[int] | None) -> SessionInfo:
         None if locked is None else row.id in locked,
     ):
         status = SessionStatus.INCOMPLETE
-    return SessionInfo(
-        id=row.id,
-        created=row.created,
-        status=status,
-        events=row.n_events,
-        backend=row.backend,
-        config=row.config,
-        seeds=row.seeds,
-        code_version=row.code_version,
-        model_digest=row.model_digest,
-        parent_id=row.parent_id,
-        writer_pid=row.writer_pid,
-        writer_host=row.writer_host,
-        heartbeat=row.heartbeat,
-    )
+    return SessionInfo(status=status, events=row.n_events,
+                       **{name: getattr(row, name) for name in _AS_STORED})
