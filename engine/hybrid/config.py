@@ -3,7 +3,7 @@ config.json (either the text config itself or a composite one with `text_config`
 validated once, so the model code can trust every field."""
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +16,6 @@ SUPPORTED_MODEL_TYPES = frozenset({"qwen3_5", "qwen3_5_text"})
 # sees the same position, which is plain RoPE.
 SUPPORTED_ROPE_TYPES = frozenset({"default"})
 
-_REQUIRED = (
-    "vocab_size",
-    "hidden_size",
-    "intermediate_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "head_dim",
-    "linear_conv_kernel_dim",
-    "linear_key_head_dim",
-    "linear_value_head_dim",
-    "linear_num_key_heads",
-    "linear_num_value_heads",
-)
 
 
 @dataclass(frozen=True)
@@ -147,6 +133,12 @@ class HybridConfig:
             )
         if self.rope_theta <= 0 or self.rms_norm_eps <= 0:
             raise HybridConfigError("rope_theta and rms_norm_eps must be positive")
+
+
+# The fields config.json must give as positive integers: every one without a default but
+# the layer types (which may follow from full_attention_interval).
+_REQUIRED = tuple(f.name for f in fields(HybridConfig)
+                  if f.default is MISSING and f.name != "layer_types")
 
 
 def _check_divides(small_name: str, small: int, big_name: str, big: int) -> None:
