@@ -9,8 +9,9 @@ fit log's at the same batch, both reusing their graph (0.3.36's compute brackets
 forward; a forward of another batch than the one before it rebuilds its graph, which the
 fit charges apart, `rebuild_s`: docs/design.md#llama-forward-costs), a fit log whose
 target kept another number of per-position recurrent states (`n_rs_seq`: a copy per kept
-position on every forward, which no one log separates), or the setting's own runs
-spreading beyond the band.
+position on every forward, which no one log separates; charged per node of the graph
+where both logs print it, adapters/llama/logfit.py), or the setting's own runs spreading
+beyond the band.
 
 A log line's cost is read off two lines the server loop prints one after the other with
 no work between (tools/server/server-queue.cpp, start_loop: `waiting for new tasks`, then
@@ -121,10 +122,14 @@ def miss_reasons(fit_clock: LogClock, clock: LogClock, noise: float, band: float
                    f"log's took {1e3 * at[2]:.2f} ms (medians of their compute brackets)")
     fit_rs, own_rs = fit_clock.n_rs_seq, clock.n_rs_seq
     if fit_rs is not None and own_rs is not None and fit_rs != own_rs:
-        out.append(f"the fit log's target kept n_rs_seq = {fit_rs} per-position states, "
-                   f"this one {own_rs}: every forward copies a conv state per kept position "
-                   "and recurrent layer (llama.cpp build_conv_state), a cost one log's "
-                   "launch_s holds at its own n_rs_seq")
+        kept = (f"the fit log's target kept n_rs_seq = {fit_rs} per-position states, "
+                f"this one {own_rs}: every forward copies a conv state per kept position "
+                "and recurrent layer (llama.cpp build_conv_state), ")
+        nodes = fit_clock.graph_nodes, clock.graph_nodes
+        out.append(kept + (f"charged as launch_s per node of the graph ({nodes[1]} nodes "
+                           f"where the fit log's had {nodes[0]}), each copy a mean node"
+                           if all(nodes) else
+                           "a cost one log's launch_s holds at its own n_rs_seq"))
     fit_gap, gap = gaps
     if fit_gap is not None and gap is not None and abs(fit_gap - gap) > LINE_GAP_DIFFERS:
         out.append(f"its server logs a line in {1e6 * gap:.0f} µs where the fit log's took "

@@ -38,9 +38,9 @@ log holds plain rounds and verify batches of every size up to --spec-draft-n-max
 to the largest draft you will predict) beside the head's own cost:
 what a server that drafts every round at one size cannot tell apart (the speculative
 round's fixed cost, a forward's per-token cost, the graph a forward of a new batch
-rebuilds). A server without a drafter is predicted from plain rounds of a server whose
-forwards also copy the MTP head's per-position states (n_rs_seq), a cost no one log
-separates: expect it predicted slow (docs/results.md, `specledger calibrate`)."""
+rebuilds). This server's forwards also copy the MTP head's per-position states
+(n_rs_seq): the log prints its graph's nodes, and a server of another graph (no drafter:
+no copies) is charged the forward's fixed cost per node of its own."""
 
 
 def add_parser(sub: Any) -> None:
@@ -83,7 +83,8 @@ def document(path: Path, clock: LogClock, fit: LogFit) -> dict[str, Any]:
     return {"log": str(path), "build": clock.build, "tasks": len(clock.tasks),
             "segments": len(clock.segments), "prompts": len(clock.prompts),
             "overlapping_tasks": clock.overlapping, "untimed_tasks": clock.untimed,
-            "state_bytes": clock.state_bytes, "terms": [term_row(t) for t in fit.terms.values()],
+            "state_bytes": clock.state_bytes, "graph_nodes": clock.graph_nodes,
+            "n_rs_seq": clock.n_rs_seq, "terms": [term_row(t) for t in fit.terms.values()],
             "residuals": res, "decode_tok_s": {"log": measured, "fit": predicted},
             "eval_s": sum(t.eval_s for t in clock.tasks),
             "segments_s": sum(s.seconds for s in clock.segments)}
@@ -95,6 +96,10 @@ def _print(doc: dict[str, Any]) -> None:
             f"{doc['segments']} timed rounds, {doc['prompts']} prompt(s)"
             + (f"; {doc['overlapping_tasks']} request(s) left out (slots ran at once)"
                if doc["overlapping_tasks"] else ""))
+    if doc["graph_nodes"]:
+        c.print(f"  target graph: {doc['graph_nodes']} nodes (n_rs_seq {doc['n_rs_seq']}): "
+                "launch_s and restore_s are its fixed costs, charged per node on another "
+                "graph")
     for t in doc["terms"]:
         spread = "?" if t["spread_s"] is None else f"{1e3 * t['spread_s']:.4f}"
         value = (f"{1e3 * t['value_s']:.4f} ms ± {spread}"

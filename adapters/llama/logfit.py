@@ -49,7 +49,11 @@ or a fixed draft size rebuilds almost never, a server under `--spec-draft-p-min`
 rounds. It is fitted only where at least `MIN_REBUILD_ROWS` of the rows rebuilt; elsewhere
 it stays in `launch_s`. What `n_rs_seq` adds to every forward (a copy of the conv state per
 kept position, per recurrent layer) is the same on each forward of one server, so no log
-separates it from `launch_s` (docs/design.md#llama-forward-costs).
+separates it from `launch_s`; but the log prints it: every copy is nodes of the target's
+graph (`LogClock.graph_nodes`, 485 nodes at n_rs_seq 0 and 629 at 8 for the shipped
+target). A forward's fixed cost is its graph's nodes run one by one, so a log of another
+graph is charged `launch_s` and `restore_s` (the replay forward's) in proportion to its
+nodes (`PER_NODE`; docs/design.md#llama-forward-costs).
 
 Some costs never come apart in a llama log, so the terms are drawn to hold them whole:
 every round runs one verify forward more than it restores (a restore always brings one
@@ -85,6 +89,8 @@ MIN_REBUILD_ROWS = 0.05
 """The least share of a log's rows whose forwards rebuilt the graph for `rebuild_s` to be
 fitted (docs/design.md#llama-forward-costs)."""
 OUT_OF_REACH = 1e18  # a rate the fitted profile never pays (bytes over it are ~0 s)
+PER_NODE = ("launch_s", "restore_s")
+"""The terms that are a forward's fixed cost, charged per node of its graph."""
 
 
 def draft_term(drafter: str) -> str:
@@ -186,11 +192,13 @@ class Residuals:
 
 @dataclass
 class LogFit:
-    """The terms of a log, the residuals of its decode segments and prompts."""
+    """The terms of a log, the residuals of its decode segments and prompts, and the nodes
+    of the target's graph its forwards ran (None: not printed)."""
 
     terms: dict[str, Term] = field(default_factory=dict)
     decode: Residuals | None = None
     prefill: Residuals | None = None
+    graph_nodes: int | None = None
 
     def value(self, name: str) -> float:
         """A term's value (0 where the log did not give it)."""
@@ -300,7 +308,7 @@ def fit_log(clock: LogClock) -> LogFit:
         pin = Term("token_s", per_token.value, per_token.spread, "pinned", source=PINNED_TOKEN)
         terms, decode = fit_columns(names, a, y, fixed | {"token_s": pin})
     return LogFit(terms=terms | _derived_mtp(clock, terms, drafters, passers) | p_terms,
-                  decode=decode, prefill=prefill)
+                  decode=decode, prefill=prefill, graph_nodes=clock.graph_nodes)
 
 
 def _rare_rebuilds(column: np.ndarray) -> dict[str, Term]:
@@ -334,9 +342,14 @@ def fit_prompts(prompts: Sequence[Prompt]) -> tuple[dict[str, Term], Residuals]:
     return fit_columns(("prefill_token_s", "prefill_s"), a, y)
 
 
-def predict_segment(fit: LogFit, s: Segment) -> float:
-    """The seconds `fit` charges for a segment (a drafter it never saw costs 0)."""
-    return sum(fit.value(n) * v for n, v in features(s).items())
+def predict_segment(fit: LogFit, s: Segment, graph_nodes: int | None = None) -> float:
+    """The seconds `fit` charges for a segment (a drafter it never saw costs 0) of a
+    server whose target graph has `graph_nodes` nodes (None: the fit log's)."""
+    scale = 1.0
+    if graph_nodes and fit.graph_nodes:
+        scale = graph_nodes / fit.graph_nodes
+    return sum(fit.value(n) * v * (scale if n in PER_NODE else 1.0)
+               for n, v in features(s).items())
 
 
 def measured_tok_s(clock: LogClock) -> float:
@@ -347,9 +360,9 @@ def measured_tok_s(clock: LogClock) -> float:
 
 def predict_tok_s(fit: LogFit, clock: LogClock) -> tuple[float, float]:
     """Decode tokens/s of a log as print_timing measured it and as `fit` predicts it
-    from the log's rounds (the same eval tokens over the fit's seconds)."""
+    from the log's rounds and graph (the same eval tokens over the fit's seconds)."""
     tokens = sum(t.eval_tokens for t in clock.tasks)
-    predicted = sum(predict_segment(fit, s) for s in clock.segments)
+    predicted = sum(predict_segment(fit, s, clock.graph_nodes) for s in clock.segments)
     return measured_tok_s(clock), tokens / predicted
 
 

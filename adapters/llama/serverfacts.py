@@ -28,6 +28,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
+        # "graph: nodes = N" from 0.3.36, "graph nodes  = N" before
+        ("graph_nodes", r"sched_reserve: graph:? nodes\s*= (\d+)"),
         ("n_swa", r"print_info: n_swa\s+= (\d+)"),  # the target's: printed first
         # The target's shape (printed first): what a never-run MTP head would cost.
         ("n_layer", r"print_info: n_layer\s+= (\d+)"),
@@ -50,7 +52,8 @@ class ServerInfo:
     model is `draft_model`), whether verification restores checkpoints (FULL memory),
     whether the server refused speculation on this model (`spec_refused`: 0.3.20 on a
     hybrid target, whatever drafter was asked) and the target context's recurrent states
-    per sequence (`n_rs_seq`, RS memory). Implementation names are llama.cpp's own (with
+    per sequence (`n_rs_seq`, RS memory) and its forward graph's nodes (`graph_nodes`).
+    Implementation names are llama.cpp's own (with
     underscores before 0.3.24)."""
 
     build: str | None = None
@@ -67,6 +70,10 @@ class ServerInfo:
     spec_checkpoints: bool = False
     spec_refused: bool = False
     n_rs_seq: int | None = None
+    graph_nodes: int | None = None
+    """The nodes of the target's forward graph as its context reserves it: the largest
+    graph the server reserves (a drafter's context, an MTP head or a smaller draft model,
+    reserves a smaller one, before the target's in 0.3.24 and 0.3.30)."""
     n_swa: int | None = None
     """The target's sliding window (0: none), which the prompt phase's checkpoint check
     subtracts from the common prefix."""
@@ -108,6 +115,8 @@ class ServerInfo:
             # Every context prints it (0.3.24 a memory-fitting probe first, and the draft
             # context): the target's is the one with per-sequence states.
             self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
+        elif name == "graph_nodes":
+            self.graph_nodes = max(self.graph_nodes or 0, int(value))
         elif getattr(self, name) is None:
             setattr(self, name, value if name in ("build", "model", "draft_model",
                                                    "model_params") else int(value))

@@ -7,6 +7,7 @@ whose log lines cost another time than the fit log's is named, with both costs, 
 one whose forward costs another time at the same batch, or whose target kept another
 number of per-position recurrent states."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -136,4 +137,9 @@ def test_a_target_keeping_another_number_of_per_position_states_is_named() -> No
     (reason, *_) = [r for r in miss_reasons(mtp, plain, 0.01, 0.15) if "n_rs_seq" in r]
     assert reason.startswith("the fit log's target kept n_rs_seq = 4 per-position states, "
                              "this one 0")
+    assert reason.endswith("charged as launch_s per node of the graph (485 nodes where the "
+                           "fit log's had 557), each copy a mean node")
     assert not [r for r in miss_reasons(mtp, mtp, 0.01, 0.15) if "n_rs_seq" in r]
+    unprinted = replace(plain, graph_nodes=None)
+    (reason, *_) = [r for r in miss_reasons(mtp, unprinted, 0.01, 0.15) if "n_rs_seq" in r]
+    assert reason.endswith("a cost one log's launch_s holds at its own n_rs_seq")

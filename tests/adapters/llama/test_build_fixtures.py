@@ -133,6 +133,19 @@ def test_the_server_facts_of_every_build(path: Path) -> None:
         assert server.spec_checkpoints is (build.spec_checkpoints and not server.spec_refused)
 
 
+# The target's forward graph as each build reserves it (sched_reserve's nodes line): a
+# drafter's context reserves a smaller graph, before the target's in 0.3.24 and 0.3.30.
+TARGET_GRAPH_NODES = {("0.3.20", "plain"): 474, ("0.3.24", "mtp"): 629,
+                      ("0.3.30", "draft-model"): 473, ("0.3.30", "mtp"): 545,
+                      ("0.3.36", "mtp"): 557, ("0.3.36", "plain"): 485}
+
+
+@pytest.mark.parametrize(("version", "name"), sorted(TARGET_GRAPH_NODES))
+def test_the_target_graphs_nodes_of_every_build(version: str, name: str) -> None:
+    server = imported(BUILDS / version / f"{name}.log.gz").reading.server
+    assert server.graph_nodes == TARGET_GRAPH_NODES[version, name]
+
+
 @pytest.mark.parametrize("path", CASES, ids=case_id)
 def test_engine_totals_reconcile_with_the_rounds(path: Path) -> None:
     case = imported(path)

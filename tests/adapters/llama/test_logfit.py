@@ -5,7 +5,8 @@ the fit gives the sim charges what the fit charges; a drafter's call timed on it
 fitted apart, and a per-token cost the rounds cannot separate is taken from the
 prompt lines, saying so; a drafter's pass after each forward timed on its own is a term
 of its own, left out of a server without a drafter; an MTP head the log never ran is
-charged its share of the forward by the model's shape."""
+charged its share of the forward by the model's shape; a forward's fixed cost is charged
+per node of the graph it runs."""
 
 from dataclasses import replace
 
@@ -318,3 +319,23 @@ def test_a_log_that_rarely_rebuilds_leaves_the_cost_in_the_launch() -> None:
     clock = _with_rebuilds(_clock(("plain", "ngram", "mtp"), n=120), every=60)
     term = fit_log(clock).terms["rebuild_s"]
     assert (term.status, term.value, term.carried_by) == ("unseparated", 0.0, ("launch_s",))
+
+
+def test_a_forwards_fixed_cost_is_charged_per_node_of_the_graph_it_runs() -> None:
+    # A target keeping per-position states runs a larger graph (n_rs_seq's copies are
+    # nodes): a log of a smaller graph is charged launch_s and restore_s in proportion,
+    # its per-token and checkpoint costs as fitted.
+    fit = fit_log(replace(_clock(("plain", "ngram")), graph_nodes=600))
+    assert fit.graph_nodes == 600
+    ngram = Segment(0, 0.0, ((5, 500), (3, 500)), None, 0, 1, 1, True)
+    full = predict_segment(fit, ngram)
+    assert predict_segment(fit, ngram, 600) == pytest.approx(full)
+    fixed = fit.value("launch_s") + fit.value("restore_s")
+    assert predict_segment(fit, ngram, 450) == pytest.approx(full - fixed / 4, rel=1e-9)
+    unprinted = replace(fit, graph_nodes=None)
+    assert predict_segment(unprinted, ngram, 450) == pytest.approx(full)
+    other = replace(_clock(("plain", "ngram"), seed=5), graph_nodes=300)
+    tokens = sum(t.eval_tokens for t in other.tasks)
+    seconds = sum(predict_segment(fit, s, 300) for s in other.segments)
+    assert predict_tok_s(fit, other)[1] == pytest.approx(tokens / seconds)
+    assert predict_tok_s(fit, other)[1] > predict_tok_s(fit, replace(other, graph_nodes=600))[1]
