@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from eventlog.db import begin_waiting, first_line
@@ -34,8 +34,9 @@ from eventlog.errors import RecordingFailedError, StaleWriterError, UnknownSessi
 from eventlog.inserts import event_row, integrity_errors, row_inserter
 from eventlog.interrupts import interrupts_deferred
 from eventlog.liveness import WriterLock, hold_writer_lock
+from eventlog.reader import last_seq
 from eventlog.records import TurnRecord
-from eventlog.schema import SessionStatus, events, sessions, turns
+from eventlog.schema import SessionStatus, sessions, turns
 from eventlog.turn_summaries import TurnSummaries
 from eventlog.unclosed import (
     CLOSING_WAIT_S,
@@ -151,8 +152,7 @@ class Recorder:
         if problems:
             raise PayloadError(f"seq {event.seq} {event.trigger}: {'; '.join(problems)} "
                                "(docs/events.md)")
-        self._summaries.apply(event)
-        self._buffer.append(event)
+        Recorder.append(self, event)
 
     def end_unit(self) -> None:
         """Mark everything appended so far as whole units; flush if a threshold is reached."""
@@ -279,13 +279,7 @@ class Recorder:
             self._lock.release()
 
     def _stale(self, first: int, last: int) -> StaleWriterError:
-        with self.engine.connect() as conn:
-            top = conn.scalar(
-                select(events.c.seq)
-                .where(events.c.session_id == self.session_id)
-                .order_by(events.c.seq.desc())
-                .limit(1)
-            )
+        top = last_seq(self.engine, self.session_id)
         return StaleWriterError(
             f"session {self.session_id}: seq {first}..{last} collides with events another "
             f"writer already stored (the log ends at seq {top}); this writer is stale, "
@@ -312,10 +306,5 @@ class NullRecorder:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
