@@ -37,15 +37,9 @@ from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.files import write_file
 from engine.progress import Progress
-from eventlog import open_db
-from specledger.api import session_turns
 from specledger.errors import UsageError
 from specledger.llama_session import LlamaSession, record_llama
-from specledger.observed import observe, questions
-
-
-class LlamaClientMissingError(ConfigError):
-    """The `openai` client (the `llama` extra) is not installed."""
+from specledger.observed import cmd_run_observed, observe, questions, require_openai
 
 
 @dataclass(frozen=True)
@@ -103,15 +97,6 @@ class LlamaReport:
     prov: Provenance
 
 
-def _require_openai() -> None:
-    """The `openai` client, or LlamaClientMissingError."""
-    try:
-        import openai  # noqa: F401
-    except ImportError:
-        raise LlamaClientMissingError("the llama backend needs the openai client: pip "
-                                      "install 'specledger[llama]'") from None
-
-
 class LlamaEngine:
     """One `run --backend llama`, as adapters/protocol.py's `ObservedEngine`."""
 
@@ -120,7 +105,7 @@ class LlamaEngine:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.options = server_options(config)  # a bad model path is told before the client
-        _require_openai()
+        require_openai(BACKEND)
         self.ledger: LedgerResult | None = None
         """The ledger's result, once recorded."""
 
@@ -189,23 +174,6 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
 
 def cmd_run_llama(config: RunConfig, db: str, as_json: bool) -> int:
     """`specledger run --backend llama`: run, record, print the turns."""
-    from specledger import output
-
-    with output.progress_bar(config, f"llama {config.drafter}", not as_json) as progress:
-        done = run_llama(config, db, progress)
-    s = done.session
-    profiles = session_turns(open_db(db, create=False), s.session_id).profiles
-    if as_json:
-        output.emit_json({"session": s.session_id, "events": s.ledger.events,
-                          "violations": s.ledger.violations, "log": str(done.log_path),
-                          "responses": str(done.responses_path),
-                          "turns": output.turn_rows(s.ledger.turns, profiles)})
-        return 0
-    output.console.print(output.turn_table(
-        s.ledger.turns, f"session {s.session_id}: llama.cpp {s.config['build']} drafter="
-                        f"{config.drafter} (--spec-type {','.join(s.config['spec_types'])})",
-        profiles))
-    output.console.print(f"{s.ledger.events} events recorded in {db}; {s.ledger.violations} "
-                         f"violation(s); server log {done.log_path}, answers "
-                         f"{done.responses_path}")
-    return 0
+    return cmd_run_observed(LlamaEngine(config), config, db, as_json, lambda cfg: (
+        f"llama.cpp {cfg['build']} drafter={config.drafter} "
+        f"(--spec-type {','.join(cfg['spec_types'])})"))

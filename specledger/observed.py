@@ -9,7 +9,7 @@ raised, naming the session, so the command line says it in one line and exits no
 with nothing lost.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,11 +17,11 @@ from sqlalchemy import Engine
 
 from adapters.protocol import ObservedEngine, Recording
 from engine.config import RunConfig
-from engine.errors import BackendError
+from engine.errors import BackendError, ConfigError
 from engine.progress import Progress
 from eventlog import Recorder, SessionStatus, create_session, open_db
 from fsm.event import Event
-from specledger.api import code_version
+from specledger.api import code_version, session_turns
 
 
 def questions(config: RunConfig) -> list[str]:
@@ -36,6 +36,20 @@ def questions(config: RunConfig) -> list[str]:
 
 class RunStoppedError(BackendError):
     """The observed engine ended the conversation early; what it did answer is recorded."""
+
+
+class OpenAIClientMissingError(ConfigError):
+    """The `openai` client (the `llama` extra, which every observed backend's runs use) is
+    not installed."""
+
+
+def require_openai(backend: str) -> None:
+    """The `openai` client, or OpenAIClientMissingError naming the `backend` that needs it."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        raise OpenAIClientMissingError(f"the {backend} backend needs the openai client: pip "
+                                       "install 'specledger[llama]'") from None
 
 
 @dataclass
@@ -110,3 +124,28 @@ def observe(engine: ObservedEngine[Any, Any, Any], questions: Sequence[str], db:
         raise RunStoppedError(f"{rec.error}; session {sid} keeps the {len(rec.turns)} "
                               "turn(s) answered before it, marked failed")
     return Observed(sid, rec)
+
+
+def cmd_run_observed(engine: ObservedEngine[Any, Any, Any], config: RunConfig, db: str,
+                     as_json: bool, title: Callable[[dict[str, Any]], str]) -> int:
+    """`specledger run` on an observed engine: run, record, print the turns (`title`: the
+    table's, after the session id, from the session's stored configuration)."""
+    from specledger import output
+
+    label = f"{engine.backend} {config.drafter}"
+    with output.progress_bar(config, label, not as_json) as progress:
+        done = observe(engine, questions(config), db, progress)
+    rec = done.recording
+    profiles = session_turns(open_db(db, create=False), done.session_id).profiles
+    if as_json:
+        output.emit_json({"session": done.session_id, "events": rec.events,
+                          "violations": rec.violations,
+                          **{k: str(v) for k, v in rec.files.items()},
+                          "turns": output.turn_rows(rec.turns, profiles)})
+        return 0
+    log, answers = rec.files.values()
+    output.console.print(output.turn_table(
+        rec.turns, f"session {done.session_id}: {title(rec.config)}", profiles))
+    output.console.print(f"{rec.events} events recorded in {db}; {rec.violations} "
+                         f"violation(s); server log {log}, answers {answers}")
+    return 0

@@ -30,18 +30,12 @@ from engine.files import write_file
 from engine.model_digest import checkpoint_digest
 from engine.progress import Progress
 from engine.shipped import model_dir
-from eventlog import open_db
-from specledger.api import session_turns
 from specledger.errors import UsageError
-from specledger.observed import Observed, observe, questions
+from specledger.observed import Observed, cmd_run_observed, observe, questions, require_openai
 
 MAX_MODEL_LEN = 4096
 """The context vLLM is given (or the model's own limit, if smaller): three turns of
 512-token answers pass 2048 tokens."""
-
-
-class VllmClientMissingError(ConfigError):
-    """The `openai` client (the `llama` extra, which vLLM's runs use too) is not installed."""
 
 
 def _checkpoint(spec: str, what: str) -> Path:
@@ -92,11 +86,7 @@ class VllmEngine:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.options = server_options(config)  # a bad option is told before anything starts
-        try:
-            import openai  # noqa: F401
-        except ImportError:
-            raise VllmClientMissingError("the vllm backend needs the openai client: pip "
-                                         "install 'specledger[llama]'") from None
+        require_openai(BACKEND)
         self.version: str | None = None
 
     def server(self) -> VllmServer:
@@ -158,24 +148,5 @@ def run_vllm(config: RunConfig, db: str, progress: Progress | None = None,
 
 def cmd_run_vllm(config: RunConfig, db: str, as_json: bool) -> int:
     """`specledger run --backend vllm`: run, record, print the turns."""
-    from specledger import output
-
-    with output.progress_bar(config, f"vllm {config.drafter}", not as_json) as progress:
-        done = run_vllm(config, db, progress)
-    rec = done.recording
-    profiles = session_turns(open_db(db, create=False), done.session_id).profiles
-    if as_json:
-        output.emit_json({"session": done.session_id, "events": rec.events,
-                          "violations": rec.violations,
-                          **{k: str(v) for k, v in rec.files.items()},
-                          "turns": output.turn_rows(rec.turns, profiles)})
-        return 0
-    cfg = rec.config
-    method = cfg["method"] or "none"
-    output.console.print(output.turn_table(
-        rec.turns, f"session {done.session_id}: vLLM {cfg['version']} drafter="
-                   f"{config.drafter} (method {method})", profiles))
-    output.console.print(f"{rec.events} events recorded in {db}; {rec.violations} "
-                         f"violation(s); server log {rec.files['log']}, answers "
-                         f"{rec.files['answers']}")
-    return 0
+    return cmd_run_observed(VllmEngine(config), config, db, as_json, lambda cfg: (
+        f"vLLM {cfg['version']} drafter={config.drafter} (method {cfg['method'] or 'none'})"))
