@@ -58,8 +58,6 @@ class AnswerFeed:
         self.follower = LogFollower(path, cursor)
         self.taken = taken or set()
         self.held: deque[Answer] = deque()
-        self.unreadable = 0  # lines that were no answer: not JSON, no timings, a bad count
-        self.dropped = 0     # answers never taken, dropped beyond MAX_HELD
 
     def poll(self) -> bool:
         """Read the answers appended since the last poll; whether any line came."""
@@ -80,14 +78,12 @@ class AnswerFeed:
                 doc, dict) else None
         except (json.JSONDecodeError, UnicodeDecodeError, ResponsesError):
             facts = None
-        if facts is None:
-            self.unreadable += 1
+        if facts is None:  # no answer: not JSON, no timings, a bad count
             return
         digest = hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
         self.held.append(Answer(Responses([facts], digest, 0), dev, ino, offset, line))
-        while len(self.held) > MAX_HELD:
+        while len(self.held) > MAX_HELD:  # the oldest, never taken, go
             self.held.popleft()
-            self.dropped += 1
 
     def take(self, task: LlamaTask) -> Answer | None:
         """The held answer `task` matches, no longer held; None when none matches yet."""

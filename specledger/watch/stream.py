@@ -29,7 +29,6 @@ class Piece:
     records: list[Record]
     server: ServerInfo
     starts: dict[int, tuple[int, bytes]] = field(default_factory=dict)
-    end_offset: int = 0
 
 
 @dataclass
@@ -106,7 +105,6 @@ class RecordStream:
         piece = self._parse(data, self._start, self._line)
         self._start += cut
         self._line += data.count(b"\n")
-        piece.end_offset = self._start
         return piece
 
     def _parse(self, data: bytes, start: int, line: int) -> Piece:
