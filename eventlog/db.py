@@ -39,8 +39,7 @@ def open_db(db: str, create: bool) -> Engine:
     reader sees all of it or none. Either way the database must be a specledger database
     of this schema version.
     """
-    url = _parse(db)
-    shown = url.render_as_string(hide_password=True) if "://" in db else db
+    url, shown = _parse(db)
     sqlite_file = _sqlite_file(url)
     if sqlite_file is not None and not sqlite_file.exists():
         if not create:
@@ -85,8 +84,7 @@ def _version_mismatch(shown: str, version: str) -> str:
 def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
     """A writer's engine on the existing ledger `db`, how to show it and its stored schema
     version (None: not a number), whatever the version is (`eventlog.migrate`)."""
-    url = _parse(db)
-    shown = url.render_as_string(hide_password=True) if "://" in db else db
+    url, shown = _parse(db)
     sqlite_file = _sqlite_file(url)
     if sqlite_file is not None:
         if not sqlite_file.exists():
@@ -98,12 +96,11 @@ def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
     engine = _engine(url, shown, writer=True)
     try:
         version = _stored_version(engine, shown)
+        if version is None:
+            raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
     except BaseException:
         engine.dispose()
         raise
-    if version is None:
-        engine.dispose()
-        raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
     return engine, shown, int(version) if version.isdigit() else None
 
 
@@ -141,14 +138,15 @@ def _require_writable(path: Path, shown: str) -> None:
                                        "write access to it, or on a writable copy")
 
 
-def _parse(db: str) -> URL:
+def _parse(db: str) -> tuple[URL, str]:
     """The URL `db` names, checked whole before anything is opened or created: its port
-    and the options its driver reads from the query."""
+    and the options its driver reads from the query; and how messages show it (a URL
+    without its password)."""
     if not db.strip():
         raise DatabaseUrlError("--db is empty: pass the path of a ledger file or a database "
                                "URL")
     if "://" not in db:
-        return URL.create("sqlite+pysqlite", database=str(Path(db).expanduser()))
+        return URL.create("sqlite+pysqlite", database=str(Path(db).expanduser())), db
     masked = re.sub(r"://[^/@]*@", "://***@", db)
     try:
         url = make_url(db)
@@ -160,15 +158,16 @@ def _parse(db: str) -> URL:
             f"cannot parse database URL '{masked}'{why}: expected a path or a URL like "
             "sqlite:///run.db or postgresql://user@host:5432/db"
         ) from exc
+    shown = url.render_as_string(hide_password=True)
     try:
         dialect = url.get_dialect()
     except (NoSuchModuleError, ImportError):
-        return url  # `_engine` names the unknown dialect or the missing driver
+        return url, shown  # `_engine` names the unknown dialect or the missing driver
     try:
         dialect().create_connect_args(url)
     except (ValueError, TypeError) as exc:  # e.g. sqlite:///f.db?timeout=abc
         raise DatabaseUrlError(f"bad option in database URL '{masked}': {exc}") from exc
-    return url
+    return url, shown
 
 
 def _sqlite_file(url: URL) -> Path | None:
@@ -349,19 +348,13 @@ def _create_schema(engine: Engine, shown: str) -> str | None:
     tables and the version row are one transaction (both databases' DDL is
     transactional), so a reader never sees a schema half made.
     """
-    try:
-        with interrupts_deferred(), engine.begin() as conn:
-            _schema_lock(conn)
-            found = _schema_version(conn, shown)
-            if found is not None:
-                return found
-            metadata.create_all(conn)
-            conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-            return str(SCHEMA_VERSION)
-    except DBAPIError as exc:
-        raise DatabaseUnavailableError(
-            f"cannot create the schema in {shown}: {first_line(exc)}"
-        ) from exc
+    with _schema_locked(engine, f"create the schema in {shown}") as conn:
+        found = _schema_version(conn, shown)
+        if found is not None:
+            return found
+        metadata.create_all(conn)
+        conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        return str(SCHEMA_VERSION)
 
 
 def _add_new_tables(engine: Engine, shown: str) -> None:
@@ -372,23 +365,25 @@ def _add_new_tables(engine: Engine, shown: str) -> None:
         stored = set(inspect(conn).get_table_names())
     if stored >= metadata.tables.keys():
         return
+    with _schema_locked(engine, f"add the new tables to {shown}") as conn:
+        metadata.create_all(conn, checkfirst=True)
+
+
+@contextmanager
+def _schema_locked(engine: Engine, doing: str) -> Iterator[Connection]:
+    """A transaction, free of interrupts, that holds the database's write lock from its
+    start (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory transaction lock); a database
+    error in it is said as `doing` failing."""
     try:
         with interrupts_deferred(), engine.begin() as conn:
-            _schema_lock(conn)
-            metadata.create_all(conn, checkfirst=True)
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"),
+                             {"space": LOCK_SPACE})
+            yield conn
     except DBAPIError as exc:
-        raise DatabaseUnavailableError(
-            f"cannot add the new tables to {shown}: {first_line(exc)}"
-        ) from exc
-
-
-def _schema_lock(conn: Connection) -> None:
-    """The database's write lock, for the rest of `conn`'s transaction (SQLite: BEGIN
-    IMMEDIATE; PostgreSQL: an advisory transaction lock)."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    elif conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"), {"space": LOCK_SPACE})
+        raise DatabaseUnavailableError(f"cannot {doing}: {first_line(exc)}") from exc
 
 
 def first_line(exc: BaseException) -> str:
