@@ -125,9 +125,8 @@ def summarize(forwards: dict[int, Forward]) -> BatchSummary | None:
         slots.append(SlotShare(slot, len({f.batch_id for f, _ in rows}),
                                len({f.batch_id for f, _ in rows if f.shared}), tokens,
                                tokens / total if total else 0.0))
-    all_rows = [r for f in fwds for r in f.rows]
     return BatchSummary(
         forwards=len(fwds), shared=sum(f.shared for f in fwds),
         mean_slots=sum(f.slots for f in fwds) / len(fwds), max_slots=max(f.slots for f in fwds),
-        mean_tokens=total / len(fwds), rows=len(all_rows),
+        mean_tokens=total / len(fwds), rows=sum(len(f.rows) for f in fwds),
         shared_rows=sum(1 for f in fwds if f.shared for _ in f.rows), slots=slots)

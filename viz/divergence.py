@@ -14,6 +14,7 @@ import graphviz
 import networkx as nx
 
 from eventlog.compare import EXACT, Tolerance, compare_events
+from eventlog.diff import END_OF_LOG
 from fsm.event import APPEND, Event
 from fsm.states import Trigger
 
@@ -117,21 +118,19 @@ def _describe(heads: dict[int, Event | None], classes: list[list[int]], tol: Tol
     seq = present[0].seq if present else 0
     a, b = reps[0], reps[1]
     if a is None or b is None:
-        fld = "event"
-        values = {c[0]: (e.trigger.value if e is not None else "<end of log>")
-                  for c, e in zip(classes, reps, strict=True)}
-        return seq, classes, fld, values
-    mismatch = compare_events(a, b, tol)
-    assert mismatch is not None
-    fld = mismatch.field
-    values = {c[0]: _value(e, fld) for c, e in zip(classes, reps, strict=True)}
+        fld, path = "event", "trigger"  # an ended stream against the other's next event
+    else:
+        mismatch = compare_events(a, b, tol)
+        assert mismatch is not None
+        fld = path = mismatch.field
+    values = {c[0]: _value(e, path) for c, e in zip(classes, reps, strict=True)}
     return seq, classes, fld, values
 
 
 def _value(ev: Event | None, path: str) -> Any:
     """The value at a dotted path such as `payload.targets[3]` (None when absent)."""
     if ev is None:
-        return "<end of log>"
+        return END_OF_LOG
     value: Any = ev
     for part in path.replace("[", ".").replace("]", "").split("."):
         if part == "length" and isinstance(value, list):

@@ -40,12 +40,8 @@ def to_dot(g: nx.MultiDiGraph, title: str) -> graphviz.Digraph:
     for node, data in g.nodes(data=True):
         label = f"{node}\\n{data['visits']} visits"
         attrs = {}
-        if data["violations"] or data["livelocks"]:
-            notes = []
-            if data["violations"]:
-                notes.append(f"{data['violations']} violations")
-            if data["livelocks"]:
-                notes.append(f"{data['livelocks']} livelocks")
+        notes = [f"{data[k]} {k}" for k in ("violations", "livelocks") if data[k]]
+        if notes:
             label += "\\n" + ", ".join(notes)
             attrs = {"fillcolor": "#fbe3e3", "color": "#c0392b", "penwidth": "2"}
         d.node(node, label=label, **attrs)

@@ -123,15 +123,15 @@ def _label(g: nx.DiGraph, keys: list[tuple[int, int, int]], slot: int, turn: int
             + (f", {shared} in shared forwards" if shared else ""))
     top = max((b["drafted"] for b in bars), default=0) * _PX // size
     cols = "".join(_column(b, top, size) for b in bars)
-    return _chart(head, cols, len(bars), top)
+    return _chart(head, f"<TR>{cols}</TR>", 4 * len(bars) + 1, top + 8)
 
 
-def _chart(head: str, cols: str, n: int, top: int) -> str:
+def _chart(head: str, rows: str, width: int, height: int) -> str:
     # The bars sit in a table of their own, so a wide heading cannot spread them apart.
     return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
             f'<TR><TD ALIGN="LEFT">{head}</TD></TR><TR><TD ALIGN="LEFT">'
             f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0" FIXEDSIZE="TRUE" '
-            f'WIDTH="{4 * n + 1}" HEIGHT="{top + 8}"><TR>{cols}</TR>'
+            f'WIDTH="{width}" HEIGHT="{height}">{rows}'
             "</TABLE></TD></TR></TABLE>>")
 
 
@@ -212,13 +212,8 @@ def _forwards_label(g: nx.DiGraph, forwards: dict[int, Forward], max_bars: int) 
         for bucket in buckets)
     rows.append(f'<TR>{_name("slots", band)}{band_cols}</TR>')
     # Fixed size, as in `_chart`: the heading must not spread the columns apart.
-    width = _NAME_PX + 4 * len(buckets) + 2
-    height = len(slots) * (top + 3) + band + 4
-    return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
-            f'<TR><TD ALIGN="LEFT">{head}</TD></TR><TR><TD ALIGN="LEFT">'
-            f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0" '
-            f'FIXEDSIZE="TRUE" WIDTH="{width}" HEIGHT="{height}">'
-            f'{"".join(rows)}</TABLE></TD></TR></TABLE>>')
+    return _chart(head, "".join(rows), _NAME_PX + 4 * len(buckets) + 2,
+                  len(slots) * (top + 3) + band + 4)
 
 
 def _name(text: str, height: int) -> str:
