@@ -22,6 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from engine.errors import BackendError
+
 HOST = "127.0.0.1"  # loopback only: the server is ours, never anyone else's
 
 
@@ -59,6 +61,14 @@ class Connection:
                 if attempt:
                     raise self._lost(f"{method} {path}: {type(exc).__name__}: {exc}") from None
         raise AssertionError("unreachable")
+
+    def healthy(self) -> bool:
+        """Whether `/health` answers 200 (the model is loaded, and vLLM's warmed up)."""
+        try:
+            status, _ = self.request_raw("GET", "/health")
+        except BackendError:  # what `lost` made of no answer: no server (yet)
+            return False
+        return status == 200
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llama.errors import ServerDiedError, ServerRequestError
+from adapters.llama.errors import ServerRequestError
 from adapters.process import Connection
 
 # tokenize_mixed passes numbers through untouched: one between texts splits the answer.
@@ -81,14 +81,6 @@ class LlamaClient(Connection):
             message = doc.get("error", {}).get("message", doc) if isinstance(doc, dict) else doc
             raise ServerRequestError(f"llama-server: POST {path} answered {status}: {message}")
         return doc
-
-    def healthy(self) -> bool:
-        """Whether `/health` says the model is loaded."""
-        try:
-            status, _ = self.request("GET", "/health")
-        except ServerDiedError:
-            return False
-        return status == 200
 
     def metrics(self) -> str:
         """The Prometheus text of `/metrics` (a server started with `metrics`)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.process import Connection
-from adapters.vllm.errors import ServerDiedError, ServerRequestError
+from adapters.vllm.errors import ServerRequestError
 from adapters.vllm.options import SERVED_NAME
 
 _TOKEN_ID = "token_id:"
@@ -91,14 +91,6 @@ class VllmClient(Connection):
         if status >= 500:
             return self._lost(said)
         return ServerRequestError(f"vLLM: {said}")
-
-    def healthy(self) -> bool:
-        """Whether `/health` answers 200 (the model is loaded and warmed up)."""
-        try:
-            status, _ = self.request_raw("GET", "/health")
-        except ServerDiedError:
-            return False
-        return status == 200
 
     def version(self) -> str:
         """vLLM's version, as the server reports it."""
