@@ -35,10 +35,12 @@ class EventSink(Protocol):
         """Take one event (in seq order)."""
 
 
-def reference_machine(model: object = None) -> Machine:
-    """The round machine as `transitions` defines it (reflexive notes stay put)."""
-    m = Machine(model=model, states=[s.value for s in RoundState],
-                initial=RoundState.IDLE.value, auto_transitions=False)
+def reference_machine(model: object = None, kind: type[Machine] = Machine,
+                      **options: Any) -> Machine:
+    """The round machine as `transitions` defines it (reflexive notes stay put): a `kind`
+    of `Machine` with its `options` (viz/machine.py draws it with a `GraphMachine`)."""
+    m = kind(model=model, states=[s.value for s in RoundState],
+             initial=RoundState.IDLE.value, auto_transitions=False, **options)
     for trigger, sources, dest in TRANSITIONS:
         m.add_transition(trigger.value, [s.value for s in sources],
                          "=" if dest is None else dest.value)

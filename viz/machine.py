@@ -2,17 +2,14 @@
 transition table the engine runs on (so the picture cannot drift from the code)."""
 
 import graphviz
+from transitions import Machine
 from transitions.extensions import GraphMachine
 
-from fsm.states import TRANSITIONS, RoundState
+from fsm.machine import reference_machine
 
 
 def machine_dot(title: str = "round machine") -> graphviz.Digraph:
     """The graphviz description of every state and transition of `RoundMachine`."""
-    m = GraphMachine(states=[s.value for s in RoundState], initial=RoundState.IDLE.value,
-                     auto_transitions=False, graph_engine="graphviz", title=title,
-                     show_conditions=False)
-    for trigger, sources, dest in TRANSITIONS:
-        m.add_transition(trigger.value, [s.value for s in sources],
-                         "=" if dest is None else dest.value)
+    m = reference_machine(Machine.self_literal, GraphMachine, graph_engine="graphviz",
+                          title=title, show_conditions=False)
     return m.get_graph()
