@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,8 +90,7 @@ class Goal:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping."""
-        return {"name": self.name, "target": self.target, "measured": self.measured,
-                "met": self.met, "command": self.command}
+        return asdict(self)
 
 
 @dataclass

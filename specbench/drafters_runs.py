@@ -105,26 +105,26 @@ def run_unrecorded(config: RunConfig, ckpt: Any = None, repeat: int = 0) -> Run:
     loaded checkpoint the torch backend shares across runs."""
     from engine.session import MemoryJournal, Session
 
-    backend = None
-    if config.backend is BackendKind.TORCH:
-        from engine.hybrid.backend import TorchBackend
-
-        backend = TorchBackend(config, ckpt)
     journal = MemoryJournal()
-    turns, wall = timed(Session(config, journal, backend=backend).run)
+    turns, wall = timed(Session(config, journal, backend=_backend(config, ckpt)).run)
     return Run.of(config, turns, fold_log(journal.events), repeat=repeat, wall_s=wall)
+
+
+def _backend(config: RunConfig, ckpt: Any) -> Any:
+    """Our torch backend over the shared checkpoint `ckpt` for a torch `config`; None (the
+    session builds its own) for any other."""
+    if config.backend is not BackendKind.TORCH:
+        return None
+    from engine.hybrid.backend import TorchBackend
+
+    return TorchBackend(config, ckpt)
 
 
 def record(config: RunConfig, opts: BenchOptions, log: Any, ckpt: Any = None,
            repeat: int = 0) -> Run:
     """Run and record `config` (a torch backend over the shared checkpoint `ckpt`), then
     read its events back from the log."""
-    backend = None
-    if config.backend is BackendKind.TORCH:
-        from engine.hybrid.backend import TorchBackend
-
-        backend = TorchBackend(config, ckpt)
-    result, wall = timed(run_session, config, opts.db, backend=backend)
+    result, wall = timed(run_session, config, opts.db, backend=_backend(config, ckpt))
     return Run.of(config, result.turns, fold_session(log, result.session_id),
                   session=result.session_id, repeat=repeat, wall_s=wall)
 

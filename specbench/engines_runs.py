@@ -95,14 +95,6 @@ def prometheus_total(text: str, name: str) -> float | None:
     return sum(values) if values else None
 
 
-def warmup_prompt() -> list[int]:
-    """A short question unrelated to the prompts (its answer must not seed a pool)."""
-    from engine.hybrid.tokenizer import chat_template, encode
-    from specbench.llama_runs import WARMUP_QUESTION
-
-    return chat_template().next_prompt([], encode(WARMUP_QUESTION))
-
-
 def run_ours(opts: BenchOptions, base: RunConfig, methods: Sequence[str], repeats: int,
              ckpt: Any) -> list[EngineRun]:
     """`repeats` interleaved passes of each drafter on our engine, recorded into the
@@ -138,7 +130,7 @@ def run_llama(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
     from adapters.llama.gguf_export import cached_gguf
     from adapters.llama.options import ServerOptions
     from adapters.llama.server import LlamaServer
-    from specbench.llama_runs import llama_name
+    from specbench.llama_runs import llama_name, warmup_prompt
 
     target = cached_gguf(base.model, build=opts.llama_build)
     draft = cached_gguf(base.draft_model, build=opts.llama_build)
@@ -175,6 +167,7 @@ def run_vllm(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
     from adapters.vllm.options import VllmOptions, speculative_method
     from adapters.vllm.server import VllmServer
     from engine.shipped import model_dir
+    from specbench.llama_runs import warmup_prompt
 
     warmup = warmup_prompt()
     runs: list[EngineRun] = []

@@ -75,6 +75,11 @@ def session_prompts(config: RunConfig, checkpoint: Any) -> list[list[int]]:
             for slot in range(config.slots)]
 
 
+def warmup_prompt() -> list[int]:
+    """A short question unrelated to the prompts (its answer must not seed a pool)."""
+    return chat_template().next_prompt([], encode(WARMUP_QUESTION))
+
+
 def llama_name(drafter: str) -> str:
     """llama.cpp's name for one of our drafters."""
     kind = Drafter(drafter)
@@ -90,7 +95,7 @@ def run_llama(opts: BenchOptions, base: RunConfig, drafters: Sequence[str],
     target = cached_gguf(opts.model, build=opts.llama_build)
     draft_gguf = cached_gguf(opts.draft_model, build=opts.llama_build)
     base = base.replace(llama_build=opts.llama_build)
-    warmup = chat_template().next_prompt([], encode(WARMUP_QUESTION))
+    warmup = warmup_prompt()
     runs: list[LlamaRun] = []
     for i in range(repeats):
         opts.log(f"llama: llama.cpp round {i + 1}/{repeats}: {len(drafters)} servers, "
