@@ -47,6 +47,7 @@ _INT, _NUM = r"(-?\d+)", r"(-?[\d.]+)"
 _GEOM = rf"pos_min = {_INT}, pos_max = {_INT}, n_tokens = {_INT}"
 
 Builder = Callable[[re.Match[str], dict[str, Any]], Record]
+Patterns = tuple[tuple[re.Pattern[str], Builder], ...]
 
 
 def _f(m: re.Match[str], i: int) -> float:
@@ -70,7 +71,11 @@ def _timing(phase: TimingPhase) -> Builder:
     return lambda m, c: Timing(kind=K.TIMING, phase=phase, ms=_f(m, 1), tokens=_i(m, 2), **c)
 
 
-SLOT_PATTERNS: tuple[tuple[re.Pattern[str], Builder], ...] = tuple(
+def _reset(reason: str) -> Builder:
+    return lambda m, c: DrafterReset(kind=K.DRAFTER_RESET, reason=reason, value=_f(m, 1), **c)
+
+
+SLOT_PATTERNS: Patterns = tuple(
     (re.compile(p), b) for p, b in (
         # f_sim_best from 0.3.36 on, sim_best before.
         (rf"^selected slot by LCP similarity, (?:f_)?sim_best = {_NUM} \(> {_NUM} thold\), "
@@ -197,21 +202,39 @@ _NOISE_STRIPPED = tuple(p.strip() for p in SLOT_NOISE)  # stripped once, not per
 # Speculative lines: 0.3.36 prefixes them `spec <func>: `, older builds `<func>: ` or nothing
 # (logread strips either); candidates name their sequence from 0.3.24 on; 0.3.20/0.3.21
 # name the drafters with underscores and reset ngram-mod after an en dash.
-_CANDIDATE = re.compile(rf"^ - (?:seq_id {_INT}, )?draft candidate\s+{_INT}, pos\s+{_INT}:\s+"
-                        rf"{_INT} \(\s*{_NUM}\) '")
-_STREAK = re.compile(rf"^low acceptance streak \({_INT}\) [-\u2013] resetting ngram_mod")
-_OCCUPANCY = re.compile(rf"^ngram_mod occupancy {_NUM} exceeds threshold")
-_CALLED = re.compile(rf"^called impl ([\w-]+), hist size = {_INT}, call_count = {_INT}, "
-                     rf"gen = {_INT}")
-_STATS = re.compile(rf"^statistics\s+([\w-]+): #calls\(b,g,a\) =\s*{_INT}\s+{_INT}\s+{_INT}, "
-                    rf"#gen drafts =\s*{_INT}, #acc drafts =\s*{_INT}, #gen tokens =\s*{_INT}, "
-                    rf"#acc tokens =\s*{_INT}")
-# 0.3.21's draft model (common_speculative_state_draft, LOG_DBG): its prefix reuse, the
-# reuse it drops when its checkpoint is gone, and the checkpoint deleted at each request.
-_REUSE = re.compile(rf"^reuse_i = {_INT}, reuse_n = {_INT}, #prompt_dft = {_INT}, "
-                    rf"#prompt_cur = {_INT}")
-_LOST = re.compile(rf"^no checkpoint available, no reuse, \(reuse_i={_INT}, reuse_n={_INT}\)")
-_DELETED = re.compile(rf"^delete checkpoint, prompt\.size={_INT}")
+SPEC_PATTERNS: Patterns = tuple(
+    (re.compile(p), b) for p, b in (
+        (rf"^ - (?:seq_id {_INT}, )?draft candidate\s+{_INT}, pos\s+{_INT}:\s+{_INT} "
+         rf"\(\s*{_NUM}\) '",
+         lambda m, c: Candidate(kind=K.CANDIDATE, rank=_i(m, 2), pos=_i(m, 3), token=_i(m, 4),
+                                prob=_f(m, 5),
+                                **(c | {"slot": _i(m, 1) if m.group(1) is not None else None}))),
+        (rf"^called impl ([\w-]+), hist size = {_INT}, call_count = {_INT}, gen = {_INT}",
+         lambda m, c: DrafterCalled(kind=K.DRAFTER_CALLED, spec_type=m.group(1), hist=_i(m, 2),
+                                    gen=_i(m, 4), **c)),
+        (rf"^low acceptance streak \({_INT}\) [-\u2013] resetting ngram_mod",
+         _reset("low_acceptance_streak")),
+        (rf"^ngram_mod occupancy {_NUM} exceeds threshold", _reset("occupancy")),
+        (rf"^statistics\s+([\w-]+): #calls\(b,g,a\) =\s*{_INT}\s+{_INT}\s+{_INT}, "
+         rf"#gen drafts =\s*{_INT}, #acc drafts =\s*{_INT}, #gen tokens =\s*{_INT}, "
+         rf"#acc tokens =\s*{_INT}",
+         lambda m, c: SpecStats(kind=K.SPEC_STATS, spec_type=m.group(1), calls_begin=_i(m, 2),
+                                calls_draft=_i(m, 3), calls_accept=_i(m, 4),
+                                gen_drafts=_i(m, 5), acc_drafts=_i(m, 6), gen_tokens=_i(m, 7),
+                                acc_tokens=_i(m, 8), **c)),
+        # 0.3.21's draft model (common_speculative_state_draft, LOG_DBG): its prefix reuse,
+        # the reuse it drops when its checkpoint is gone, and the checkpoint deleted at each
+        # request.
+        (rf"^reuse_i = {_INT}, reuse_n = {_INT}, #prompt_dft = {_INT}, #prompt_cur = {_INT}",
+         lambda m, c: DraftReuse(kind=K.DRAFT_REUSE, reuse_i=_i(m, 1), reuse_n=_i(m, 2),
+                                 prompt_dft=_i(m, 3), prompt_cur=_i(m, 4), **c)),
+        (rf"^no checkpoint available, no reuse, \(reuse_i={_INT}, reuse_n={_INT}\)",
+         lambda m, c: DraftReuse(kind=K.DRAFT_CKPT_LOST, reuse_i=_i(m, 1), reuse_n=_i(m, 2),
+                                 **c)),
+        (rf"^delete checkpoint, prompt\.size={_INT}",
+         lambda m, c: Count(kind=K.DRAFT_CKPT_DELETED, n=_i(m, 1), **c)),
+    )
+)
 
 
 def _chain(text: str, c: dict[str, Any]) -> SamplerChain:
@@ -231,7 +254,11 @@ def sampler_params(lines: list[str]) -> tuple[tuple[str, float], ...]:
 def slot_record(message: str, ctx: dict[str, Any]) -> Record | None:
     """The record of one slot line's message (`ctx`: line, t, slot, task), or None when
     no pattern matches."""
-    for pattern, build in SLOT_PATTERNS:
+    return _first_match(SLOT_PATTERNS, message, ctx)
+
+
+def _first_match(patterns: Patterns, message: str, ctx: dict[str, Any]) -> Record | None:
+    for pattern, build in patterns:
         m = pattern.match(message)
         if m is not None:
             return build(m, ctx)
@@ -276,39 +303,8 @@ def spec_record(message: str, line: int, t: float | None) -> Record | None:
     drafter of the chain that drafted, an ngram-mod reset, a drafter's statistics, or
     0.3.21's draft-model reuse and checkpoint lines (all but candidates name no slot); None
     for the other spec lines."""
-    at = {"line": line, "t": t, "task": None}
-    m = _CANDIDATE.match(message)
-    if m is not None:
-        return Candidate(kind=K.CANDIDATE, slot=_i(m, 1) if m.group(1) is not None else None,
-                         rank=_i(m, 2), pos=_i(m, 3), token=_i(m, 4), prob=_f(m, 5), **at)
-    m = _CALLED.match(message)
-    if m is not None:
-        return DrafterCalled(kind=K.DRAFTER_CALLED, slot=None, spec_type=m.group(1),
-                             hist=_i(m, 2), gen=_i(m, 4), **at)
-    for pattern, reason in ((_STREAK, "low_acceptance_streak"), (_OCCUPANCY, "occupancy")):
-        m = pattern.match(message)
-        if m is not None:
-            return DrafterReset(kind=K.DRAFTER_RESET, slot=None, reason=reason,
-                                value=_f(m, 1), **at)
-    m = _STATS.match(message)
-    if m is not None:
-        n = [_i(m, i) for i in range(2, 9)]
-        return SpecStats(kind=K.SPEC_STATS, slot=None, spec_type=m.group(1),
-                         calls_begin=n[0], calls_draft=n[1], calls_accept=n[2],
-                         gen_drafts=n[3], acc_drafts=n[4], gen_tokens=n[5], acc_tokens=n[6],
-                         **at)
-    m = _REUSE.match(message)
-    if m is not None:
-        return DraftReuse(kind=K.DRAFT_REUSE, slot=None, reuse_i=_i(m, 1), reuse_n=_i(m, 2),
-                          prompt_dft=_i(m, 3), prompt_cur=_i(m, 4), **at)
-    m = _LOST.match(message)
-    if m is not None:
-        return DraftReuse(kind=K.DRAFT_CKPT_LOST, slot=None, reuse_i=_i(m, 1),
-                          reuse_n=_i(m, 2), **at)
-    m = _DELETED.match(message)
-    if m is not None:
-        return Count(kind=K.DRAFT_CKPT_DELETED, slot=None, n=_i(m, 1), **at)
-    return None
+    return _first_match(SPEC_PATTERNS, message, {"line": line, "t": t, "slot": None,
+                                                 "task": None})
 
 
 _PIECE = re.compile(r"(?:next token:\s*-?\d+|draft candidate.*\(\s*-?[\d.]+\)) '(.*)$")
