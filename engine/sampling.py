@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.errors import ConfigError
+from engine.config import check_setting
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,8 @@ class SamplingParams:
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ConfigError(f"temperature: {self.temperature} must be >= 0")
-        if self.top_k < 0:
-            raise ConfigError(f"top_k: {self.top_k} must be >= 0")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(f"top_p: {self.top_p} must be in (0, 1]")
+        for name in ("temperature", "top_k", "top_p"):  # bounds as `RunConfig` declares them
+            check_setting(name, getattr(self, name))
 
     @property
     def greedy(self) -> bool:
