@@ -170,11 +170,12 @@ def print_turn_deltas(turns: Sequence[TurnDelta], a: str, b: str,
 
 
 def _pair(a: Any, b: Any) -> str:
-    fa, fb = _num(a), _num(b)
+    fa, fb = value_text(a), value_text(b)
     return fa if fa == fb else f"{fa} -> [bold]{fb}[/]"
 
 
-def _num(v: Any) -> str:
+def value_text(v: Any) -> str:
+    """A table cell's text for `v`: `-` for None, 4 significant digits for a float."""
     if v is None:
         return "-"
     return f"{v:.4g}" if isinstance(v, float) else str(v)

@@ -15,7 +15,7 @@ from eventlog.postmortem import Finding, postmortem_session
 from eventlog.reader import scan_events
 from eventlog.token_diff import TOKEN_TRIGGERS, Part
 from eventlog.turns import fold_turns
-from specledger.analysis_output import Decoders, shorten
+from specledger.analysis_output import Decoders, shorten, value_text
 from specledger.api import code_version
 from specledger.graphs import GraphKind, graph_dot
 from specledger.token_text import decoders
@@ -89,7 +89,7 @@ def _overview(engine: Engine, sessions: list[int], postmortems: dict[int, Any]) 
 def _session(engine: Engine, sid: int, findings: list[Finding]) -> str:
     info = get_session(engine, sid)
     turns = [r.metrics for r in fold_turns(scan_events(engine, sid)).values() if r.metrics]
-    rows = [[_cell(m.get(key)) for key, _ in _TURN_COLUMNS] for m in turns]
+    rows = [[value_text(m.get(key)) for key, _ in _TURN_COLUMNS] for m in turns]
     config = ", ".join(f"{k}={v}" for k, v in info.config.items())
     out = [f"<h2 id='session-{sid}'>Session {sid}</h2>",
            f"<p class='muted'><code>{escape(config)}</code></p>",
@@ -220,12 +220,6 @@ def _flag(v: Any) -> str:
     return _Markup(f"<span class='bad'>{escape(str(v))}</span>") if v else str(v)
 
 
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
 def _pair(a: Any, b: Any) -> str:
-    ca, cb = _cell(a), _cell(b)
+    ca, cb = value_text(a), value_text(b)
     return ca if ca == cb else _Markup(f"{escape(ca)} &rarr; <b>{escape(cb)}</b>")
