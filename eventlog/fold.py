@@ -36,7 +36,8 @@ PHASES: dict[Trigger, str] = {
     for t, step in STEPS.items() if t not in TURN_STEPS}
 """The phase of a round each of its steps' durations counts to (restoring and replaying
 both roll back)."""
-_DEST: dict[str, RoundState] = {t: dest for t, _, dest in TRANSITIONS if dest is not None}
+DEST: dict[str, RoundState] = {t: dest for t, _, dest in TRANSITIONS if dest is not None}
+"""Each trigger's destination state; a note (which stays in its state) has none."""
 _T = Trigger
 _RESTORE, _VERIFY, _DRAFT, _COMMIT, _REJECT, _ACCEPT, _RETRY, _LIVELOCK, _DECODE = (
     _T.RESTORE, _T.VERIFY, _T.DRAFT, _T.COMMIT, _T.REJECT, _T.ACCEPT, _T.RETRY, _T.LIVELOCK,
@@ -247,14 +248,13 @@ def fold_session(engine: Engine, session_id: int, fold: LogFold | None = None, *
     `triggers`' when given) folded into `fold` (a new `LogFold` by default; without
     `timings`, every time is folded as 0)."""
     fold = LogFold() if fold is None else fold
-    step, dest = fold.step, _DEST.get
+    step, dest = fold.step, DEST.get
     with paused_gc():
         for rows in scan_rows(engine, session_id, triggers=triggers, upto_seq=upto_seq,
                               after_seq=after_seq):
             for seq, slot, turn, rnd, trigger, d, _source, t, p, _dest in rows:
-                if timings:
-                    step(seq, slot, turn, rnd, trigger, dest(trigger), t, d, p)
-                else:
-                    step(seq, slot, turn, rnd, trigger, dest(trigger), 0.0, 0.0, p)
+                if not timings:
+                    t = d = 0.0
+                step(seq, slot, turn, rnd, trigger, dest(trigger), t, d, p)
     return fold
 

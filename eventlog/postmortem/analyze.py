@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from eventlog.fold import LogFold
+from eventlog.fold import DEST, LogFold
 from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from eventlog.postmortem.contamination import Contamination
@@ -46,7 +46,7 @@ from eventlog.schema import SessionStatus
 from eventlog.turns import TurnPairs, folded
 from fsm.errors import SpecledgerError
 from fsm.event import Event
-from fsm.states import TRANSITIONS, Trigger
+from fsm.states import Trigger
 
 
 class BadReferenceError(SpecledgerError):
@@ -86,7 +86,6 @@ class Postmortem:
 
 _TURN_TRIGGERS = (Trigger.START_TURN, Trigger.PREFILL, Trigger.COMMIT, Trigger.END_TURN)
 """What a turn's answer is folded from (`eventlog.fold.LogFold`)."""
-_DEST = {t.value: dest for t, _, dest in TRANSITIONS if dest is not None}
 _REQUIRED = {Trigger.DRAFT: DraftCheckpoints.counter}
 """A field without which an event of the trigger tells no detector anything."""
 
@@ -125,7 +124,7 @@ class _Pass:
             def fold_turn(row: Row, p: Any) -> None:
                 # Times 0: the output check compares answers, which no time changes.
                 step(row[SEQ], row[SLOT], row[TURN], row[ROUND], row[TRIGGER],
-                     _DEST.get(row[TRIGGER]), 0.0, 0.0, p)
+                     DEST.get(row[TRIGGER]), 0.0, 0.0, p)
 
             for trigger in _TURN_TRIGGERS:
                 self.routes[trigger.value].append(fold_turn)
@@ -133,22 +132,9 @@ class _Pass:
             self.routes[Trigger.END_TURN.value].append(
                 lambda row, p: pairs.catch_up(1, ref_events))
 
-    def events(self, events: Iterable[Event]) -> int:
-        """Feed `events`; how many."""
-        get, n = self.routes.get, 0
-        for ev in events:
-            n += 1
-            handlers = get(ev.trigger)
-            if handlers:
-                row = (ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.duration, ev.source,
-                       ev.t)
-                for handler in handlers:
-                    handler(row, ev.payload)
-        return n
-
-    def rows(self, batches: Iterable[list[Row]]) -> int:
-        """Feed the rows of `eventlog.reader.scan_rows`, read for `self.routes`' triggers
-        only; how many."""
+    def rows(self, batches: Iterable[Sequence[Row]]) -> int:
+        """Feed the rows of `eventlog.reader.scan_rows` (or events as rows), read for
+        `self.routes`' triggers only; how many."""
         # Tuples, indexed without a default: the scan asked for these triggers alone, so
         # every row has a route, and the loop runs once per event.
         routes, n = {t: tuple(hs) for t, hs in self.routes.items()}, 0
@@ -186,8 +172,11 @@ def analyze(events: Sequence[Event], config: dict[str, Any],
         return [ev.trigger.value for ev in events if ev.slot == slot and first <= ev.seq <= last]
 
     one = _Pass(config, reference, path_of)
-    n = one.events(events)
-    return one.findings(reference_id, config), n
+    routed = one.routes
+    # Each event as a row (the trigger and source as their enums), in step with the stream.
+    one.rows([(ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.duration, ev.source, ev.t,
+               ev.payload)] for ev in events if ev.trigger in routed)
+    return one.findings(reference_id, config), len(events)
 
 
 def postmortem_session(engine: Engine, session_id: int,
