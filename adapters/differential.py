@@ -247,17 +247,13 @@ def not_lossless_findings(comparisons: Sequence[Comparison]) -> list[Finding]:
         bad = c.not_lossless
         if not bad:
             continue
-        first = bad[0]
-        drafted = sum(a.drafted for a in c.run.answers)
-        accepted = sum(a.accepted for a in c.run.answers)
         out.append(not_lossless_finding(NotLossless(
             engine=c.run.engine, method=c.run.method, dtype=c.run.dtype.value,
             answers=c.answers - len(c.failed), differing=len(c.divergences),
             not_ties=len(bad), failed=len(c.failed),
-            prompt=first.prompt, position=first.position, expected=first.expected,
-            actual=first.actual, expected_gap=first.expected_gap,
-            actual_gap=first.actual_gap, bound=c.bound, drafted=drafted,
-            accepted=accepted)))
+            drafted=sum(a.drafted for a in c.run.answers),
+            accepted=sum(a.accepted for a in c.run.answers),
+            **asdict(bad[0]))))  # the first: its place, tokens, gaps and bound
     return out
 
 
