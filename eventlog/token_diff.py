@@ -170,7 +170,7 @@ class TokenComparer:
         cut_b = _unnamed(slot.b, b, len(slot.a), cut_b)
         for side, t in enumerate((a, b)):
             prompt = t.prompt if t.prompt is not None else (slot.a, slot.b)[side]
-            self._unknown[side] += _count_none(prompt) + _count_none(t.committed)
+            self._unknown[side] += prompt.count(None) + t.committed.count(None)
         if slot.agreed >= min(cut_a, cut_b):  # else the difference at `agreed` stays
             slot.agreed = _common(slot.a, slot.b, min(cut_a, cut_b))
         la, lb = len(slot.a), len(slot.b)
@@ -250,7 +250,3 @@ def _first_difference(x: Sequence[Token], y: Sequence[Token]) -> int | None:
 
 def _at(seq: Sequence[Token], i: int) -> Token:
     return seq[i] if i < len(seq) else None
-
-
-def _count_none(seq: Sequence[Token]) -> int:
-    return sum(1 for t in seq if t is None)

@@ -15,6 +15,7 @@ not (a session an older writer recorded), the whole session.
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any
 
 from sqlalchemy import Engine, func, inspect, select
@@ -59,10 +60,7 @@ class TurnSummaries:
     def through(self, seq: int) -> list[SummaryRow]:
         """The rows of the turns whose END_TURN is at or before `seq`, to store with the
         events through `seq`; they stay until `stored` says they were."""
-        i = 0
-        while i < len(self._pending) and self._pending[i]["end_seq"] <= seq:
-            i += 1
-        return self._pending[:i]
+        return list(takewhile(lambda row: row["end_seq"] <= seq, self._pending))
 
     def stored(self, n: int) -> None:
         """The first `n` rows `through` gave are in the ledger."""
@@ -110,7 +108,4 @@ def read_summaries(engine: Engine, session_id: int) -> StoredTurns | None:
 
 def _rounds(counted: list[list[int]]) -> list[tuple[int, int]]:
     """The (drafted, accepted) rounds a summary counts, as a list again."""
-    out: list[tuple[int, int]] = []
-    for k, a, n in counted:
-        out += [(k, a)] * n
-    return out
+    return [(k, a) for k, a, n in counted for _ in range(n)]
