@@ -54,10 +54,7 @@ class TurnMetrics(TurnCounts):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping, with the derived rates."""
-        out = asdict(self)
-        out["decode_tps"] = self.decode_tps
-        out["acceptance"] = self.acceptance
-        return out
+        return asdict(self) | {"decode_tps": self.decode_tps, "acceptance": self.acceptance}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TurnMetrics":

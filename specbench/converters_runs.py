@@ -10,7 +10,7 @@ line is kept.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -75,9 +75,8 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping."""
-        return {"server": self.server, "gguf_build": self.gguf_build, "model": self.model,
-                "outcome": self.outcome.value, "answers": [list(a) for a in self.answers],
-                "same_prompt_ids": self.same_prompt_ids, "error": self.error}
+        return asdict(self) | {"outcome": self.outcome.value,
+                               "answers": [list(a) for a in self.answers]}
 
 
 @dataclass(frozen=True)

@@ -93,11 +93,10 @@ class Run:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping with the derived numbers (the answer as its length)."""
-        out = asdict(self)
-        out["answer"] = len(self.answer)
-        return out | {"acceptance_rate": self.rate, "accepted_per_round": self.accepted_per_round,
-                      "s_per_token": self.s_per_token, "tok_s": self.tok_s,
-                      "draft_share": self.draft_share}
+        return asdict(self) | {
+            "answer": len(self.answer), "acceptance_rate": self.rate,
+            "accepted_per_round": self.accepted_per_round, "s_per_token": self.s_per_token,
+            "tok_s": self.tok_s, "draft_share": self.draft_share}
 
 
 def run_unrecorded(config: RunConfig, ckpt: Any = None, repeat: int = 0) -> Run:

@@ -35,9 +35,7 @@ class HfRun:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping with tokens/s (answers as their lengths)."""
-        out = asdict(self)
-        out["answers"] = [len(a) for a in self.answers]
-        return out | {"tok_s": self.tok_s}
+        return asdict(self) | {"answers": [len(a) for a in self.answers], "tok_s": self.tok_s}
 
 
 def run_transformers(opts: BenchOptions, prompts: Sequence[Sequence[int]], cap: int,

@@ -59,9 +59,8 @@ class LlamaRun:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping with the derived numbers (answers as their lengths)."""
-        out = asdict(self)
-        out["answers"] = [len(a) for a in self.answers]
-        return out | {"tok_s": self.tok_s, "acceptance": self.acceptance}
+        return asdict(self) | {"answers": [len(a) for a in self.answers], "tok_s": self.tok_s,
+                               "acceptance": self.acceptance}
 
 
 def session_prompts(config: RunConfig, checkpoint: Any) -> list[list[int]]:

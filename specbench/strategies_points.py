@@ -58,9 +58,8 @@ class Point:
         """JSON-able mapping with the derived numbers (the answer tokens left out)."""
         out = asdict(self)
         del out["answer"]
-        out |= {"strategy_s": self.strategy_s, "ms_per_token": self.ms_per_token,
-                "rollback_share": self.rollback_share}
-        return out
+        return out | {"strategy_s": self.strategy_s, "ms_per_token": self.ms_per_token,
+                      "rollback_share": self.rollback_share}
 
 
 def measure(config: RunConfig, db: str, log: Engine, extra_bytes: float,
