@@ -66,10 +66,7 @@ class Postmortem:
 
     def counts(self) -> dict[str, int]:
         """Findings per severity."""
-        out = {s.value: 0 for s in Severity}
-        for f in self.findings:
-            out[f.severity.value] += 1
-        return out
+        return {s.value: sum(f.severity is s for f in self.findings) for s in Severity}
 
     def has(self, severity: Severity) -> bool:
         """Whether any finding has this severity."""

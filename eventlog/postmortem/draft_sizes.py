@@ -10,25 +10,15 @@ model to rebuild its state over the history. Sizes are logged in MiB to 3 decima
 shortfall of half the draft share or less is not told from rounding.
 """
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from eventlog.postmortem.advice import CAUSE_ADVICE, Cause
 from eventlog.postmortem.detector import Handler, Row, examples
-from eventlog.postmortem.finding import Finding, Kind, Severity
+from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm.payloads import Begin, CtxRestore, CtxSave
 from fsm.states import Trigger
 
 T = Trigger
-
-
-class _Save(NamedTuple):
-    """A context checkpoint with its size."""
-
-    seq: int
-    slot: int
-    turn: int
-    round: int
-    bytes: int
 
 
 class DraftStateSizes:
@@ -38,7 +28,7 @@ class DraftStateSizes:
     def __init__(self, config: dict[str, Any]) -> None:
         self.drafter = config.get("drafter", "?")
         self.spec: tuple[int, int] | None = None  # (bytes, draft_bytes)
-        self.saves: list[_Save] = []
+        self.saves: list[Noted] = []  # each context checkpoint, its size the detail
         self.restores = 0
 
     def handlers(self) -> dict[Trigger, Handler]:
@@ -55,7 +45,7 @@ class DraftStateSizes:
 
     def _on_save(self, row: Row, save: CtxSave) -> None:
         if save["bytes"]:
-            self.saves.append(_Save(*row[:4], save["bytes"]))
+            self.saves.append(Noted(*row[:4], save["bytes"]))
 
     def _on_restore(self, _: Row, restore: CtxRestore) -> None:
         if not restore["reset"]:
@@ -66,21 +56,21 @@ class DraftStateSizes:
         if self.spec is None:
             return []
         full, draft = self.spec
-        short = [e for e in self.saves if e.bytes < full - draft / 2]
+        short = [e for e in self.saves if e.detail < full - draft / 2]
         if not short:
             return []
         first = short[0]
         return [Finding(
             Kind.DRAFT_CHECKPOINT_DISCARD, Severity.WARNING, first.seq, short[-1].seq,
             f"{len(short)} of {len(self.saves)} context checkpoint(s) are smaller than a "
-            f"speculative checkpoint ({first.bytes} against {full} bytes, of which "
+            f"speculative checkpoint ({first.detail} against {full} bytes, of which "
             f"{draft} are the draft model's state): they do not hold the draft model's "
             f"state, so each of the {self.restores} context restore(s) in this session "
             f"left the draft model (drafter {self.drafter}) to rebuild it over the history.",
             CAUSE_ADVICE[Cause.DRAFT_STATE_NOT_SAVED],
             {"short_checkpoints": len(short), "checkpoints": len(self.saves),
-             "checkpoint_bytes": first.bytes, "speculative_bytes": full,
+             "checkpoint_bytes": first.detail, "speculative_bytes": full,
              "draft_bytes": draft, "context_restores": self.restores,
              "per_checkpoint": examples([{"seq": e.seq, "slot": e.slot, "turn": e.turn,
-                                          "bytes": e.bytes} for e in short])},
+                                          "bytes": e.detail} for e in short])},
             first.slot, first.turn, first.round)]
