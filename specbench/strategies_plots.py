@@ -14,61 +14,59 @@ COLORS = {"checkpoint": "tab:red", "per_token": "tab:blue", "input_replay": "tab
 PANEL = (3.4, 3.2)  # inches per plot panel
 
 
-def _lines(ax: Any, points: Sequence[Point], value: Any, strategies: Sequence[str]) -> None:
-    """One line per strategy of `value(points at that acceptance)` against acceptance."""
-    by: dict[str, dict[float, list[Point]]] = defaultdict(lambda: defaultdict(list))
-    for pt in points:
-        by[pt.strategy][pt.acceptance].append(pt)
-    for s in strategies:
-        xs = sorted(by[s])
-        ax.plot(xs, [value(by[s][a]) for a in xs], marker="o", ms=3, label=s,
-                color=COLORS[s])
-    ax.set_xlabel("per-token acceptance")
-    ax.grid(alpha=0.3)
+def _panels(groups: Sequence[tuple[str, Sequence[Point]]], value: Any,
+            strategies: Sequence[str], ylabel: str, stem: Any, goal: float | None = None
+            ) -> list[Any]:
+    """A panel per (title, points) group, one line per strategy of `value(points at that
+    acceptance)` against acceptance; `goal` as a dashed line."""
+    fig, axes = panels(len(groups), *PANEL)
+    for ax, (title, points) in zip(axes, groups, strict=True):
+        by: dict[str, dict[float, list[Point]]] = defaultdict(lambda: defaultdict(list))
+        for pt in points:
+            by[pt.strategy][pt.acceptance].append(pt)
+        for s in strategies:
+            xs = sorted(by[s])
+            ax.plot(xs, [value(by[s][a]) for a in xs], marker="o", ms=3, label=s,
+                    color=COLORS[s])
+        ax.set_xlabel("per-token acceptance")
+        ax.grid(alpha=0.3)
+        if goal is not None:
+            ax.axhline(goal, ls="--", lw=0.8, color="black")
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel(ylabel)
+    axes[0].legend(fontsize=7)
+    return save_figure(fig, stem)
+
+
+def _by_draft(points: Sequence[Point], title: str) -> list[tuple[str, list[Point]]]:
+    """The points split by draft length, each group titled with it."""
+    return [(f"{title}, draft {k}", [pt for pt in points if pt.draft == k])
+            for k in sorted({pt.draft for pt in points})]
 
 
 def plot_cost(points: Sequence[Point], title: str, stem: Any) -> list[Any]:
     """Time per committed token against acceptance, a panel per draft length."""
-    drafts = sorted({pt.draft for pt in points})
-    fig, axes = panels(len(drafts), *PANEL)
-    for ax, k in zip(axes, drafts, strict=True):
-        _lines(ax, [pt for pt in points if pt.draft == k],
-               lambda pts: min(pt.ms_per_token for pt in pts), STRATEGIES)
-        ax.set_title(f"{title}, draft {k}", fontsize=9)
-        ax.set_ylabel("ms per committed token")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, stem)
+    return _panels(_by_draft(points, title), lambda pts: min(pt.ms_per_token for pt in pts),
+                   STRATEGIES, "ms per committed token", stem)
 
 
 def plot_torch_ratio(points: Sequence[Point], goal: float, stem: Any) -> list[Any]:
     """Speedup over checkpoint on the real engine, a panel per draft length, with the
     `goal` speedup as a dashed line."""
     x = speedups(points)
-    drafts = sorted({pt.draft for pt in points})
-    fig, axes = panels(len(drafts), *PANEL)
-    for ax, k in zip(axes, drafts, strict=True):
-        _lines(ax, [pt for pt in points if pt.draft == k],
-               lambda pts: x[(pts[0].profile, pts[0].acceptance, pts[0].draft)][
-                   pts[0].strategy], STRATEGIES)
-        ax.axhline(goal, ls="--", lw=0.8, color="black")
-        ax.set_title(f"torch CPU, draft {k}", fontsize=9)
-        ax.set_ylabel("speedup over checkpoint (time/token)")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, stem)
+    return _panels(_by_draft(points, "torch CPU"),
+                   lambda pts: x[(pts[0].profile, pts[0].acceptance, pts[0].draft)][
+                       pts[0].strategy], STRATEGIES, "speedup over checkpoint (time/token)",
+                   stem, goal)
 
 
 def plot_rollback_share(groups: dict[str, Sequence[Point]], draft: int, stem: Any
                         ) -> list[Any]:
     """Rollback share of the strategy's time against acceptance, at one draft length."""
-    fig, axes = panels(len(groups), *PANEL)
-    for ax, (title, points) in zip(axes, groups.items(), strict=True):
-        _lines(ax, [pt for pt in points if pt.draft == draft],
-               lambda pts: 100 * statistics.median(pt.rollback_share for pt in pts),
-               CORRECT)
-        ax.set_title(f"{title}, draft {draft}", fontsize=9)
-        ax.set_ylabel("rollback share of time per token (%)")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, stem)
+    return _panels([(f"{title}, draft {draft}", [pt for pt in points if pt.draft == draft])
+                    for title, points in groups.items()],
+                   lambda pts: 100 * statistics.median(pt.rollback_share for pt in pts),
+                   CORRECT, "rollback share of time per token (%)", stem)
 
 
 def plot_memory(memory: dict[str, dict[str, dict[int, float]]], stem: Any) -> list[Any]:
