@@ -29,14 +29,10 @@ def project(events: Iterable[Event], at: int | None = None) -> dict[int, SlotVie
     """Each slot's view after the events through seq `at` (inclusive), or after all of them."""
     projector = Projector()
     apply = projector.apply
-    if at is None:
-        for event in events:
-            apply(event)
-    else:
-        for event in events:
-            if event.seq > at:
-                break
-            apply(event)
+    for event in events:
+        if at is not None and event.seq > at:
+            break
+        apply(event)
     return projector.slots
 
 

@@ -136,13 +136,11 @@ def _chart(head: str, rows: str, width: int, height: int) -> str:
 
 
 def _bucket(nodes: list[dict]) -> dict:
-    out = {k: sum(n[k] for n in nodes) for k in ("drafted", "accepted", "rejected",
-                                                  "restores", "violations")}
-    out["eog"] = any(n["eog"] for n in nodes)
-    out["storm"] = any(n["restores"] > 1 for n in nodes)
-    out["shared"] = any(n["shared"] for n in nodes)
-    out["rounds"] = nodes
-    return out
+    sums = {k: sum(n[k] for n in nodes) for k in ("drafted", "accepted", "rejected",
+                                                   "restores", "violations")}
+    return {**sums, "eog": any(n["eog"] for n in nodes),
+            "storm": any(n["restores"] > 1 for n in nodes),
+            "shared": any(n["shared"] for n in nodes), "rounds": nodes}
 
 
 def _column(b: dict, top: int, size: int) -> str:

@@ -161,14 +161,10 @@ class EogTail:
 
     def finish(self) -> list[Finding]:
         """At most one finding per kind, with per-turn examples."""
-        out = []
-        if self.strays:
-            out.append(self._stray_finding())
-        if self.stop_strays:
-            out.append(self._stop_stray_finding())
-        if self.other:
-            out.append(self._reprefill_finding())
-        return out
+        kinds = ((self.strays, self._stray_finding),
+                 (self.stop_strays, self._stop_stray_finding),
+                 (self.other, self._reprefill_finding))
+        return [finding() for seen, finding in kinds if seen]
 
     def _stray_finding(self) -> Finding:
         s = self.strays
