@@ -27,15 +27,14 @@ class Timer:
 
     def __call__(self, fn: Callable[[], object]) -> float:
         """Run once to warm up (compile), then return the median of timed runs in ms."""
-        fn()
-        times = []
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-        for _ in range(self._reps(times[0]) - 1):
+        def once() -> float:
             start = time.perf_counter()
             fn()
-            times.append((time.perf_counter() - start) * 1e3)
+            return (time.perf_counter() - start) * 1e3
+
+        fn()
+        times = [once()]
+        times += [once() for _ in range(self._reps(times[0]) - 1)]
         return statistics.median(times)
 
 
