@@ -39,8 +39,8 @@ to the largest draft you will predict) beside the head's own cost:
 what a server that drafts every round at one size cannot tell apart (the speculative
 round's fixed cost, a forward's per-token cost, the graph a forward of a new batch
 rebuilds). This server's forwards also copy the MTP head's per-position states
-(n_rs_seq): the log prints its graph's nodes, and a server of another graph (no drafter:
-no copies) is charged the forward's fixed cost per node of its own."""
+(n_rs_seq): the log prints its graph's nodes, and the profile charges a server keeping
+another number (none without a drafter) the forward's fixed cost per node of its graph."""
 
 
 def add_parser(sub: Any) -> None:
@@ -132,7 +132,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         desc = (f"fitted by `specledger calibrate` from {path.name} ({build}): "
                 f"{len(clock.segments)} rounds of {len(clock.tasks)} request(s); checkpoint "
                 "restores charged as saves, drafting not charged")
-        profile = to_profile(fit, args.out.stem, desc, clock.state_bytes)
+        profile = to_profile(fit, args.out.stem, desc, clock)
         doc["profile"] = str(save_profile(profile, args.out.parent, {"calibrate": doc}))
     if args.json:
         output.emit_json(doc)

@@ -170,8 +170,8 @@ class LogClock:
     a finished round (`untimed`). `state_bytes` is the speculative checkpoint's size as
     the log gives it (None: no checkpoint); `shape` the target's as its load prints it
     (None: not printed, or no MTP layer); `n_rs_seq` the per-position recurrent states its
-    target keeps and `graph_nodes` the nodes of its target's forward graph (None: not
-    printed)."""
+    target keeps, `graph_nodes` the nodes of its target's forward graph and
+    `recurrent_layers` the target's recurrent layers (None: not printed)."""
 
     tasks: list[TaskClock] = field(default_factory=list)
     prompts: list[Prompt] = field(default_factory=list)
@@ -182,6 +182,7 @@ class LogClock:
     shape: ModelShape | None = None
     n_rs_seq: int | None = None
     graph_nodes: int | None = None
+    recurrent_layers: int | None = None
 
     @property
     def segments(self) -> list[Segment]:
@@ -293,7 +294,8 @@ def log_clock(reading: LogReading, name: str = "the log") -> LogClock:
     drafters = reading.server.model_drafters or reading.server.implementations
     default = drafters[0] if len(drafters) == 1 else None
     clock = LogClock(build=reading.server.build, shape=model_shape(reading.server),
-                     n_rs_seq=reading.server.n_rs_seq, graph_nodes=reading.server.graph_nodes)
+                     n_rs_seq=reading.server.n_rs_seq, graph_nodes=reading.server.graph_nodes,
+                     recurrent_layers=reading.server.recurrent_layers)
     passes = _passes(reading)
     overlap = _overlaps(fold.tasks)
     for i, task in enumerate(fold.tasks):

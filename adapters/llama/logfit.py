@@ -91,6 +91,9 @@ fitted (docs/design.md#llama-forward-costs)."""
 OUT_OF_REACH = 1e18  # a rate the fitted profile never pays (bytes over it are ~0 s)
 PER_NODE = ("launch_s", "restore_s")
 """The terms that are a forward's fixed cost, charged per node of its graph."""
+KEPT_NODES = 3
+"""Graph nodes each kept position adds per recurrent layer (`build_conv_state`: two views
+and a `ggml_cpy`; 485, 557 and 629 nodes at n_rs_seq 0, 4 and 8 on the shipped target)."""
 
 
 def draft_term(drafter: str) -> str:
@@ -366,21 +369,28 @@ def predict_tok_s(fit: LogFit, clock: LogClock) -> tuple[float, float]:
     return measured_tok_s(clock), tokens / predicted
 
 
-def to_profile(fit: LogFit, name: str, description: str, state_bytes: int | None
-               ) -> CostProfile:
-    """The sim's profile of a fit: a forward is `launch_s` plus `token_s` per token and
-    `ctx_token_s` per cached token (as one byte per token over an effective bandwidth); a
-    checkpoint in host memory costs `save_s`; the speculative round's `round_s` is the
-    round sync. The sim charges a restore as a save plus a replay forward's `launch_s`,
-    where the fit has `restore_s` (in the report); it keeps no forward's batch history, so
-    `rebuild_s` (in the report) is not charged. Bandwidth terms the log cannot see are
-    out of reach; drafting is not a backend cost (the report has it)."""
+def to_profile(fit: LogFit, name: str, description: str, clock: LogClock) -> CostProfile:
+    """The sim's profile of a fit of `clock`: a forward is `launch_s` plus `token_s` per
+    token and `ctx_token_s` per cached token (as one byte per token over an effective
+    bandwidth); a checkpoint (of the log's state size) in host memory costs `save_s`; the
+    speculative round's `round_s` is the round sync; `launch_s` is at the log's `n_rs_seq`,
+    each kept position's share of it (`KEPT_NODES` per recurrent layer, over the graph's
+    nodes) `rs_seq_s`, so that a forecast of a server keeping another number moves it. The
+    sim charges a restore as a save plus a replay forward's `launch_s`, where the fit has
+    `restore_s` (in the report); it keeps no forward's batch history, so `rebuild_s` (in
+    the report) is not charged. Bandwidth terms the log cannot see are out of reach;
+    drafting is not a backend cost (the report has it)."""
     ctx = fit.value("ctx_token_s")
+    launch = fit.value("launch_s")
+    rs_seq_s = 0.0
+    if clock.graph_nodes and clock.recurrent_layers:
+        rs_seq_s = launch * KEPT_NODES * clock.recurrent_layers / clock.graph_nodes
     return CostProfile(
         name=name, weight_bytes=0.0, hbm_bw=1.0 / ctx if ctx > 0 else OUT_OF_REACH,
         flops_per_token=0.0, peak_flops=OUT_OF_REACH, kv_bytes_per_token=1.0,
-        state_bytes=float(state_bytes or 0), copy_bw=OUT_OF_REACH,
-        launch_s=fit.value("launch_s"), description=description,
+        state_bytes=float(clock.state_bytes or 0), copy_bw=OUT_OF_REACH,
+        launch_s=launch, description=description,
         token_s=fit.value("token_s"), checkpoint_place=Placement.HOST.value,
         host_bw=OUT_OF_REACH, host_copy_s=fit.value("save_s"),
-        round_sync_s=fit.value("round_s"))
+        round_sync_s=fit.value("round_s"), rs_seq_s=rs_seq_s,
+        launch_rs_seq=clock.n_rs_seq or 0)

@@ -30,15 +30,23 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
         # "graph: nodes = N" from 0.3.36, "graph nodes  = N" before
         ("graph_nodes", r"sched_reserve: graph:? nodes\s*= (\d+)"),
-        ("n_swa", r"print_info: n_swa\s+= (\d+)"),  # the target's: printed first
-        # The target's shape (printed first): what a never-run MTP head would cost.
+        ("loading", r"llama_model_loader: loaded meta data with .* from (.*) \(version"),
+        # The target's shape (the lines after its file's metadata; 0.3.30 loads a draft
+        # model's file first, to estimate its memory): what a never-run MTP head would cost.
+        ("n_swa", r"print_info: n_swa\s+= (\d+)"),
         ("n_layer", r"print_info: n_layer\s+= (\d+)"),
         ("nextn_layers", r"\.nextn_predict_layers u32\s+= (\d+)"),
+        ("block_count", r"\.block_count u32\s+= (\d+)"),  # the file's: nextn layers too
+        ("attention_interval", r"\.full_attention_interval u32\s+= (\d+)"),
         ("n_embd", r"print_info: n_embd\s+= (\d+)"),
         ("n_vocab", r"print_info: n_vocab\s+= (\d+)"),
         ("model_params", r"print_info: model params\s+= ([\d.]+ [KMBT])"),
     )
 )
+
+
+_SHAPE = frozenset(("n_swa", "n_layer", "nextn_layers", "block_count", "attention_interval",
+                    "n_embd", "n_vocab", "model_params"))
 
 
 @dataclass
@@ -79,11 +87,17 @@ class ServerInfo:
     subtracts from the common prefix."""
     n_layer: int | None = None
     nextn_layers: int | None = None
+    block_count: int | None = None
+    attention_interval: int | None = None
     n_embd: int | None = None
     n_vocab: int | None = None
     model_params: str | None = None
+    loading: str | None = None
+    """The model file whose load the log is printing (None: before the first)."""
     """The target's shape as its load prints it: layers run per forward, MTP (`nextn`)
-    layers beside them, width, vocabulary and parameter count (`2.00 M`)."""
+    layers beside them, the file's layers (both; 0.3.24's `n_layer` counts them too), every
+    how many layers one is full attention (a hybrid's), width, vocabulary and parameter
+    count (`2.00 M`)."""
 
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""
@@ -117,9 +131,22 @@ class ServerInfo:
             self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
         elif name == "graph_nodes":
             self.graph_nodes = max(self.graph_nodes or 0, int(value))
+        elif name == "loading":
+            self.loading = value
+        elif name in _SHAPE and self.loading not in (None, self.model):
+            return  # another file's (a draft model's) shape
         elif getattr(self, name) is None:
             setattr(self, name, value if name in ("build", "model", "draft_model",
                                                    "model_params") else int(value))
+
+    @property
+    def recurrent_layers(self) -> int | None:
+        """The target's recurrent layers: of the file's layers less its MTP ones, all but
+        every `attention_interval`-th (None: the log does not print them)."""
+        if self.block_count is None or not self.attention_interval:
+            return None
+        layers = self.block_count - (self.nextn_layers or 0)
+        return layers - layers // self.attention_interval
 
     @property
     def verbose(self) -> bool | None:

@@ -38,7 +38,7 @@ calibration` writes them).
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,16 @@ class CostProfile:
     # (conv + recurrent state per recurrent layer) and the cost of each such copy.
     state_tensors: int = 0
     tensor_copy_s: float = 0.0
+    # llama.cpp's per-position recurrent states (`n_rs_seq`): each kept position adds this
+    # to every forward's fixed cost (a conv-state copy per recurrent layer, on the graph);
+    # `launch_s` is a forward's keeping `launch_rs_seq` of them (`keeping` moves it).
+    rs_seq_s: float = 0.0
+    launch_rs_seq: int = 0
+
+    def keeping(self, n_rs_seq: int) -> "CostProfile":
+        """This profile for a server whose target keeps `n_rs_seq` per-position states."""
+        launch = self.launch_s + (n_rs_seq - self.launch_rs_seq) * self.rs_seq_s
+        return replace(self, launch_s=max(launch, 0.0), launch_rs_seq=n_rs_seq)
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
@@ -163,8 +173,10 @@ class CostProfile:
     def plain_decode_s(self, ctx: int, rounds: int) -> float:
         """Plain decoding of `rounds` tokens one forward each, from `ctx` cached tokens:
         what a turn would take without speculation (its first token comes from the
-        prefill, so a turn of `n` tokens decodes `n - 1`)."""
-        return sum(self.verify_s(1, ctx + i) for i in range(rounds))
+        prefill, so a turn of `n` tokens decodes `n - 1`); a server without a drafter keeps
+        no per-position states."""
+        plain = self.keeping(0)
+        return sum(plain.verify_s(1, ctx + i) for i in range(rounds))
 
     def checkpoint_s(self) -> float:
         """Saving or restoring one whole-state checkpoint where `checkpoint_place` keeps

@@ -15,6 +15,10 @@ the target accepted. Its time is charged the way llama-server spends it
   draft): no checkpoint, a reject selects a kept state on the device;
 - `PLAIN`: the same tokens one forward each.
 
+Only `ROLLBACK` keeps per-position states, as many as the pattern's largest draft
+(llama.cpp sets `n_rs_seq` to the draft size): its forwards pay their fixed cost
+(`CostProfile.keeping`), the other modes' forwards keep none.
+
 Drafting costs `draft_share` of a one-token forward per drafted token (0 for an n-gram
 lookup); the sim's own drafters are free, so this term is the forecast's alone.
 """
@@ -118,10 +122,12 @@ def forecast(profile: CostProfile, rounds: Sequence[Round], draft_share: float =
     if len(w) != len(rounds):
         raise ValueError(f"{len(w)} weights for {len(rounds)} rounds")
     tokens = sum(wi * (r.accepted + 1) for wi, r in zip(w, rounds, strict=True))
-    seconds = {Mode.PLAIN: sum(wi * plain_s(profile, r)
+    plain = profile.keeping(0)
+    kept = profile.keeping(max((r.drafted for r in rounds), default=0))
+    seconds = {Mode.PLAIN: sum(wi * plain_s(plain, r)
                                for wi, r in zip(w, rounds, strict=True))}
     for mode in (Mode.HOST, Mode.DEVICE, Mode.ROLLBACK):
-        p = placed(profile, mode)
+        p = placed(kept if mode is Mode.ROLLBACK else plain, mode)
         seconds[mode] = sum(wi * round_s(p, r, mode, draft_share)
                             for wi, r in zip(w, rounds, strict=True))
     return Forecast(round(tokens), seconds)

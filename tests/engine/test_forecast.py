@@ -44,3 +44,21 @@ def test_expected_rounds_keep_the_asked_share_of_drafts(draft: int, acceptance: 
     assert sum(weights) == pytest.approx(1.0)
     kept = sum(w * r.accepted for r, w in zip(rounds, weights, strict=True))
     assert kept / draft == pytest.approx(acceptance, abs=1e-9)
+
+
+def test_only_per_position_states_pay_their_copies_on_every_forward() -> None:
+    # A profile fitted on a server keeping 8 per-position states: plain decoding and the
+    # checkpointing modes keep none, n_rs_seq mode keeps the pattern's largest draft.
+    per = PROFILE.launch_s / 100
+    fitted = replace(PROFILE, rs_seq_s=per, launch_rs_seq=8)
+    rounds = [Round(ctx=64, drafted=4, accepted=2), Round(ctx=80, drafted=2, accepted=2)]
+    f = forecast(fitted, rounds)
+    base = forecast(replace(PROFILE, launch_s=PROFILE.launch_s - 8 * per), rounds)
+    for mode in (Mode.PLAIN, Mode.HOST, Mode.DEVICE):
+        assert f.seconds[mode] == pytest.approx(base.seconds[mode])
+    forwards = len(rounds)  # one verify a round, no replay
+    assert f.seconds[Mode.ROLLBACK] - base.seconds[Mode.ROLLBACK] == pytest.approx(
+        forwards * 4 * per)
+    assert fitted.keeping(8) == fitted
+    assert fitted.plain_decode_s(64, 3) == pytest.approx(fitted.keeping(0).plain_decode_s(64, 3))
+    assert fitted.plain_decode_s(64, 3) < replace(fitted, rs_seq_s=0.0).plain_decode_s(64, 3)

@@ -144,6 +144,9 @@ TARGET_GRAPH_NODES = {("0.3.20", "plain"): 474, ("0.3.24", "mtp"): 629,
 def test_the_target_graphs_nodes_of_every_build(version: str, name: str) -> None:
     server = imported(BUILDS / version / f"{name}.log.gz").reading.server
     assert server.graph_nodes == TARGET_GRAPH_NODES[version, name]
+    # 8 layers, every 4th full attention; 0.3.24's n_layer also counts the MTP layer. The
+    # target's shape, not the 3-layer draft model's whose file 0.3.30 loads first.
+    assert server.recurrent_layers == 6 and server.n_embd == 128
 
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)

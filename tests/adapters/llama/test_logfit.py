@@ -190,8 +190,10 @@ def test_one_prompt_leaves_the_fixed_cost_unseparated() -> None:
 
 
 def test_the_profile_charges_a_plain_round_as_the_fit_does() -> None:
-    fit = fit_log(_clock(("plain", "ngram", "mtp")))
-    profile = to_profile(fit, "fitted", "a test", state_bytes=116908)
+    clock = replace(_clock(("plain", "ngram", "mtp")), state_bytes=116908)
+    fit = fit_log(clock)
+    profile = to_profile(fit, "fitted", "a test", clock)
+    assert profile.state_bytes == 116908 and profile.rs_seq_s == 0.0  # no graph printed
     plain = Segment(0, 0.0, ((1, 500),), None, 0, 0, 0, False)
     assert profile.verify_s(1, 500) == pytest.approx(predict_segment(fit, plain), rel=1e-9)
     assert profile.checkpoint_s() == pytest.approx(TRUE["save_s"], rel=1e-6)
@@ -339,3 +341,18 @@ def test_a_forwards_fixed_cost_is_charged_per_node_of_the_graph_it_runs() -> Non
     seconds = sum(predict_segment(fit, s, 300) for s in other.segments)
     assert predict_tok_s(fit, other)[1] == pytest.approx(tokens / seconds)
     assert predict_tok_s(fit, other)[1] > predict_tok_s(fit, replace(other, graph_nodes=600))[1]
+
+
+def test_the_profile_moves_the_forwards_fixed_cost_with_the_states_a_server_keeps() -> None:
+    # Fitted at n_rs_seq 8 on a 629-node graph of 6 recurrent layers: each kept position is
+    # 3 nodes a layer, so a server keeping none pays launch_s x 485 / 629 a forward.
+    clock = replace(_clock(("plain", "mtp")), graph_nodes=629, n_rs_seq=8, recurrent_layers=6)
+    fit = fit_log(clock)
+    profile = to_profile(fit, "fitted", "a test", clock)
+    launch = fit.value("launch_s")
+    assert profile.launch_s == launch and profile.launch_rs_seq == 8
+    assert profile.rs_seq_s == pytest.approx(launch * 18 / 629)
+    assert profile.keeping(0).launch_s == pytest.approx(launch * 485 / 629)
+    plain = Segment(0, 0.0, ((1, 500),), None, 0, 0, 0, False)
+    assert profile.keeping(0).verify_s(1, 500) == pytest.approx(
+        predict_segment(fit, plain, 485), rel=1e-9)
