@@ -30,6 +30,15 @@ from fsm.event import Event
 Messages = list[dict[str, str]]
 
 
+def read_answers_file(path: str | Path, error: type[Exception]) -> str:
+    """The text of the file an observed engine's answers were kept in, or `error` saying
+    why it cannot be read."""
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {Path(path)}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How an observed engine's answers are sampled, in the chat request's terms

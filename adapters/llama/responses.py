@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.errors import LlamaError
+from adapters.protocol import read_answers_file
 
 
 class ResponsesError(LlamaError):
@@ -99,12 +100,7 @@ def parse_responses(text: str, name: str = "responses") -> Responses:
 
 def read_responses(path: str | Path) -> Responses:
     """The answers in the file at `path`."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResponsesError(f"cannot read {path}: {exc}") from None
-    return parse_responses(text, str(path))
+    return parse_responses(read_answers_file(path, ResponsesError), str(Path(path)))
 
 
 def match_responses(shapes: list[tuple[int | None, int | None]],

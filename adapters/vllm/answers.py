@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.protocol import read_answers_file
 from adapters.vllm.errors import VllmError
 from adapters.vllm.metrics import Counters
 
@@ -119,9 +120,4 @@ def parse_answers(text: str, name: str = "answers") -> Answers:
 
 def read_answers(path: str | Path) -> Answers:
     """The answers in the file at `path`."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AnswersError(f"cannot read {path}: {exc}") from None
-    return parse_answers(text, str(path))
+    return parse_answers(read_answers_file(path, AnswersError), str(Path(path)))
