@@ -89,7 +89,10 @@ def open_to_migrate(db: str) -> tuple[Engine, str, int | None]:
     if sqlite_file is not None:
         if not sqlite_file.exists():
             raise DatabaseUnavailableError(f"no database at {shown}; pass another --db")
-        _require_writable(sqlite_file, shown)
+        why = _read_only(sqlite_file)
+        if why:
+            raise DatabaseUnavailableError(f"{shown} is read-only here ({why}): run this with "
+                                           "write access to it, or on a writable copy")
         # Refused before a writer opens it: its WAL pragma would give an empty file a header.
         if _look_before_writing(url, shown) is None:
             raise NotASpecledgerDatabaseError(f"{shown} is empty: not a specledger database")
@@ -128,14 +131,6 @@ def _read_only(path: Path | None) -> str | None:
         return (f"its folder {path.parent} cannot be written, where SQLite creates its "
                 "-wal and -shm files")
     return None
-
-
-def _require_writable(path: Path, shown: str) -> None:
-    """Refuse a ledger that cannot be written here, in words a user can act on."""
-    why = _read_only(path)
-    if why:
-        raise DatabaseUnavailableError(f"{shown} is read-only here ({why}): run this with "
-                                       "write access to it, or on a writable copy")
 
 
 def _parse(db: str) -> tuple[URL, str]:

@@ -206,8 +206,7 @@ def turn_delta(key: tuple[int, int], ra: TurnRecord | None, rb: TurnRecord | Non
     its prompt comparison."""
     ma = ra.metrics if ra is not None and ra.metrics else {}
     mb = rb.metrics if rb is not None and rb.metrics else {}
-    names = [k for k in (*ma, *(k for k in mb if k not in ma))
-             if _numeric(ma.get(k)) or _numeric(mb.get(k))]
+    names = [k for k in {**ma, **mb} if _numeric(ma.get(k)) or _numeric(mb.get(k))]
     metrics = {k: (ma.get(k), mb.get(k)) for k in names if k not in ("slot", "turn")}
     if ra is None or rb is None:
         return TurnDelta(key[0], key[1], None, None, metrics)

@@ -84,8 +84,8 @@ def get_session(engine: Engine, session_id: int) -> SessionInfo:
 def count_events(engine: Engine, session_id: int) -> int:
     """The number of events stored for the session (counted, not the cached `n_events`)."""
     with engine.connect() as conn:
-        n = conn.scalar(select(func.count()).where(events.c.session_id == session_id))
-    return int(n or 0)
+        return int(conn.scalar(select(func.count()).where(
+            events.c.session_id == session_id)) or 0)
 
 
 def scan_events(

@@ -202,7 +202,8 @@ class Recorder:
         self._closed = True
         self._buffer.clear()
         self._complete = 0
-        self._release()
+        if self._lock is not None:
+            self._lock.release()
         untrack(self.engine, self.session_id)
 
     def __enter__(self) -> Self:
@@ -273,10 +274,6 @@ class Recorder:
             self._complete = 0
             self.written += n
             self._last_flush = time.monotonic()
-
-    def _release(self) -> None:
-        if self._lock is not None:
-            self._lock.release()
 
     def _stale(self, first: int, last: int) -> StaleWriterError:
         top = last_seq(self.engine, self.session_id)

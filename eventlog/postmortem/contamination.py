@@ -61,8 +61,7 @@ class Contamination:
         """One error finding when either sign is present."""
         if not self.unrolled and not self.violations:
             return []
-        began = min((m for m in (*self.unrolled[:1], *self.violations[:1])),
-                    key=lambda m: m.seq)
+        began = min((*self.unrolled[:1], *self.violations[:1]), key=lambda m: m.seq)
         first_bad = self.violations[0] if self.violations else None
         text = (f"The recurrent state absorbed rejected drafts: it began in turn {began.turn} "
                 f"round {began.round} (seq {began.seq}, slot {began.slot}).")
