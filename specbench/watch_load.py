@@ -147,18 +147,16 @@ def drive(port: int, clients: int, seconds: float, max_tokens: int = 16,
             answer, doc = ask(api, sampling, messages, stream=False)
             got = [_answered(doc, False)]
             time.sleep(think_s)
-            if not second_turn:
-                with lock:
-                    phase.answered += got
-                continue
-            kept = answer[:-EDIT_CHARS] if edited and len(answer) > EDIT_CHARS else answer
-            messages += [{"role": "assistant", "content": kept},
-                         {"role": "user", "content": QUESTIONS[(n + 1) % len(QUESTIONS)]}]
-            _, doc = ask(api, sampling, messages, stream=False)
-            got.append(_answered(doc, edited))
+            if second_turn:
+                kept = answer[:-EDIT_CHARS] if edited and len(answer) > EDIT_CHARS else answer
+                messages += [{"role": "assistant", "content": kept},
+                             {"role": "user", "content": QUESTIONS[(n + 1) % len(QUESTIONS)]}]
+                _, doc = ask(api, sampling, messages, stream=False)
+                got.append(_answered(doc, edited))
             with lock:
                 phase.answered += got
-            time.sleep(think_s)
+            if second_turn:
+                time.sleep(think_s)
 
     threads = [threading.Thread(target=client, name=f"client-{i}") for i in range(clients)]
     for t in threads:
