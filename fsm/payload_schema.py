@@ -23,12 +23,11 @@ class Key:
 
 def keys(td: type) -> list[Key]:
     """The keys of payload type `td`, in declaration order."""
-    hints = get_type_hints(td, include_extras=True)
     out = []
-    for name, hint in hints.items():
+    for name, hint in get_type_hints(td, include_extras=True).items():
         if get_origin(hint) is NotRequired:
             hint = get_args(hint)[0]
-        base, meta = get_args(hint)[0], get_args(hint)[1]
+        base, meta = get_args(hint)[:2]
         out.append(Key(name, base, name in td.__required_keys__, meta))
     return out
 

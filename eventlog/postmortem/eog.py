@@ -134,12 +134,10 @@ class EogTail:
         seq, slot, turn = row[:3]
         old = self._len[slot]
         self._len[slot] = p.get("trim", old) + len(p.get("append", ()))
-        kept = p["kept"]
-        f_keep = p["f_keep"]
-        self._start[slot] = (kept, old, f_keep)
+        self._start[slot] = (p["kept"], old, p["f_keep"])
         waiting = self._awaiting.get(slot)
         if waiting is not None and waiting.turn == turn - 1:
-            waiting.f_keep = f_keep
+            waiting.f_keep = p["f_keep"]
             waiting.last_seq = max(waiting.last_seq, seq)
         else:
             self._awaiting.pop(slot, None)
@@ -185,34 +183,25 @@ class EogTail:
                      f"after a {answer}-token answer (answer + {ex.reprefill - answer}).")
         else:
             text += " No later turn reused the slot here, so no re-prefill was paid yet."
-        first = s[0]
-        return Finding(
-            Kind.EOG_STRAY_TOKENS, Severity.ERROR, first.first_seq,
-            max(t.last_seq for t in s), text,
-            ADVICE[Kind.EOG_STRAY_TOKENS],
-            {"turns": len(s), "stray_tokens": total, "max_stray": max(t.stray for t in s),
-             "reprefill_tokens": reprefill, "turns_reprefilled": len(charged),
-             "answer_tokens": sum(t.answer for t in charged),
-             "min_f_keep": min(f_keeps) if f_keeps else None, "eog_policy": self.policy,
-             "per_turn": examples([t.row() for t in s])},
-            first.slot, first.turn, first.round)
+        return _turns_finding(Kind.EOG_STRAY_TOKENS, s, text, {
+            "turns": len(s), "stray_tokens": total, "max_stray": max(t.stray for t in s),
+            "reprefill_tokens": reprefill, "turns_reprefilled": len(charged),
+            "answer_tokens": sum(t.answer for t in charged),
+            "min_f_keep": min(f_keeps) if f_keeps else None, "eog_policy": self.policy})
 
     def _stop_stray_finding(self) -> Finding:
         s = self.stop_strays
         total, first = sum(t.stray for t in s), s[0]
         reprefill = sum(t.reprefill for t in s)
-        return Finding(
-            Kind.STOP_STRAY_TOKENS, Severity.ERROR, first.first_seq,
-            max(t.last_seq for t in s),
+        return _turns_finding(
+            Kind.STOP_STRAY_TOKENS, s,
             f"{total} token(s) stayed in the slot behind a {first.stop} stop in {len(s)} "
             f"turn(s): the stop fell inside a verified block, the whole block went into the "
             f"slot and the state, and only the answer's head was sent, so the slot no longer "
             f"equals the transcript ({reprefill} history tokens prefilled again because of "
             f"it). Not an EOG: #28049's fix would not remove these.",
-            ADVICE[Kind.STOP_STRAY_TOKENS],
             {"turns": len(s), "stray_tokens": total, "stop": first.stop,
-             "reprefill_tokens": reprefill, "per_turn": examples([t.row() for t in s])},
-            first.slot, first.turn, first.round)
+             "reprefill_tokens": reprefill})
 
     def _reprefill_finding(self) -> Finding:
         o = self.other
@@ -231,3 +220,12 @@ class EogTail:
             else CAUSE_ADVICE[Cause.NO_PREFIX_CACHE],
             {"restores": len(o), "reprefill_tokens": total, "per_turn": examples(o)},
             ex["slot"], ex["turn"], ex["round"])
+
+
+def _turns_finding(kind: Kind, s: list[_StrayTurn], text: str, numbers: dict[str, Any]
+                   ) -> Finding:
+    """The error `kind` over the stray turns `s`: `numbers`, then each turn quoted."""
+    first = s[0]
+    return Finding(kind, Severity.ERROR, first.first_seq, max(t.last_seq for t in s), text,
+                   ADVICE[kind], {**numbers, "per_turn": examples([t.row() for t in s])},
+                   first.slot, first.turn, first.round)
