@@ -35,7 +35,7 @@ from typing import Any
 from engine.config import RunConfig
 from eventlog import open_db
 from specbench.common import BenchOptions, SuiteResult, md_table, panels, save_figure, timed
-from specbench.drafters_runs import PLAIN, Run, record, run_unrecorded, summary
+from specbench.drafters_runs import PLAIN, Run, record, recorded_passes, summary
 
 SUITE = "drafters"
 DRAFTERS = ("ngram-simple", "ngram-map-k", "ngram-mod", "draft-model", "mtp", "ngram-mod,mtp")
@@ -112,27 +112,15 @@ def sim_config(plan: SimPlan, seed: int = 0) -> RunConfig:
 
 def run_torch(opts: BenchOptions, plan: TorchPlan, log: Any) -> list[Run]:
     """The interleaved rounds on the real engine with `opts.threads` torch threads."""
-    import torch
-
-
-    torch.set_num_threads(opts.threads)
-    ckpt = opts.checkpoint(opts.model)
     base = torch_config(opts.model, opts.draft_model, turns=plan.turns, tokens=plan.tokens,
                         device=opts.device,
                         draft=plan.draft, seed=opts.seed)
     configs = [base, *(base.replace(drafter=d) for d in plan.drafters)]
-    # Unrecorded warm-ups (one short turn each), so first-call costs (allocations, the
-    # drafters' first forwards) land on no measured run.
-    for c in configs:
-        run_unrecorded(c.replace(turns=1, max_answer_tokens=8), ckpt)
-    runs: list[Run] = []
-    for i in range(plan.repeats):
-        opts.log(f"{SUITE}: torch round {i + 1}/{plan.repeats}: plain + "
-                 f"{len(plan.drafters)} drafters, {plan.turns} turn(s) of up to "
-                 f"{plan.tokens} tokens, {opts.threads} thread(s)")
-        for c in configs:  # interleaved: a burst of load on the shared CPU hits them all
-            runs.append(record(c, opts, log, ckpt, repeat=i))
-    return runs
+    return recorded_passes(
+        opts, configs, plan.repeats, log, opts.checkpoint(opts.model),
+        lambda i: f"{SUITE}: torch round {i + 1}/{plan.repeats}: plain + "
+                  f"{len(plan.drafters)} drafters, {plan.turns} turn(s) of up to "
+                  f"{plan.tokens} tokens, {opts.threads} thread(s)")
 
 
 def run_sim(opts: BenchOptions, plan: SimPlan, log: Any) -> list[Run]:

@@ -2,7 +2,7 @@
 up per configuration (the fastest of its repeats, its speedup over plain decode)."""
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from specbench.common import BenchOptions, timed
 from specledger.api import run_session
 
 PLAIN = "none"
+WARMUP_TOKENS = 8
 
 
 @dataclass
@@ -126,6 +127,25 @@ def record(config: RunConfig, opts: BenchOptions, log: Any, ckpt: Any = None,
     result, wall = timed(run_session, config, opts.db, backend=_backend(config, ckpt))
     return Run.of(config, result.turns, fold_session(log, result.session_id),
                   session=result.session_id, repeat=repeat, wall_s=wall)
+
+
+def recorded_passes(opts: BenchOptions, configs: Sequence[RunConfig], repeats: int, log: Any,
+                    ckpt: Any, progress: Callable[[int], str]) -> list[Run]:
+    """`repeats` interleaved passes of `configs` on our torch engine over the shared
+    checkpoint `ckpt`, recorded into `log` (interleaved: a burst of load on the shared
+    CPU hits them all); `progress(i)` is pass i's log line. Unrecorded warm-ups first (one
+    short turn of one slot each), so that first-call costs (allocations, the drafters'
+    first forwards) land on no measured run."""
+    import torch
+
+    torch.set_num_threads(opts.threads)
+    for c in configs:
+        run_unrecorded(c.replace(turns=1, slots=1, max_answer_tokens=WARMUP_TOKENS), ckpt)
+    runs: list[Run] = []
+    for i in range(repeats):
+        opts.log(progress(i))
+        runs += [record(c, opts, log, ckpt, repeat=i) for c in configs]
+    return runs
 
 
 def fastest(runs: Iterable[Run]) -> dict[tuple[str, float, int], Run]:

@@ -99,27 +99,18 @@ def run_ours(opts: BenchOptions, base: RunConfig, methods: Sequence[str], repeat
              ckpt: Any) -> list[EngineRun]:
     """`repeats` interleaved passes of each drafter on our engine, recorded into the
     benchmark's log, after an unrecorded warm-up of each."""
-    import torch
-
     from eventlog import open_db
-    from specbench.drafters_runs import record, run_unrecorded
+    from specbench.drafters_runs import recorded_passes
 
-    torch.set_num_threads(opts.threads)
-    log = open_db(opts.db, create=True)
-    configs = [base.replace(drafter=m) for m in methods]
-    for c in configs:
-        run_unrecorded(c.replace(slots=1, max_answer_tokens=WARMUP_TOKENS), ckpt)
-    runs = []
-    for i in range(repeats):
-        opts.log(f"engines: ours ({base.dtype.value}), pass {i + 1}/{repeats}")
-        for c in configs:
-            r = record(c, opts, log, ckpt, repeat=i)
-            runs.append(EngineRun(OURS, c.drafter, c.drafter, base.dtype.value, i,
-                                  r.generated, r.decode_s, r.drafted, r.accepted,
-                                  r.draft_rounds if c.drafter != PLAIN else None,
-                                  [Answer(tuple(r.answer), (None,) * len(r.answer))],
-                                  r.session))
-    return runs
+    passes = recorded_passes(opts, [base.replace(drafter=m) for m in methods], repeats,
+                             open_db(opts.db, create=True), ckpt,
+                             lambda i: f"engines: ours ({base.dtype.value}), pass "
+                                       f"{i + 1}/{repeats}")
+    return [EngineRun(OURS, r.drafter, r.drafter, base.dtype.value, r.repeat, r.generated,
+                      r.decode_s, r.drafted, r.accepted,
+                      r.draft_rounds if r.drafter != PLAIN else None,
+                      [Answer(tuple(r.answer), (None,) * len(r.answer))], r.session)
+            for r in passes]
 
 
 def run_llama(opts: BenchOptions, base: RunConfig, methods: Sequence[str],

@@ -39,7 +39,7 @@ from specbench.common import (
     save_figure,
     timed,
 )
-from specbench.drafters_runs import PLAIN, Run, record, run_unrecorded, summary
+from specbench.drafters_runs import PLAIN, Run, recorded_passes, summary
 from specbench.llama_hf import run_transformers
 from specbench.llama_runs import llama_summary, run_llama, session_prompts
 
@@ -82,19 +82,11 @@ def torch_config(opts: BenchOptions, plan: Plan) -> RunConfig:
 
 def run_torch(opts: BenchOptions, plan: Plan, base: RunConfig, ckpt: Any) -> list[Run]:
     """The interleaved passes on our engine, recorded into the benchmark's log."""
-    import torch
-
-    torch.set_num_threads(opts.threads)
-    log = open_db(opts.db, create=True)
-    configs = [base.replace(drafter=d) for d in plan.drafters]
-    for c in configs:  # unrecorded warm-ups: first-call costs land on no measured run
-        run_unrecorded(c.replace(slots=1, max_answer_tokens=8), ckpt)
-    runs = []
-    for i in range(plan.repeats):
-        opts.log(f"{SUITE}: torch round {i + 1}/{plan.repeats}: {len(configs)} drafters, "
-                 f"{plan.prompts} prompts of up to {plan.tokens} tokens")
-        runs += [record(c, opts, log, ckpt, repeat=i) for c in configs]
-    return runs
+    return recorded_passes(
+        opts, [base.replace(drafter=d) for d in plan.drafters], plan.repeats,
+        open_db(opts.db, create=True), ckpt,
+        lambda i: f"{SUITE}: torch round {i + 1}/{plan.repeats}: {len(plan.drafters)} "
+                  f"drafters, {plan.prompts} prompts of up to {plan.tokens} tokens")
 
 
 def rows(ours: Sequence[dict[str, Any]], theirs: Sequence[dict[str, Any]]
