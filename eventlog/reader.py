@@ -158,7 +158,9 @@ def scan_rows(
                               f"events.body ->> '$[{PAYLOAD}].{key}' IS NOT NULL") if sqlite
                else literal_column(f"events.body -> {PAYLOAD} ->> '{key}' IS NOT NULL"))
         query = query.where(or_(c.trigger != trigger.value, has))
-    return _scan(engine, query, session_id, (after_seq, upto_seq), batch, chunk)
+    if sqlite:
+        return _scan_sqlite(engine, query, session_id, (after_seq, upto_seq), chunk)
+    return _scan_server(engine, query, batch, chunk)
 
 
 def _parsed(texts: list[Any]) -> list[Row]:
@@ -254,12 +256,6 @@ READ_AHEAD = 8
 
 SeqRange = tuple[int | None, int | None]
 """(after this seq, through this seq); None: the session's end on that side."""
-
-
-def _scan(engine: Engine, query: Select[Any], session_id: int, seqs: SeqRange,
-          batch: int, chunk: int) -> Iterator[list[Row]]:
-    return (_scan_sqlite(engine, query, session_id, seqs, chunk)
-            if engine.dialect.name == "sqlite" else _scan_server(engine, query, batch, chunk))
 
 
 def _scan_sqlite(engine: Engine, query: Select[Any], session_id: int, seqs: SeqRange,

@@ -109,8 +109,7 @@ def check_turn_end(slot_tokens: Sequence[int], transcript: Sequence[int],
         return []
     stray = len(slot_tokens) - len(transcript)
     details: dict[str, Any] = {"slot_len": len(slot_tokens), "transcript_len": len(transcript),
-                               "stray": list(slot_tokens[len(transcript):]) if stray > 0
-                               else []}
+                               "stray": list(slot_tokens[len(transcript):])}
     if stop is not None:
         details["stop"] = stop
     return [Violation(

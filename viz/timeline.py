@@ -150,11 +150,9 @@ def _column(b: dict, top: int, size: int) -> str:
     if b["shared"]:
         ids = sorted({f for n in b["rounds"] for f in n["forwards"]})
         tip += f", forward{'s' if len(ids) > 1 else ''} #{_span(ids)}"
-    acc = b["accepted"] * _PX // size
-    rej = b["rejected"] * _PX // size
-    marks = [(2 if b["eog"] else 0, _EOG), (rej, _REJECTED), (acc, _ACCEPTED),
-             (2 if b["storm"] else 0, _STORM), (2 if b["violations"] else 0, _BAD),
-             (2 if b["shared"] else 0, _SHARED)]
+    marks = [(2 if b["eog"] else 0, _EOG), (b["rejected"] * _PX // size, _REJECTED),
+             (b["accepted"] * _PX // size, _ACCEPTED), (2 if b["storm"] else 0, _STORM),
+             (2 if b["violations"] else 0, _BAD), (2 if b["shared"] else 0, _SHARED)]
     return _stack(marks, top + 8, tip)
 
 
