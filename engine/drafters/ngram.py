@@ -92,8 +92,6 @@ class NgramMapK(_Indexed):
         super().__init__()
         self.p = p
         self.map: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
-        self.accepted_by_key: dict[tuple[int, ...], int] = {}
-        self._last_key: tuple[int, ...] | None = None
         self._indexed_upto = 0  # keys starting before this index are in the map
 
     def _forget(self, keep: int) -> None:
@@ -115,22 +113,11 @@ class NgramMapK(_Indexed):
         """The stored m-gram of the current key, if it repeated `min_hits` times."""
         self._sync(tokens)
         self._index(tokens)
-        key = tuple(tokens[-self.p.n:])
-        hit = self.map.get(key)
-        self._last_key = None
+        hit = self.map.get(tuple(tokens[-self.p.n:]))
         if hit is None or hit[1] < self.p.min_hits:
             return []
         draft = list(hit[0][:k])
-        if len(draft) < max(1, self.p.draft_min):
-            return []
-        self._last_key = key
-        return draft
-
-    def on_commit(self, drafted: int, accepted: int) -> None:
-        """Count accepted tokens per key used (llama.cpp keeps the same statistic)."""
-        if self._last_key is not None:
-            self.accepted_by_key[self._last_key] = (
-                self.accepted_by_key.get(self._last_key, 0) + accepted)
+        return draft if len(draft) >= max(1, self.p.draft_min) else []
 
 
 @dataclass
