@@ -47,7 +47,12 @@ def open_db(db: str, create: bool) -> Engine:
                 f"no database at {shown}; record one with `specledger run --db {shown}` "
                 "or pass another --db"
             )
-        _make_parent(sqlite_file, shown)
+        try:
+            sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseUnavailableError(
+                f"cannot create {shown}: {exc.strerror} ({sqlite_file.parent})"
+            ) from exc
     elif sqlite_file is not None and create:
         _look_before_writing(url, shown)
     engine = _engine(url, shown, writer=create)
@@ -172,15 +177,6 @@ def _sqlite_file(url: URL) -> Path | None:
     if url.query.get("uri") or str(url.database).startswith("file:"):
         return None
     return Path(str(url.database))
-
-
-def _make_parent(path: Path, shown: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DatabaseUnavailableError(
-            f"cannot create {shown}: {exc.strerror} ({path.parent})"
-        ) from exc
 
 
 SQLITE_BUSY_S = 60.0

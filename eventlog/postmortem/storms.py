@@ -169,12 +169,10 @@ class RestoreStorms:
         self._open.clear()
         locked = [r for r in self.storms if r.locked]
         stormy = [r for r in self.storms if not r.locked]
-        out = []
-        if locked:
-            out.append(self._finding(locked, Kind.REPLAY_LIVELOCK, Severity.ERROR))
-        if stormy:
-            out.append(self._finding(stormy, Kind.RESTORE_STORM, Severity.WARNING))
-        return out
+        kinds = ((locked, Kind.REPLAY_LIVELOCK, Severity.ERROR),
+                 (stormy, Kind.RESTORE_STORM, Severity.WARNING))
+        return [self._finding(rounds, kind, severity) for rounds, kind, severity in kinds
+                if rounds]
 
     def _finding(self, rounds: list[_Round], kind: Kind, severity: Severity) -> Finding:
         first = rounds[0]
