@@ -64,7 +64,6 @@ class SimBackend:
     template = SIM_TEMPLATE
 
     def __init__(self, config: RunConfig, profile: CostProfile | None = None) -> None:
-        self.cfg = config
         self.costs = profile or get_profile(config.profile)
         self._seed = keyed(config.seed, 0x7A46)
         # read once per token: plain attributes, not a chain of lookups
