@@ -26,6 +26,7 @@ from eventlog.reader import scan_events
 from fsm.errors import SpecledgerError
 from fsm.event import Event
 from specledger.api import code_version
+from specledger.observed import observe, questions
 from specledger.prompts import RecordedQuestions, recorded_questions
 
 # Changing one of these changes the requests themselves: the recorded prompts no longer
@@ -156,14 +157,11 @@ def _rerun_observed(engine: Engine, db: str, info: SessionInfo, changes: dict[st
     if config.backend.value != info.backend:
         raise BackendError(f"a {info.backend} session re-runs on its own server only "
                            f"(--backend {info.backend})")
-    if config.backend is BackendKind.LLAMA:
-        from specledger.llama_run import run_llama
+    from specledger.llama_run import LlamaEngine
+    from specledger.vllm_run import VllmEngine
 
-        new_id = run_llama(config, db, progress, parent_id=info.id).session.session_id
-    else:
-        from specledger.vllm_run import run_vllm
-
-        new_id = run_vllm(config, db, progress, parent_id=info.id).session_id
+    run = LlamaEngine(config) if config.backend is BackendKind.LLAMA else VllmEngine(config)
+    new_id = observe(run, questions(config), db, progress, parent_id=info.id).session_id
     result = diff_streams(scan_events(engine, info.id), scan_events(engine, new_id), tol)
     return RerunResult(info.id, new_id, changed, tol, result.compared, result.divergence,
                        result.turns)

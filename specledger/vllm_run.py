@@ -28,10 +28,9 @@ from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.files import write_file
 from engine.model_digest import checkpoint_digest
-from engine.progress import Progress
 from engine.shipped import model_dir
 from specledger.errors import UsageError
-from specledger.observed import Observed, cmd_run_observed, observe, questions, require_openai
+from specledger.observed import cmd_run_observed, require_openai
 
 MAX_MODEL_LEN = 4096
 """The context vLLM is given (or the model's own limit, if smaller): three turns of
@@ -137,13 +136,6 @@ class VllmEngine:
                          result.turns, result.violations, result.events, report.error,
                          {"log": Path(report.prov.log_path),
                           "answers": Path(report.prov.answers_path)})
-
-
-def run_vllm(config: RunConfig, db: str, progress: Progress | None = None,
-             parent_id: int | None = None) -> Observed:
-    """Run `config`'s conversation on vLLM and record it into the log at `db`."""
-    engine = VllmEngine(config)
-    return observe(engine, questions(config), db, progress, parent_id)
 
 
 def cmd_run_vllm(config: RunConfig, db: str, as_json: bool) -> int:
