@@ -97,5 +97,4 @@ def row_inserter(engine: Engine, table: Table = events) -> Inserter:
 def integrity_errors(engine: Engine) -> tuple[type[Exception], ...]:
     """What a constraint violation raises: SQLAlchemy's wrapper, or, from COPY (which runs
     on the driver's own cursor), the driver's own IntegrityError."""
-    dbapi = engine.dialect.loaded_dbapi
-    return (IntegrityError, dbapi.IntegrityError)
+    return (IntegrityError, engine.dialect.loaded_dbapi.IntegrityError)

@@ -50,12 +50,9 @@ def reference_machine(model: object = None, kind: type[Machine] = Machine,
 @cache
 def transition_table() -> dict[tuple[RoundState, Trigger], RoundState]:
     """Every legal (state, trigger) and its destination, read off `reference_machine`."""
-    table: dict[tuple[RoundState, Trigger], RoundState] = {}
-    for name, event in reference_machine().events.items():
-        for source, transitions in event.transitions.items():
-            for tr in transitions:
-                table[RoundState(source), Trigger(name)] = RoundState(tr.dest or source)
-    return table
+    return {(RoundState(source), Trigger(name)): RoundState(tr.dest or source)
+            for name, event in reference_machine().events.items()
+            for source, transitions in event.transitions.items() for tr in transitions}
 
 
 class RoundMachine:
