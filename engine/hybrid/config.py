@@ -70,7 +70,7 @@ class HybridConfig:
         """Build from a parsed config.json: the text config, or a composite one whose
         `text_config` holds it (top-level tying and EOS ids apply to it)."""
         text = _text_section(raw)
-        missing = [key for key in _REQUIRED if text.get(key) is None]
+        missing = [key for key in REQUIRED if text.get(key) is None]
         if missing:
             raise HybridConfigError(f"config.json lacks required field(s): {', '.join(missing)}")
         num_layers = text["num_hidden_layers"]
@@ -78,7 +78,7 @@ class HybridConfig:
         rope = _rope_parameters(text)
         eos = text.get("eos_token_id")
         return cls(
-            **{key: text[key] for key in _REQUIRED},
+            **{key: text[key] for key in REQUIRED},
             layer_types=tuple(layer_types),
             rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)),
             rope_theta=float(rope["rope_theta"]),
@@ -103,7 +103,7 @@ class HybridConfig:
         return cls.from_dict(raw)
 
     def _validate(self) -> None:
-        for name in _REQUIRED:
+        for name in REQUIRED:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise HybridConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -137,7 +137,7 @@ class HybridConfig:
 
 # The fields config.json must give as positive integers: every one without a default but
 # the layer types (which may follow from full_attention_interval).
-_REQUIRED = tuple(f.name for f in fields(HybridConfig)
+REQUIRED = tuple(f.name for f in fields(HybridConfig)
                   if f.default is MISSING and f.name != "layer_types")
 
 

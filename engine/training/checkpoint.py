@@ -11,7 +11,7 @@ from typing import Any
 from safetensors.torch import save_file
 from torch import Tensor
 
-from engine.hybrid.config import HybridConfig
+from engine.hybrid.config import REQUIRED, HybridConfig
 from engine.hybrid.model import HybridModel
 from engine.hybrid.mtp import PREFIX as MTP_PREFIX
 from engine.hybrid.tokenizer import END_OF_TEXT, build_tokenizer
@@ -23,18 +23,7 @@ def hf_config(config: HybridConfig, mtp_layers: int) -> dict[str, Any]:
     return {
         "architectures": ["Qwen3_5ForCausalLM"],
         "model_type": "qwen3_5_text",
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.hidden_size,
-        "intermediate_size": config.intermediate_size,
-        "num_hidden_layers": config.num_hidden_layers,
-        "num_attention_heads": config.num_attention_heads,
-        "num_key_value_heads": config.num_key_value_heads,
-        "head_dim": config.head_dim,
-        "linear_conv_kernel_dim": config.linear_conv_kernel_dim,
-        "linear_key_head_dim": config.linear_key_head_dim,
-        "linear_value_head_dim": config.linear_value_head_dim,
-        "linear_num_key_heads": config.linear_num_key_heads,
-        "linear_num_value_heads": config.linear_num_value_heads,
+        **{name: getattr(config, name) for name in REQUIRED},
         "layer_types": list(config.layer_types),
         "hidden_act": "silu",
         "rms_norm_eps": config.rms_norm_eps,
