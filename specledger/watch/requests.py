@@ -96,7 +96,6 @@ class RequestRecorder:
 
     def feed(self, piece: Piece, counts: LineCounts) -> list[Request]:
         """Fold `piece`; the requests it completed."""
-        done: list[Request] = []
         for r in piece.records:
             self.kinds.setdefault(r.kind, r)
             if r.kind in _ROUND_KINDS:
@@ -109,7 +108,7 @@ class RequestRecorder:
                 task = self.folder.by_id.get(r.task)
                 if task is not None and task.released is not None:
                     self.waiting.append((task, time.monotonic()))
-        return done + self.ready(counts)
+        return self.ready(counts)
 
     def ready(self, counts: LineCounts, force: bool = False) -> list[Request]:
         """The released requests that can be recorded now: each whose answer is there,
