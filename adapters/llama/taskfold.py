@@ -76,18 +76,15 @@ class TaskFolder:
         elif isinstance(r, DrafterCalled):
             # One per slot drafting now; older ones drafted batches that never ran.
             self.called = [*self.called[-_PENDING:], r]
-        elif r.kind is K.CANDIDATE:
-            assert isinstance(r, Candidate)
+        elif isinstance(r, Candidate):
             self.candidates.setdefault(r.slot, []).append(r)
         elif isinstance(r, SpecStats):
             if self.timed is not None:
                 self.timed.spec_stats[r.spec_type] = r
-        elif isinstance(r, DraftReuse):
+        elif isinstance(r, DraftReuse) or r.kind is K.DRAFT_CKPT_DELETED:
             self.out.draft_reuse_logged = True
-            if r.kind is K.DRAFT_CKPT_LOST:
+            if isinstance(r, DraftReuse) and r.kind is K.DRAFT_CKPT_LOST:
                 self.draft_lost.append(r)
-        elif r.kind is K.DRAFT_CKPT_DELETED:
-            self.out.draft_reuse_logged = True
         elif r.kind is K.SLOT_SELECTED:
             assert isinstance(r, SlotSelected) and r.slot is not None
             self.selection[r.slot] = r
