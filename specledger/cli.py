@@ -40,17 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     `add_parser`, in the order `specledger --help` lists them."""
     p = _Parser(prog="specledger", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    commands.add_parser(sub)
-    analysis_cmds.add_parser(sub)
-    bench_cmd.add_parser(sub)
-    import_cmd.add_parser(sub)
-    calibrate_cmd.add_parser(sub)
-    whatif_cmd.add_parser(sub)
-    export_cmd.add_parser(sub)
-    migrate_cmd.add_parser(sub)
-    llama_cmd.add_parser(sub)
-    watch_cmd.add_parser(sub)
-    demo.add_parser(sub)
+    for module in (commands, analysis_cmds, bench_cmd, import_cmd, calibrate_cmd, whatif_cmd,
+                   export_cmd, migrate_cmd, llama_cmd, watch_cmd, demo):
+        module.add_parser(sub)
     for name, child in sub.choices.items():
         if name not in ("bench", "llama"):  # bench keeps its sessions beside its results
             add_common(child)
