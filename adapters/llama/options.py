@@ -163,13 +163,12 @@ class ServerOptions:
             raise ConfigError(f"draft_model: drafter draft-model needs the draft GGUF file, "
                               f"got {self.draft_model}")
         check_setting("draft_max", self.draft_max)
-        _check("draft_min", self.draft_min, 0, self.draft_max)
-        _check("ngram_n", self.ngram_n, 1, 1024)
-        _check("ngram_min_hits", self.ngram_min_hits, 1, 1 << 16)
-        _check("ctx_checkpoints", self.ctx_checkpoints, 0, 1 << 16)
-        _check("ctx_size", self.ctx_size, 16, 1 << 20)
-        _check("threads", self.threads, 1, 1024)
-        _check("port", self.port, 0, 65535)
+        for name, lo, hi in (("draft_min", 0, self.draft_max), ("ngram_n", 1, 1024),
+                             ("ngram_min_hits", 1, 1 << 16), ("ctx_checkpoints", 0, 1 << 16),
+                             ("ctx_size", 16, 1 << 20), ("threads", 1, 1024), ("port", 0, 65535)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not lo <= value <= hi:
+                raise ConfigError(f"{name}: {value!r} must be an integer between {lo} and {hi}")
         check_build(self.build)
         if not self.startup_timeout_s > 0:
             raise ConfigError(f"startup_timeout_s: {self.startup_timeout_s} must be > 0")
@@ -251,8 +250,3 @@ def _legacy_args(opts: ServerOptions) -> list[str]:
             "--spec-ngram-size-n", str(opts.ngram_n),
             "--spec-ngram-size-m", str(opts.draft_max),
             "--spec-ngram-min-hits", str(opts.ngram_min_hits)]
-
-
-def _check(name: str, value: int, lo: int, hi: int) -> None:
-    if not isinstance(value, int) or not lo <= value <= hi:
-        raise ConfigError(f"{name}: {value!r} must be an integer between {lo} and {hi}")
