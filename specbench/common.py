@@ -8,12 +8,16 @@ and SVG. docs/results.md links those files, as recorded in the checkout's `bench
 
 import argparse
 import json
+import platform
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+import sqlalchemy
 
 from adapters.llama.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
@@ -122,6 +126,13 @@ def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     """`fn(*args, **kwargs)` and the wall seconds it took."""
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
+
+
+def ledger_env(**extra: Any) -> dict[str, Any]:
+    """The versions a ledger benchmark's numbers depend on (Python, SQLAlchemy, SQLite,
+    then `extra`) and the machine."""
+    return {"python": platform.python_version(), "sqlalchemy": sqlalchemy.__version__,
+            "sqlite": sqlite3.sqlite_version, **extra, "machine": platform.machine()}
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

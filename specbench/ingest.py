@@ -14,14 +14,10 @@ configures it.
 """
 
 import pickle
-import platform
-import sqlite3
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import sqlalchemy
 
 from engine.config import RunConfig
 from engine.session import Session
@@ -29,6 +25,7 @@ from specbench.common import (
     BenchOptions,
     Goal,
     SuiteResult,
+    ledger_env,
     md_table,
     new_figure,
     save_figure,
@@ -142,10 +139,7 @@ def run(opts: BenchOptions) -> SuiteResult:
             "all_rates": {b: {str(p[0].writers): [r.events_per_s for r in p] for p in pair}
                           for b, pair in runs.items()},
             "repeat": sizes.repeat, "seed": sizes.seed.to_dict(),
-            "env": {"python": platform.python_version(),
-                    "sqlalchemy": sqlalchemy.__version__, "sqlite": sqlite3.sqlite_version,
-                    "postgresql": server, "postgresql_durable": True,
-                    "machine": platform.machine()}}
+            "env": ledger_env(postgresql=server, postgresql_durable=True)}
     files = plot(medians, opts.suite_dir("ingest"))
     return SuiteResult(name="ingest", data=data, table=table(medians),
                        goals=goals(runs, opts.quick), files=files)

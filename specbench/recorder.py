@@ -12,20 +12,17 @@ The throughput measurement is in `recorder_throughput`, the overhead on whole ru
 `recorder_overhead`; this module sizes them, runs them and reports.
 """
 
-import platform
-import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import sqlalchemy
 
 from engine.config import RunConfig
 from specbench.common import (
     BenchOptions,
     Goal,
     SuiteResult,
+    ledger_env,
     md_table,
     new_figure,
     save_figure,
@@ -166,8 +163,7 @@ def run(opts: BenchOptions) -> SuiteResult:
         "the goal uses the recorder's own time (seconds inside Recorder calls, session "
         "creation to close) over the rest of the run, median of the on-runs; the paired "
         "wall-time overhead is reported beside it and is noisy on a shared CPU")
-    data["env"] = {"python": platform.python_version(), "sqlalchemy": sqlalchemy.__version__,
-                   "sqlite": sqlite3.sqlite_version, "machine": platform.machine()}
+    data["env"] = ledger_env()
     goal = Goal(
         name="recording overhead, real engine",
         target=f"<= {100 * GOAL_FRACTION:.0f}%",

@@ -9,8 +9,6 @@ files grown from a real sim session (`scale_session`).
 """
 
 import json
-import platform
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -19,9 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy
-
-from specbench.common import BenchOptions, Goal, SuiteResult, md_table
+from specbench.common import BenchOptions, Goal, SuiteResult, ledger_env, md_table
 from specbench.scale_session import build
 from specbench.scale_worker import Analysis
 
@@ -82,8 +78,7 @@ def run(opts: BenchOptions) -> SuiteResult:
                       "found": runs[0]["found"]} for name, runs in timed.items()}
     data = {"timed_events": n_timed, "large_events": n_large, "repeat": sizes.repeat,
             "timed": summary, "large": large, "large_db_bytes_per_event": db_bytes / n_large,
-            "env": {"python": platform.python_version(), "sqlalchemy": sqlalchemy.__version__,
-                    "sqlite": sqlite3.sqlite_version, "machine": platform.machine()}}
+            "env": ledger_env()}
     return SuiteResult(name="scale", data=data, table=table(data),
                        goals=goals(data, opts.quick))
 
