@@ -12,15 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from eventlog.postmortem.finding import Severity
-from specledger.run_flags import checked
+from specledger.cli_common import at_least
 from specledger.watch.prune import parse_duration
 
 if TYPE_CHECKING:
     from specledger.watch.loop import WatchTally
-
-
-def _positive(v: int) -> str:
-    return f"{v} must be at least 1" if v < 1 else ""
 
 
 def add_parser(sub: Any) -> None:
@@ -35,13 +31,13 @@ def add_parser(sub: Any) -> None:
                         "cross-checked as `import --responses` does")
     p.add_argument("--on-finding", default=None, metavar="CMD",
                    help="a shell command run once per finding, the finding as JSON on stdin")
-    p.add_argument("--metrics-port", type=checked(int, _positive), default=None, metavar="N",
+    p.add_argument("--metrics-port", type=at_least(int, 1), default=None, metavar="N",
                    help="serve Prometheus metrics on 127.0.0.1:N/metrics")
-    p.add_argument("--keep", type=checked(int, _positive), default=None, metavar="N",
+    p.add_argument("--keep", type=at_least(int, 1), default=None, metavar="N",
                    help="keep the newest N sessions of this log, prune older ones")
     p.add_argument("--keep-for", default=None, metavar="DURATION",
                    help="prune sessions older than this (30m, 12h, 7d)")
-    p.add_argument("--ring", type=checked(int, _positive), default=None, metavar="N",
+    p.add_argument("--ring", type=at_least(int, 1), default=None, metavar="N",
                    help="flight-recorder mode: hold the last N rounds of each slot in "
                         "memory, write them only when a finding fires")
     p.add_argument("--severity", choices=[Severity.ERROR.value, Severity.WARNING.value],
