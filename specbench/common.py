@@ -12,7 +12,7 @@ import platform
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +26,6 @@ from engine.files import replacing, write_file
 from specbench.record import DEFAULT_OUT, results_folder
 
 T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -127,18 +126,6 @@ def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     """`fn(*args, **kwargs)` and the wall seconds it took."""
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
-
-
-def best_by(items: Iterable[T], key: Callable[[T], K], score: Callable[[T], float]
-            ) -> dict[K, T]:
-    """Per `key`, the item of the highest `score` (the first of equals): a repeated
-    measurement's best run, since load on a shared CPU only ever adds time."""
-    best: dict[K, T] = {}
-    for item in items:
-        k = key(item)
-        if k not in best or score(item) > score(best[k]):
-            best[k] = item
-    return best
 
 
 def ledger_env(**extra: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from engine.config import BackendKind, RunConfig
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold, fold_log, fold_session
-from specbench.common import BenchOptions, best_by, timed
+from specbench.common import BenchOptions, timed
 from specledger.api import run_session
 
 PLAIN = "none"
@@ -151,7 +151,11 @@ def recorded_passes(opts: BenchOptions, configs: Sequence[RunConfig], repeats: i
 def fastest(runs: Iterable[Run]) -> dict[tuple[str, float, int], Run]:
     """Each configuration's fastest run (least decode time per token): load from other
     jobs on a shared CPU only ever adds time, so the minimum is the steadiest estimate."""
-    return best_by(runs, lambda r: r.key, lambda r: -r.s_per_token)
+    best: dict[tuple[str, float, int], Run] = {}
+    for r in runs:
+        if r.key not in best or r.s_per_token < best[r.key].s_per_token:
+            best[r.key] = r
+    return best
 
 
 def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
