@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -47,6 +48,16 @@ def code_version() -> str:
     return f"{base}+g{rev}" if rev else base
 
 
+def new_session(engine: Engine, config: dict[str, Any], backend: str, seed: int | None = None,
+                model_digest: str | None = None, parent_id: int | None = None) -> int:
+    """Create a session in the log, stamped with this code's version (its seed stored
+    where the run has one); returns its id."""
+    return create_session(engine, config=config, backend=backend,
+                          seeds={"seed": seed} if seed is not None else {},
+                          code_version=code_version(), model_digest=model_digest,
+                          parent_id=parent_id)
+
+
 def run_session(
     config: RunConfig,
     db: str,
@@ -65,15 +76,8 @@ def run_session(
     caps = backend.capabilities
     config = config.replace(**caps.resolved)  # record what ran, not what was asked ("auto")
     engine = open_db(db, create=True)
-    sid = create_session(
-        engine,
-        config=config.to_dict(),
-        backend=config.backend.value,
-        seeds={"seed": config.seed},
-        code_version=code_version(),
-        model_digest=caps.model_digest() if caps.model_digest else None,
-        parent_id=parent_id,
-    )
+    sid = new_session(engine, config.to_dict(), config.backend.value, config.seed,
+                      caps.model_digest() if caps.model_digest else None, parent_id)
     with Recorder(engine, sid) as rec:
         turns = Session(config, rec, backend=backend, progress=progress,
                         conversation=conversation).run()

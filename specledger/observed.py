@@ -19,9 +19,9 @@ from adapters.protocol import ObservedEngine, Recording
 from engine.config import RunConfig
 from engine.errors import BackendError, ConfigError
 from engine.progress import Progress
-from eventlog import Recorder, SessionStatus, create_session, open_db
+from eventlog import Recorder, SessionStatus, open_db
 from fsm.event import Event
-from specledger.api import code_version, session_turns
+from specledger.api import new_session, session_turns
 
 
 def questions(config: RunConfig) -> list[str]:
@@ -75,10 +75,7 @@ def store_journal(db: str, journal: UnitJournal, rec: Recording,
     unit; the session ends `failed` when the recording says the run stopped early.
     Returns the session's id."""
     engine = open_db(db, create=True)
-    sid = create_session(engine, config=rec.config, backend=rec.backend,
-                         seeds={"seed": rec.seed} if rec.seed is not None else {},
-                         code_version=code_version(), model_digest=rec.model_digest,
-                         parent_id=parent_id)
+    sid = new_session(engine, rec.config, rec.backend, rec.seed, rec.model_digest, parent_id)
     write_journal(engine, sid, journal, failed=rec.error is not None)
     return sid
 

@@ -18,14 +18,14 @@ from engine.conversation import Conversation
 from engine.errors import BackendError
 from engine.progress import Progress
 from engine.session import Session, make_backend, make_conversation
-from eventlog import Recorder, SessionInfo, create_session, get_session, open_db
+from eventlog import Recorder, SessionInfo, get_session, open_db
 from eventlog.compare import EXACT, Tolerance
 from eventlog.diff import Divergence, Follower, TurnDelta, diff_streams
 from eventlog.errors import RecordingFailedError
 from eventlog.reader import scan_events
 from fsm.errors import SpecledgerError
 from fsm.event import Event
-from specledger.api import code_version
+from specledger.api import new_session
 from specledger.observed import observe, questions
 from specledger.prompts import RecordedQuestions, recorded_questions
 
@@ -114,9 +114,7 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
             f"session {session_id} was recorded with model {info.model_digest}, but "
             f"{config.model} is now {digest}: a re-execution would not be comparable "
             "(use --set model=... for a counterfactual)")
-    new_id = create_session(
-        engine, config=after, backend=config.backend.value, seeds={"seed": config.seed},
-        code_version=code_version(), model_digest=digest, parent_id=session_id)
+    new_id = new_session(engine, after, config.backend.value, config.seed, digest, session_id)
     if changed:
         error = _run(engine, new_id, config, backend, conversation, None, progress)
         result = diff_streams(scan_events(engine, session_id), scan_events(engine, new_id), tol)

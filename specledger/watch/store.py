@@ -21,10 +21,9 @@ from sqlalchemy import (
     select,
 )
 
-from eventlog import create_session
 from eventlog.interrupts import interrupts_deferred
 from eventlog.schema import UTCDateTime
-from specledger.api import code_version
+from specledger.api import new_session
 from specledger.observed import write_journal
 from specledger.watch.follower import Cursor
 from specledger.watch.requests import Request
@@ -96,8 +95,7 @@ def store_request(engine: Engine, log: str, req: Request, extra: dict[str, Any])
     returns the session's id. The key is noted before the events are written: a watch
     killed in between leaves the session incomplete, never a second copy."""
     config = {**req.config, "watch": extra}
-    sid = create_session(engine, config=config, backend=BACKEND, seeds={},
-                         code_version=code_version())
+    sid = new_session(engine, config, BACKEND)
     with interrupts_deferred(), engine.begin() as conn:
         conn.execute(requests.insert().values(
             key=req.key, log=log, session_id=sid, slot=req.task.slot, task=req.task.task,
