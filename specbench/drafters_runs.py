@@ -168,18 +168,15 @@ def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
     every: dict[tuple[str, float, int], list[Run]] = defaultdict(list)
     for r in runs:
         every[r.key].append(r)
-    rows = []
-    for key, r in sorted(best.items(), key=lambda kv: not kv[1].plain):  # plain first
-        rows.append({
-            "drafter": r.drafter, "setting": r.acceptance, "draft": r.draft,
-            "sessions": [x.session for x in every[key]], "best_session": r.session,
-            "generated": r.generated, "rounds": r.rounds, "draft_rounds": r.draft_rounds,
-            "drafted": r.drafted, "accepted": r.accepted, "acceptance": r.rate,
-            "accepted_per_round": r.accepted_per_round, "tok_s": r.tok_s,
-            "s_per_token": r.s_per_token, "s_per_token_runs": [x.s_per_token
-                                                                for x in every[key]],
-            "speedup": plain.s_per_token / r.s_per_token if r.s_per_token else 0.0,
-            "draft_share": r.draft_share,
-            "lossless": all(x.answer == reference for x in every[key]),
-        })
-    return rows
+    return [{
+        "drafter": r.drafter, "setting": r.acceptance, "draft": r.draft,
+        "sessions": [x.session for x in every[key]], "best_session": r.session,
+        "generated": r.generated, "rounds": r.rounds, "draft_rounds": r.draft_rounds,
+        "drafted": r.drafted, "accepted": r.accepted, "acceptance": r.rate,
+        "accepted_per_round": r.accepted_per_round, "tok_s": r.tok_s,
+        "s_per_token": r.s_per_token, "s_per_token_runs": [x.s_per_token
+                                                            for x in every[key]],
+        "speedup": plain.s_per_token / r.s_per_token if r.s_per_token else 0.0,
+        "draft_share": r.draft_share,
+        "lossless": all(x.answer == reference for x in every[key]),
+    } for key, r in sorted(best.items(), key=lambda kv: not kv[1].plain)]  # plain first

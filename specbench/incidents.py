@@ -40,7 +40,7 @@ from eventlog import open_db
 from eventlog.postmortem import postmortem_session
 from eventlog.reader import scan_events
 from fsm.states import Trigger
-from specbench.common import BenchOptions, Goal, SuiteResult, md_table
+from specbench.common import BenchOptions, Goal, SuiteResult, md_table, timed
 from specbench.incidents_cells import Cell, judge
 
 SUITE = "incidents"
@@ -119,12 +119,11 @@ def run_build(version: str, incidents: tuple[Incident, ...], opts: BenchOptions,
             step[0] += 1
             opts.log(f"{SUITE}: run {step[0]}/{total}: {version} {incident.key}: "
                      f"{scenario.command(version)}")
-            t = time.perf_counter()
-            runs[scenario.run_key] = record(scenario, version, opts)
-            done = runs[scenario.run_key]
+            done, seconds = timed(record, scenario, version, opts)
+            runs[scenario.run_key] = done
             opts.log(f"{SUITE}: {version} {incident.key}: "
                      f"{'session ' + str(done.session) if done.session else 'no session'}"
-                     f" in {time.perf_counter() - t:.0f} s")
+                     f" in {seconds:.0f} s")
         cells[incident.key] = cell(incident, scenario, build, runs[scenario.run_key])
     return cells
 
