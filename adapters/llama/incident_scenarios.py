@@ -76,35 +76,29 @@ class Scenario:
                + (" --draft-model <the target>" if self.draft_self else ""))
 
 
-SCENARIOS: dict[str, Scenario] = {
-    "#28049": Scenario(
-        "#28049", "ngram-mod", turns=3, max_answer_tokens=512, draft_max=8, from_turn=2,
-        measure="stray_tokens",
-        why="ngram-mod learns `<|im_end|>` from the history and drafts it inside a block "
-            "from the second answer on"),
-    "PR 22521": Scenario(
-        "PR 22521", "draft-model", turns=3, max_answer_tokens=64, draft_max=4, from_turn=2,
-        draft_self=True,
-        why="the target as its own draft model (hybrid: its context checkpoints its state; "
-            "the shipped draft model is one no build before 0.3.36 loads): at each new "
-            "request of the slot, that checkpoint kept or dropped"),
-    "PR 26320": Scenario(
-        "PR 26320", "ngram-mod", turns=2, max_answer_tokens=64, draft_max=8,
-        measure="restores",
-        why="partial acceptances on a FULL-rollback target: restores and their replays"),
-    "#23268": Scenario(
-        "#23268", "ngram-mod", turns=3, max_answer_tokens=256, draft_max=32,
-        why="long drafts: the replay's batch differs most from the first verification's"),
-    "#28060": Scenario(
-        "#28060", "ngram-mod", turns=3, max_answer_tokens=256, draft_max=32,
-        why="the same run as #23268: a replay that never verifies as the first did"),
-    "#24055": Scenario(
-        "#24055", "none", turns=3, max_answer_tokens=64, draft_max=8, from_turn=2,
-        measure="reprefill_tokens",
-        why="the history sent back verbatim: the whole cache matches the next prompt, so "
-            "no checkpoint needs restoring; a build that restores one re-prefills the "
-            "previous answer"),
-}
+SCENARIOS: dict[str, Scenario] = {s.incident: s for s in (
+    Scenario("#28049", "ngram-mod", turns=3, max_answer_tokens=512, draft_max=8, from_turn=2,
+             measure="stray_tokens",
+             why="ngram-mod learns `<|im_end|>` from the history and drafts it inside a block "
+                 "from the second answer on"),
+    Scenario("PR 22521", "draft-model", turns=3, max_answer_tokens=64, draft_max=4, from_turn=2,
+             draft_self=True,
+             why="the target as its own draft model (hybrid: its context checkpoints its state; "
+                 "the shipped draft model is one no build before 0.3.36 loads): at each new "
+                 "request of the slot, that checkpoint kept or dropped"),
+    Scenario("PR 26320", "ngram-mod", turns=2, max_answer_tokens=64, draft_max=8,
+             measure="restores",
+             why="partial acceptances on a FULL-rollback target: restores and their replays"),
+    Scenario("#23268", "ngram-mod", turns=3, max_answer_tokens=256, draft_max=32,
+             why="long drafts: the replay's batch differs most from the first verification's"),
+    Scenario("#28060", "ngram-mod", turns=3, max_answer_tokens=256, draft_max=32,
+             why="the same run as #23268: a replay that never verifies as the first did"),
+    Scenario("#24055", "none", turns=3, max_answer_tokens=64, draft_max=8, from_turn=2,
+             measure="reprefill_tokens",
+             why="the history sent back verbatim: the whole cache matches the next prompt, so "
+                 "no checkpoint needs restoring; a build that restores one re-prefills the "
+                 "previous answer"),
+)}
 """Per incident key (every incident of adapters/llama/incidents.py has one)."""
 
 QUICK = ("PR 26320",)
