@@ -11,7 +11,6 @@ samples from a cut distribution. A sampler llama.cpp builds idle (its parameters
 no-op) prints with a `?` and does not act.
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 from adapters.llama.logrecords import SamplerChain, SamplerParams
@@ -67,16 +66,7 @@ def used(chain: SamplerChain | None, params: SamplerParams | None) -> dict[str, 
         "top_p": value("top-p", "top_p", 1.0),
         "min_p": value("min-p", "min_p", 0.0),
         "others": [s for s in acting if s not in _OURS],
-        "order": _order(acting),
+        # The acting samplers we have a parameter for, by that name, in chain order.
+        "order": list(dict.fromkeys(_OURS[s] for s in acting if s in _OURS)),
         "chain": list(chain.active),
     }
-
-
-def _order(acting: Sequence[str]) -> list[str]:
-    """The acting samplers we have a parameter for, by that name, in chain order."""
-    out: list[str] = []
-    for s in acting:
-        name = _OURS.get(s)
-        if name is not None and name not in out:
-            out.append(name)
-    return out
