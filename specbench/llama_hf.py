@@ -7,13 +7,12 @@ prefill and the first token), so its tokens/s counts what ours and llama.cpp's c
 the tokens after the first over the time spent decoding them.
 """
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.shipped import model_dir
-from specbench.common import BenchOptions
+from specbench.common import BenchOptions, timed
 
 WARMUP_TOKENS = 8
 
@@ -51,10 +50,9 @@ def run_transformers(opts: BenchOptions, prompts: Sequence[Sequence[int]], cap: 
 
     def generate(prompt: Sequence[int], n: int) -> tuple[list[int], float]:
         ids = torch.tensor([list(prompt)])
-        t = time.perf_counter()
-        out = model.generate(ids, max_new_tokens=n, do_sample=False,
+        out, seconds = timed(model.generate, ids, max_new_tokens=n, do_sample=False,
                              eos_token_id=list(eos), pad_token_id=eos[0])
-        return out[0, ids.shape[1]:].tolist(), time.perf_counter() - t
+        return out[0, ids.shape[1]:].tolist(), seconds
 
     runs = []
     with torch.inference_mode():
