@@ -92,9 +92,7 @@ class LlamaClient(Connection):
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, specials parsed, no BOS: one request for all."""
-        content: list[str | int] = []
-        for text in texts:
-            content += [text, _SEPARATOR]
+        content: list[str | int] = [x for text in texts for x in (text, _SEPARATOR)]
         ids: list[int] = self.post("/tokenize", {"content": content, "add_special": False,
                                                  "parse_special": True})["tokens"]
         out: list[list[int]] = [[]]
