@@ -127,14 +127,12 @@ def vllm_run(options: VllmOptions, prompts: Sequence[Sequence[int]], logs: Path,
                 try:
                     out += vllm_answers(server.client, [prompts[len(out)]], cap)
                 except ServerDiedError as exc:
+                    if deaths == 0:
+                        raise
+                    out.append(Answer((), (), error=str(exc)))
                     if died >= deaths:
-                        if deaths == 0:
-                            raise
-                        out.append(Answer((), (), error=str(exc)))
                         skipped = f"not asked: the server had died {died + 1} times"
                         out += [Answer((), (), error=skipped)] * (len(prompts) - len(out))
-                        break
-                    out.append(Answer((), (), error=str(exc)))
                     died += 1
                     break
     return tuple(out)
