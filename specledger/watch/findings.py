@@ -15,7 +15,7 @@ from eventlog.postmortem.finding import SEVERITY_ORDER, Finding, Severity
 from specledger.watch.requests import Request
 
 HOOK_TIMEOUT_S = 30.0
-_HOOK_QUEUE = 256  # findings waiting for a slow hook beyond this are dropped, and counted
+_HOOK_QUEUE = 256  # findings waiting for a slow hook beyond this are dropped
 
 
 def judge(req: Request) -> list[Finding]:
@@ -56,7 +56,6 @@ class FindingHook:
 
     def __init__(self, command: str) -> None:
         self.command = command
-        self.dropped = 0
         self.failed = 0  # runs that failed (each said on stderr)
         self._queue: deque[dict[str, Any]] = deque()
         self._wake = threading.Condition()
@@ -68,7 +67,6 @@ class FindingHook:
         """Queue one finding for the command."""
         with self._wake:
             if len(self._queue) >= _HOOK_QUEUE:
-                self.dropped += 1
                 return
             self._queue.append(doc)
             self._wake.notify()
