@@ -82,10 +82,8 @@ SLOT_PATTERNS: Patterns = tuple(
          rf"f_keep = {_NUM}",
          lambda m, c: SlotSelected(kind=K.SLOT_SELECTED, method="lcp", f_sim=_f(m, 1),
                                    f_keep=_f(m, 3), **c)),
-        (r"^selected slot by LRU", lambda m, c: SlotSelected(kind=K.SLOT_SELECTED,
-                                                             method="lru", **c)),
-        (r"^selected slot by id", lambda m, c: SlotSelected(kind=K.SLOT_SELECTED,
-                                                            method="id", **c)),
+        (r"^selected slot by (LRU|id)",
+         lambda m, c: SlotSelected(kind=K.SLOT_SELECTED, method=m.group(1).lower(), **c)),
         (rf"^ - checking sim = {_NUM} \({_INT}/{_INT}\)",
          lambda m, c: LcpCheck(kind=K.LCP_CHECK, lcp=_i(m, 2), prompt=_i(m, 3), **c)),
         (rf"^processing task, is_child = {_INT}",
@@ -113,11 +111,10 @@ SLOT_PATTERNS: Patterns = tuple(
         (rf"^superseding context checkpoint at n_tokens = {_INT}",
          lambda m, c: Checkpoint(kind=K.CTX_ERASED, n_tokens=_i(m, 1), reason="superseded",
                                  **c)),
-        (r"^forcing full prompt re-processing",
-         lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
-        # Before 0.3.24: the memory could not drop the tail, so it is cleared.
-        (r"^failed to truncate tokens with position >= -?\d+ - clearing the memory",
-         lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
+        # `failed to truncate`: before 0.3.24 the memory could not drop the tail, so it is
+        # cleared, a full re-processing too.
+        (r"^(?:forcing full prompt re-processing|failed to truncate tokens with position "
+         r">= -?\d+ - clearing the memory)", lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
         (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
         (rf"^Checking checkpoint with \[{_INT}, {_INT}\] against {_INT}\.\.\.",
          lambda m, c: Count(kind=K.CKPT_CHECK, n=_i(m, 3), **c)),
