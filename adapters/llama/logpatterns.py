@@ -46,6 +46,11 @@ _INT, _NUM = r"(-?\d+)", r"(-?[\d.]+)"
 # Checkpoint geometry as create/restore/erase print it.
 _GEOM = rf"pos_min = {_INT}, pos_max = {_INT}, n_tokens = {_INT}"
 
+# process_token's `stopped ...` messages, by the reason each gives.
+_STOPS = {"by EOS": StopReason.EOS, "by limit": StopReason.LIMIT,
+          "due to running out of context": StopReason.CONTEXT,
+          "by time limit": StopReason.TIME, "by indentation limit": StopReason.INDENT}
+
 Builder = Callable[[re.Match[str], dict[str, Any]], Record]
 Patterns = tuple[tuple[re.Pattern[str], Builder], ...]
 
@@ -61,10 +66,6 @@ def _i(m: re.Match[str], i: int) -> int:
 def _erased(reason: str) -> Builder:
     return lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
                                    n_tokens=_i(m, 3), size_mib=_f(m, 4), reason=reason, **c)
-
-
-def _stopped(reason: StopReason) -> Builder:
-    return lambda m, c: Stopped(kind=K.STOPPED, reason=reason, **c)
 
 
 def _timing(phase: TimingPhase) -> Builder:
@@ -151,11 +152,8 @@ SLOT_PATTERNS: Patterns = tuple(
         (rf"^(?:n_gen|n_decoded) = {_INT}, n_remaining = {_INT}, next token:\s*{_INT} '",
          lambda m, c: Token(kind=K.TOKEN, n_gen=_i(m, 1), n_remaining=_i(m, 2),
                             token=_i(m, 3), **c)),
-        (r"^stopped by EOS", _stopped(StopReason.EOS)),
-        (r"^stopped by limit", _stopped(StopReason.LIMIT)),
-        (r"^stopped due to running out of context", _stopped(StopReason.CONTEXT)),
-        (r"^stopped by time limit", _stopped(StopReason.TIME)),
-        (r"^stopped by indentation limit", _stopped(StopReason.INDENT)),
+        (rf"^stopped ({'|'.join(_STOPS)})",
+         lambda m, c: Stopped(kind=K.STOPPED, reason=_STOPS[m.group(1)], **c)),
         (rf"^\s*prompt eval time =\s*{_NUM} ms /\s*{_INT} tokens", _timing(TimingPhase.PROMPT)),
         (rf"^\s*eval time =\s*{_NUM} ms /\s*{_INT} tokens", _timing(TimingPhase.EVAL)),
         # `rate =` up to 0.3.21, `mean len` from 0.3.36 on.
