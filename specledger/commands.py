@@ -25,7 +25,7 @@ from specledger import (
     watch_cmd,
     whatif_cmd,
 )
-from specledger.api import RunResult, run_session, session_turns
+from specledger.api import run_session, session_turns
 from specledger.cli_common import RERUN_BACKENDS, add_tolerance, at_least
 from specledger.errors import UsageError
 from specledger.run_flags import add_run_flags, config_from_args
@@ -77,11 +77,6 @@ def dispatch(args: argparse.Namespace) -> int:
     return handler(args)
 
 
-def _run(config: RunConfig, db: str, show_progress: bool, label: str) -> RunResult:
-    with output.progress_bar(config, label, show_progress) as progress:
-        return run_session(config, db, progress=progress)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """`specledger run`."""
     config = config_from_args(args)
@@ -93,7 +88,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from specledger.vllm_run import cmd_run_vllm
 
         return cmd_run_vllm(config, args.db, args.json)
-    result = _run(config, args.db, not args.json, f"{config.strategy}/{config.eog_policy}")
+    label = f"{config.strategy}/{config.eog_policy}"
+    with output.progress_bar(config, label, not args.json) as progress:
+        result = run_session(config, args.db, progress=progress)
     profiles = session_turns(open_db(args.db, create=False), result.session_id).profiles
     plain = plain_tps(config, result.turns)
     if args.json:
