@@ -26,8 +26,18 @@ from typing import Any, Protocol, Self, TypeVar
 
 from engine.metrics import TurnMetrics
 from fsm.event import Event
+from fsm.payloads import TurnMetricsRow
 
 Messages = list[dict[str, str]]
+
+
+def end_metrics(stats: TurnMetrics, unknown: set[str], **extra: Any) -> TurnMetricsRow:
+    """An imported turn's `end_turn` metrics: its figures (the re-prefill's time taken as
+    its share of the prefill's), each `unknown` one None and listed, then `extra`."""
+    if stats.prefill_tokens and stats.reprefill_tokens:
+        stats.reprefill_s = stats.prefill_s * min(
+            1.0, stats.reprefill_tokens / stats.prefill_tokens)
+    return stats.to_dict() | {k: None for k in unknown} | {"unknown": sorted(unknown), **extra}
 
 
 def read_answers_file(path: str | Path, error: type[Exception]) -> str:

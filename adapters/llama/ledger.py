@@ -27,13 +27,12 @@ from adapters.llama.logrecords import RecordKind, StopReason, TimingPhase
 from adapters.llama.responses import ResponseFacts, match_responses
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
-from adapters.protocol import Sink
+from adapters.protocol import Sink, end_metrics
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
-from fsm.payloads import TurnMetricsRow
 from fsm.states import Trigger
 
 K = RecordKind
@@ -203,12 +202,8 @@ class TaskLedger:
         stats.violations = counted.violations
         if evals is not None:
             stats.decode_s = evals.ms / 1e3
-        if stats.prefill_tokens and stats.reprefill_tokens:
-            stats.reprefill_s = stats.prefill_s * min(
-                1.0, stats.reprefill_tokens / stats.prefill_tokens)
-        metrics: TurnMetricsRow = stats.to_dict() | {k: None for k in turn.unknown} | {
-            "unknown": sorted(turn.unknown), "task": task.task,
-            "stop": task.stop.value if task.stop is not None else None, **reported}
+        metrics = end_metrics(stats, turn.unknown, task=task.task, stop=task.stop.value
+                              if task.stop is not None else None, **reported)
         m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics})
         s.length = task.released.n_tokens
         self.turns.append(TurnMetrics.from_dict(metrics))

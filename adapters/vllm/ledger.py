@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.protocol import Sink
+from adapters.protocol import Sink, end_metrics
 from adapters.vllm.answers import Answer
 from adapters.vllm.crosscheck import answer_violations
 from adapters.vllm.ledger_rounds import fire_step
@@ -30,7 +30,7 @@ from engine.metrics import TurnMetrics
 from engine.speculative import common_prefix
 from fsm.invariants import Violation, check_turn_end
 from fsm.machine import RoundMachine
-from fsm.payloads import StartTurn, TurnMetricsRow
+from fsm.payloads import StartTurn
 from fsm.states import Trigger
 
 NOT_REPORTED = ("rollback_s", "repair_s")
@@ -202,11 +202,7 @@ class _Ledger:
             found = check_turn_end(self.tokens, [*prompt, *a.tokens], stop) + found
         for v in found:
             self.violate(stats, v)
-        if stats.prefill_tokens and stats.reprefill_tokens:
-            stats.reprefill_s = stats.prefill_s * min(
-                1.0, stats.reprefill_tokens / stats.prefill_tokens)
-        metrics: TurnMetricsRow = stats.to_dict() | {k: None for k in unknown} | {
-            "unknown": sorted(unknown), "stop": a.finish_reason, **reported}
+        metrics = end_metrics(stats, unknown, stop=a.finish_reason, **reported)
         self.m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics})
         self.result.turns.append(TurnMetrics.from_dict(metrics))
         self.journal.end_unit()
