@@ -51,11 +51,7 @@ def model_shape(server: ServerInfo) -> ModelShape | None:
     """The target's shape from its load lines; None where the log does not print it all
     or the model has no MTP layer."""
     s = server
-    if None in (s.n_layer, s.nextn_layers, s.n_embd, s.n_vocab, s.model_params):
-        return None
-    assert s.n_layer is not None and s.nextn_layers is not None and s.n_embd is not None
-    assert s.n_vocab is not None and s.model_params is not None
-    if not s.nextn_layers or not s.n_layer:
+    if not (s.n_layer and s.nextn_layers and s.n_embd and s.n_vocab and s.model_params):
         return None
     number, unit = s.model_params.split()
     return ModelShape(n_layer=s.n_layer, nextn_layers=s.nextn_layers, n_embd=s.n_embd,

@@ -47,6 +47,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 _SHAPE = frozenset(("n_swa", "n_layer", "nextn_layers", "block_count", "attention_interval",
                     "n_embd", "n_vocab", "model_params"))
+_FLAGS = frozenset(("spec_checkpoints", "spec_refused", "loaded"))  # facts a line makes true
+_LARGEST = frozenset(("n_rs_seq", "graph_nodes"))  # the largest of several lines counts
 
 
 @dataclass
@@ -61,8 +63,7 @@ class ServerInfo:
     whether the server refused speculation on this model (`spec_refused`: 0.3.20 on a
     hybrid target, whatever drafter was asked) and the target context's recurrent states
     per sequence (`n_rs_seq`, RS memory) and its forward graph's nodes (`graph_nodes`).
-    Implementation names are llama.cpp's own (with
-    underscores before 0.3.24)."""
+    Implementation names are llama.cpp's own (with underscores before 0.3.24)."""
 
     build: str | None = None
     verbosity: int | None = None
@@ -92,12 +93,12 @@ class ServerInfo:
     n_embd: int | None = None
     n_vocab: int | None = None
     model_params: str | None = None
-    loading: str | None = None
-    """The model file whose load the log is printing (None: before the first)."""
     """The target's shape as its load prints it: layers run per forward, MTP (`nextn`)
     layers beside them, the file's layers (both; 0.3.24's `n_layer` counts them too), every
     how many layers one is full attention (a hybrid's), width, vocabulary and parameter
     count (`2.00 M`)."""
+    loading: str | None = None
+    """The model file whose load the log is printing (None: before the first)."""
 
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""
@@ -107,12 +108,8 @@ class ServerInfo:
             value = "draft-mtp" if value == "MTP" else value
             if value not in names:
                 names.append(value)
-        elif name == "spec_checkpoints":
-            self.spec_checkpoints = True
-        elif name == "spec_refused":
-            self.spec_refused = True
-        elif name == "loaded":
-            self.loaded = True
+        elif name in _FLAGS:
+            setattr(self, name, True)
         elif name == "build" and m.re.groups == 2:
             if self.build is None:  # the banner's own wording, as later builds print it
                 self.build = f"build {value} ({m.group(2)})"
@@ -125,12 +122,11 @@ class ServerInfo:
         elif name == "ctx_checkpoints":
             if self.ctx_checkpoints is None:
                 self.ctx_checkpoints = 0 if value == "disabled" else int(value)
-        elif name == "n_rs_seq":
-            # Every context prints it (0.3.24 a memory-fitting probe first, and the draft
-            # context): the target's is the one with per-sequence states.
-            self.n_rs_seq = max(self.n_rs_seq or 0, int(value))
-        elif name == "graph_nodes":
-            self.graph_nodes = max(self.graph_nodes or 0, int(value))
+        elif name in _LARGEST:
+            # Every context prints them (0.3.24 a memory-fitting probe first, and the draft
+            # context): the target's is the one with per-sequence states, and the largest
+            # graph.
+            setattr(self, name, max(getattr(self, name) or 0, int(value)))
         elif name == "loading":
             self.loading = value
         elif name in _SHAPE and self.loading not in (None, self.model):
