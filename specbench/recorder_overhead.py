@@ -13,11 +13,11 @@ from sqlalchemy import Engine
 from engine.backend import Backend
 from engine.config import RunConfig
 from engine.session import Session
-from eventlog import NullRecorder, Recorder, create_session, open_db
+from eventlog import NullRecorder, Recorder, open_db
 from eventlog.schema import SessionStatus
 from fsm.event import Event
 from specbench.common import BenchOptions, timed
-from specledger.api import code_version
+from specledger.api import new_session
 
 
 class TimedRecorder(Recorder):
@@ -25,33 +25,23 @@ class TimedRecorder(Recorder):
     recording cost of a run measured directly, without a baseline run to subtract."""
 
     def __init__(self, engine: Engine, session_id: int) -> None:
-        start = time.perf_counter()
-        super().__init__(engine, session_id)
-        self.spent = time.perf_counter() - start
+        self.spent = timed(super().__init__, engine, session_id)[1]
 
     def append(self, event: Event) -> None:
         """Buffer one event (timed)."""
-        start = time.perf_counter()
-        super().append(event)
-        self.spent += time.perf_counter() - start
+        self.spent += timed(super().append, event)[1]
 
     def end_unit(self) -> None:
         """Close a unit, writing when a threshold is reached (timed)."""
-        start = time.perf_counter()
-        super().end_unit()
-        self.spent += time.perf_counter() - start
+        self.spent += timed(super().end_unit)[1]
 
     def flush(self) -> None:
         """Write every complete unit (timed)."""
-        start = time.perf_counter()
-        super().flush()
-        self.spent += time.perf_counter() - start
+        self.spent += timed(super().flush)[1]
 
     def close(self, status: SessionStatus = SessionStatus.FINISHED) -> None:
         """Write the rest and set the final status (timed)."""
-        start = time.perf_counter()
-        super().close(status)
-        self.spent += time.perf_counter() - start
+        self.spent += timed(super().close, status)[1]
 
 
 @dataclass(frozen=True)
@@ -85,9 +75,8 @@ def record_run(config: RunConfig, make_backend: BackendFactory, db: str,
     engine = open_db(db, create=True)  # schema creation is once per database: not timed
     try:
         start = time.perf_counter()
-        sid = create_session(engine, config=config.to_dict(), backend=config.backend.value,
-                             seeds={"seed": config.seed}, code_version=code_version(),
-                             model_digest=model_digest)
+        sid = new_session(engine, config.to_dict(), config.backend.value, config.seed,
+                          model_digest)
         setup_s = time.perf_counter() - start
         with TimedRecorder(engine, sid) as rec:
             Session(config, rec, backend=backend).run()

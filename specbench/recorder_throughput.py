@@ -7,15 +7,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
-
-from eventlog import NullRecorder, Recorder, create_session, open_db, project, scan_events
+from eventlog import NullRecorder, Recorder, open_db, project, scan_events
 from fsm.event import Event
 from fsm.machine import RoundMachine, reference_machine
 from fsm.payloads import Begin, Commit, Draft, Reject, Restore, Verify
 from fsm.states import RoundState, Trigger
 from specbench.common import timed
-from specledger.api import code_version
+from specledger.api import new_session
 
 UNIT = 6  # events per synthetic round
 
@@ -73,11 +71,6 @@ def _db_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-def _bench_session(engine: Engine, config: dict[str, Any], backend: str) -> int:
-    return create_session(engine, config=config, backend=backend, seeds={},
-                          code_version=code_version())
-
-
 def transition_cost(rounds: int) -> dict[str, float]:
     """Microseconds per transition over `rounds` reject rounds: `RoundMachine.fire` (table
     lookup, guards and the Event it records, into a sink that drops it) and the same
@@ -115,7 +108,7 @@ def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
 
     path = workdir / "group.db"
     engine = open_db(str(path), True)
-    sid = _bench_session(engine, {"synthetic_events": n}, "synthetic")
+    sid = new_session(engine, {"synthetic_events": n}, "synthetic")
     group_s = _feed(Recorder(engine, sid), events)
     engine.dispose()  # the last connection checkpoints the WAL into the main file
     size = _db_bytes(path)
@@ -128,7 +121,7 @@ def throughput(n_events: int, workdir: Path) -> dict[str, Any]:
     # A commit per round is ~10x slower; a tenth of the events shows the rate.
     few = events[: max(UNIT, n // 10 // UNIT * UNIT)]
     engine = open_db(str(workdir / "per_unit.db"), True)
-    sid = _bench_session(engine, {"synthetic_events": len(few)}, "synthetic")
+    sid = new_session(engine, {"synthetic_events": len(few)}, "synthetic")
     unit_s = _feed(Recorder(engine, sid, flush_events=1), few)
     engine.dispose()
 
