@@ -87,23 +87,11 @@ class Passes:
     calls: tuple[tuple[float, float], ...] = ()
     forwards: tuple[tuple[float, float], ...] = ()
 
-    def within(self, start: float, end: float) -> tuple[float, ...]:
-        """The seconds of each pass that began in `[start, end)`."""
-        return _within(self.spans, start, end)
-
-    def calls_within(self, start: float, end: float) -> tuple[float, ...]:
-        """The seconds of each drafter call (the bracket after `max possible draft`)
-        that began in `[start, end)`."""
-        return _within(self.calls, start, end)
-
-    def forwards_within(self, start: float, end: float) -> tuple[float, ...]:
-        """The seconds of each of the target's forwards (a bracket neither chained nor a
-        call) that began in `[start, end)`."""
-        return _within(self.forwards, start, end)
-
 
 def _within(spans: tuple[tuple[float, float], ...], start: float, end: float
             ) -> tuple[float, ...]:
+    """The seconds of each of `spans` (a `Passes` field: passes, drafter calls, the
+    target's forwards) that began in `[start, end)`."""
     lo = bisect_left(spans, (start, -1.0))
     hi = bisect_left(spans, (end, -1.0))
     return tuple(b - a for a, b in spans[lo:hi])
@@ -205,7 +193,7 @@ def _attempt(rnd: LlamaRound, start: float, passes: Passes) -> tuple[str, float]
     if rnd.speculative or name is None or not name.startswith(MODEL_DRAFTER_PREFIX):
         return None
     assert rnd.t_end is not None
-    calls = passes.calls_within(start, rnd.t_end)
+    calls = _within(passes.calls, start, rnd.t_end)
     return (name, sum(calls)) if calls else None
 
 
@@ -228,15 +216,15 @@ def _segment(task: LlamaTask, rnd: LlamaRound, start: float, default: str | None
     attempt = _attempt(rnd, start, passes)
     if attempt is not None:  # the call's drafter with nothing drafted: its fixed cost
         drafter, draft_s = attempt
-    return Segment(task=task.task, seconds=rnd.t_end - start,
+    end = rnd.t_end
+    return Segment(task=task.task, seconds=end - start,
                    forwards=forwards,
                    drafter=drafter, drafted=drafted, saves=int(rnd.spec_ckpt is not None),
                    restores=len(rnd.restores), speculative=rnd.speculative,
                    draft_s=draft_s,
-                   pass_s=None if passes.drafter is None else passes.within(start, rnd.t_end),
+                   pass_s=None if passes.drafter is None else _within(passes.spans, start, end),
                    pass_drafter=passes.drafter,
-                   forward_s=passes.forwards_within(start, rnd.t_end) if passes.forwards
-                   else None,
+                   forward_s=_within(passes.forwards, start, end) if passes.forwards else None,
                    rebuilds=_rebuilds(tuple(b for b, _ in forwards), before))
 
 
@@ -245,7 +233,7 @@ def _prompt_passes(task: LlamaTask, passes: Passes) -> float:
     if passes.drafter is None or task.t is None or task.first_token is None or (
             task.first_token.t is None):
         return 0.0
-    return sum(passes.within(task.t, task.first_token.t))
+    return sum(_within(passes.spans, task.t, task.first_token.t))
 
 
 def _span(task: LlamaTask) -> tuple[float, float] | None:

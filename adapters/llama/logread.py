@@ -16,7 +16,7 @@ read (after gzip decompression).
 import hashlib
 import re
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from adapters.llama.errors import LlamaError
@@ -60,8 +60,7 @@ class GzipCut:
 
     def to_dict(self) -> dict[str, int | str]:
         """JSON form (the stored provenance)."""
-        return {"at": self.at, "size": self.size, "text_bytes": self.text_bytes,
-                "why": self.why}
+        return asdict(self)
 
 
 @dataclass
