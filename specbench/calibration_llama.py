@@ -16,6 +16,7 @@ The profile is written as `llama-tiny-cpu-measured.json` into the suite's folder
 `quick` is a smoke run (two fit prompts, one held out, 16 tokens): numbers not to quote.
 """
 
+import os
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -142,14 +143,8 @@ def table(profile: CostProfile, mtp_token_s: float, errors: dict[str, dict[str, 
           f"{reprefill['llama_reprefill']}, sim {reprefill['sim_reprefill']}: "
           f"{'exact' if reprefill['exact'] else '**different**'}.")
     load = (f"Load average (1 min) after each timed pass: "
-            f"{', '.join(f'{x:.2f}' for x in loads)} on {_cores()} cores.")
+            f"{', '.join(f'{x:.2f}' for x in loads)} on {os.cpu_count() or 1} cores.")
     return f"{constants}\n\n{fits}\n\n{val}\n\n{re}\n\n{load}\n\n{public_report()}"
-
-
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 1
 
 
 def plot(rows: list[Row], held: list[Row], profile: CostProfile, mtp_token_s: float,
