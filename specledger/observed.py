@@ -84,12 +84,10 @@ def write_journal(engine: Engine, sid: int, journal: UnitJournal, *, failed: boo
     """Write `journal`'s events into the created session `sid`, unit by unit, and close
     it (`failed`, or `finished`)."""
     with Recorder(engine, sid) as recorder:
-        start = 0
-        for end in journal.ends:
+        for start, end in zip([0, *journal.ends], journal.ends, strict=False):
             for ev in journal.events[start:end]:
                 recorder.append(ev)
             recorder.end_unit()
-            start = end
         recorder.close(SessionStatus.FAILED if failed else SessionStatus.FINISHED)
 
 

@@ -62,30 +62,22 @@ class RecordStream:
         self.counts = LineCounts()
         self.server = ServerInfo()
         self._buf = b""
-        self._start = 0  # the file offset of _buf's first byte
-        self._line = 1   # the line number of _buf's first line
+        self.offset = 0
+        """The file offset of the first byte not yet taken (`_buf`'s first)."""
+        self.line = 1
+        """The number of the first line not yet taken (`_buf`'s first)."""
         self._fed = 0.0
         self._prefixed = False
 
     def reset(self, start: int = 0, line: int = 1) -> None:
         """Start over on another file (what was buffered belonged to the old one)."""
-        self._buf, self._start, self._line = b"", start, line
+        self._buf, self.offset, self.line = b"", start, line
         self.server = ServerInfo()
-
-    @property
-    def offset(self) -> int:
-        """The file offset of the first byte not yet taken."""
-        return self._start
-
-    @property
-    def line(self) -> int:
-        """The number of the first line not yet taken."""
-        return self._line
 
     def feed(self, data: bytes, start: int, line: int) -> None:
         """Whole lines starting at byte `start`, line `line` of the file."""
         if not self._buf:
-            self._start, self._line = start, line
+            self.offset, self.line = start, line
         self._buf += data
         self._fed = time.monotonic()
         self._prefixed = self._prefixed or _STARTS.search(data) is not None
@@ -102,9 +94,9 @@ class RecordStream:
         if not cut:
             return None
         data, self._buf = self._buf[:cut], self._buf[cut:]
-        piece = self._parse(data, self._start, self._line)
-        self._start += cut
-        self._line += data.count(b"\n")
+        piece = self._parse(data, self.offset, self.line)
+        self.offset += cut
+        self.line += data.count(b"\n")
         return piece
 
     def _parse(self, data: bytes, start: int, line: int) -> Piece:
