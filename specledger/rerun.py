@@ -96,12 +96,12 @@ def rerun(db: str, session_id: int, changes: dict[str, Any] | None = None,
     """Re-execute session `session_id` of the log at `db`, with `changes` applied."""
     engine = open_db(db, create=True)
     info = get_session(engine, session_id)
-    if info.backend in OBSERVED:
-        return _rerun_observed(engine, db, info, changes or {}, tol, progress)
-    recorded = RunConfig.from_dict(info.config)
+    recorded = recorded_config(info)
     config = recorded.replace(**changes) if changes else recorded
     before, after = recorded.to_dict(), config.to_dict()
     changed = {k: after[k] for k in after if after[k] != before[k]}
+    if info.backend in OBSERVED:
+        return _rerun_observed(engine, db, info, config, changed, tol, progress)
     backend = make_backend(config)
     conversation = make_conversation(config)
     if not NEW_PROMPTS & changed.keys():
@@ -143,15 +143,13 @@ def recorded_config(info: SessionInfo) -> RunConfig:
     return RunConfig.from_dict(run)
 
 
-def _rerun_observed(engine: Engine, db: str, info: SessionInfo, changes: dict[str, Any],
-                    tol: Tolerance, progress: Progress | None) -> RerunResult:
-    """An observed engine's session (llama.cpp, vLLM) runs its server again from its
-    recorded run configuration; the new session is compared with the recorded one event by
-    event (timings aside), as a counterfactual is. An imported log has no run to repeat."""
-    recorded = recorded_config(info)
-    config = recorded.replace(**changes) if changes else recorded
-    before, after = recorded.to_dict(), config.to_dict()
-    changed = {k: after[k] for k in after if after[k] != before[k]}
+def _rerun_observed(engine: Engine, db: str, info: SessionInfo, config: RunConfig,
+                    changed: dict[str, Any], tol: Tolerance, progress: Progress | None
+                    ) -> RerunResult:
+    """An observed engine's session (llama.cpp, vLLM) runs its server again as `config`
+    (its recorded run configuration, `changed`); the new session is compared with the
+    recorded one event by event (timings aside), as a counterfactual is. An imported log
+    has no run to repeat (`recorded_config` refuses it)."""
     if config.backend.value != info.backend:
         raise BackendError(f"a {info.backend} session re-runs on its own server only "
                            f"(--backend {info.backend})")
