@@ -57,7 +57,7 @@ class AnswerFeed:
         self.wait_s = wait_s
         self.follower = LogFollower(path, cursor)
         self.taken = taken or set()
-        self.held: deque[Answer] = deque()
+        self.held: deque[Answer] = deque(maxlen=MAX_HELD)  # beyond it, the oldest go
 
     def poll(self) -> bool:
         """Read the answers appended since the last poll; whether any line came."""
@@ -82,8 +82,6 @@ class AnswerFeed:
             return
         digest = hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
         self.held.append(Answer(Responses([facts], digest, 0), dev, ino, offset, line))
-        while len(self.held) > MAX_HELD:  # the oldest, never taken, go
-            self.held.popleft()
 
     def take(self, task: LlamaTask) -> Answer | None:
         """The held answer `task` matches, no longer held; None when none matches yet."""
