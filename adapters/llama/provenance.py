@@ -30,11 +30,8 @@ TRACE_VERBOSITY = 4  # common/log.h: LOG_LEVEL_TRACE; the server's default is 3
 
 def file_sha256(path: str | Path) -> str:
     """The sha256 of a file, read in chunks (GGUF files are large)."""
-    h = hashlib.sha256()
     with Path(path).open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 @dataclass(frozen=True)
