@@ -175,10 +175,10 @@ def plot(rows: list[Row], held: list[Row], profile: CostProfile, mtp_token_s: fl
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure llama-server, fit, validate on held-out prompts, write the profile."""
     from adapters.llama.gguf_export import cached_gguf
-    from adapters.llama.paths import cache_root
     from engine.hybrid.loader import load_checkpoint
     from engine.hybrid.tokenizer import chat_template, encode
     from specbench.calibration_measure import machine
+    from specbench.common import server_logs
     from specbench.llama_runs import WARMUP_QUESTION, session_prompts
 
     plan = QUICK if opts.quick else FULL
@@ -191,8 +191,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     target = cached_gguf(opts.model)
     base = base_profile(opts, target)
     options = server_options(config, target, opts.threads)
-    logs = cache_root() / "logs" / SUITE
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = server_logs(SUITE)
     start = time.perf_counter()
     shapes = {d: traces(options, d, prompts, plan.tokens, logs / f"{d}-verbose.log")
               for d in DRAFTERS}

@@ -46,7 +46,7 @@ from specbench.calibration_llama_misses import (
     misses_text,
 )
 from specbench.calibration_llama_recipe import DRAFT, P_MIN, recipe_flags
-from specbench.common import md_table
+from specbench.common import md_table, server_logs
 
 BAND = 0.15
 
@@ -167,7 +167,6 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
         refit: bool = False) -> dict[str, Any]:
     """Run every setting (`refit`: read the logs a run before left), fit the fit logs,
     predict the rest; write `folder`/logs.{json,md}."""
-    from adapters.llama.paths import cache_root
     from engine.hybrid.loader import load_checkpoint
     from specbench.llama_runs import session_prompts
 
@@ -175,8 +174,7 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
     config = RunConfig(backend="torch", model=model, slots=plan.prompts, turns=1, seed=1,
                        max_answer_tokens=plan.tokens, audit=False)
     prompts = session_prompts(config, load_checkpoint(model))
-    logs = cache_root() / "logs" / "calibration_llama_logs" / ("quick" if quick else "full")
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = server_logs("calibration_llama_logs", "quick" if quick else "full")
     start, loads = time.perf_counter(), []
     settings = (*FITS, *OTHERS)
     for i in range(0 if refit else plan.repeat):  # settings interleaved: load drifts

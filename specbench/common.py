@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy
 
+from adapters.cache import cache_root
 from adapters.llama.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
@@ -126,6 +127,14 @@ def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     """`fn(*args, **kwargs)` and the wall seconds it took."""
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
+
+
+def server_logs(*parts: str) -> Path:
+    """The folder (created) a suite's servers write their logs into: under the cache, out
+    of the results folder."""
+    path = cache_root().joinpath("logs", *parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def ledger_env(**extra: Any) -> dict[str, Any]:

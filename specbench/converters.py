@@ -20,9 +20,9 @@ from typing import Any
 
 from adapters.llama.builds import MATRIX
 from adapters.llama.gguf_compare import GgufDiff, compare_files
-from adapters.llama.paths import DEFAULT_BUILD, build_hint, built, cache_root, require_server
+from adapters.llama.paths import DEFAULT_BUILD, build_hint, built, require_server
 from engine.files import write_file
-from specbench.common import BenchOptions, SuiteResult, md_table
+from specbench.common import BenchOptions, SuiteResult, md_table, server_logs
 from specbench.converters_runs import (
     COLUMNS,
     MODELS,
@@ -128,8 +128,7 @@ def run(opts: BenchOptions) -> SuiteResult:
         if e.path is not None and reference is not None:
             diffs[b, m] = compare_files(reference, e.path)
     prompts = held_out_prompts(plan.prompts, opts.seed)
-    logs = cache_root() / "logs" / SUITE
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = server_logs(SUITE)
     cells: dict[tuple[str, str, str], Cell] = {}
     for server in plan.builds:
         opts.log(f"{SUITE}: llama.cpp {server}'s server on {len(exports)} GGUF(s)")

@@ -189,10 +189,10 @@ def plot(joined: Sequence[dict[str, Any]], stem: Path) -> list[Path]:
 
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure the three engines, write the table, the plot and the goal."""
-    from adapters.cache import cache_root
     from adapters.llama.paths import require_server
     from adapters.vllm.paths import require_python
     from engine.hybrid.loader import load_checkpoint
+    from specbench.common import server_logs
     from specbench.llama_runs import session_prompts
 
     require_python()  # before anything runs: each engine must be there
@@ -202,8 +202,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     base = base_config(opts, plan)
     ckpt = load_checkpoint(base.model)
     prompts = session_prompts(base, ckpt)
-    logs = cache_root() / "logs" / SUITE  # the servers' logs: out of the results folder
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = server_logs(SUITE)
     wall: dict[str, float] = {}
     (vllm_runs, failed), wall[VLLM] = timed(run_vllm, opts, base, plan.methods(VLLM), prompts,
                                             plan.repeats, logs)

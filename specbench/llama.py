@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.paths import cache_root
 from engine.config import RunConfig
 from eventlog import open_db
 from specbench.common import (
@@ -37,6 +36,7 @@ from specbench.common import (
     md_table,
     panels,
     save_figure,
+    server_logs,
     timed,
 )
 from specbench.drafters_runs import PLAIN, Run, recorded_passes, summary
@@ -150,8 +150,7 @@ def run(opts: BenchOptions) -> SuiteResult:
     ckpt = load_checkpoint(opts.model)
     base = torch_config(opts, plan)
     prompts = session_prompts(base, ckpt)
-    logs = cache_root() / "logs" / SUITE  # the servers' logs: out of the results folder
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = server_logs(SUITE)
     theirs, llama_wall = timed(run_llama, opts, base, plan.drafters, prompts, plan.repeats,
                                logs)
     ours, torch_wall = timed(run_torch, opts, plan, base, ckpt)
