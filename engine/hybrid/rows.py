@@ -6,6 +6,7 @@ and its state through its row of the model's `StatePool`. A sequential round is 
 a scheduler step's slots, or a batch-size-B state's entries, are several."""
 
 import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,10 +90,9 @@ class Rows:
 
     def write(self, pool: Tensor, value: Tensor) -> None:
         """Write value (B, ...) into the pool rows of the rows whose keep writes."""
-        if self.written is not None and not self.written.numel():
-            return
         if self.written is not None:
-            pool.index_copy_(0, self.index[self.written], value[self.written])
+            if self.written.numel():
+                pool.index_copy_(0, self.index[self.written], value[self.written])
         elif self.run is not None:
             pool[self.run].copy_(value)
         else:
@@ -106,17 +106,14 @@ class Rows:
 
     def kept(self, traces: Sequence[Sequence[Trace]]) -> list[Kept]:
         """Per row, what it keeps, from each GDN layer's per-row traces."""
-        out: list[Kept] = []
-        for b, (start, length, keep) in enumerate(zip(self.starts, self.lengths, self.keeps,
-                                                      strict=True)):
-            layers = tuple(layer[b] for layer in traces)
-            if keep is Keep.PER_TOKEN:
-                out.append(TokenStates(start=start, length=length, layers=layers))
-            elif keep is Keep.INPUTS:
-                out.append(RecordedInputs(start=start, length=length, layers=layers))
-            else:
-                out.append(None)
-        return out
+        return [_KEPT[keep](start=start, length=length, layers=tuple(t[b] for t in traces))
+                if keep in _KEPT else None
+                for b, (start, length, keep) in enumerate(zip(self.starts, self.lengths,
+                                                              self.keeps, strict=True))]
+
+
+_KEPT: dict[Keep, type[TokenStates] | type[RecordedInputs]] = {
+    Keep.PER_TOKEN: TokenStates, Keep.INPUTS: RecordedInputs}
 
 
 def claim_rows(config: HybridConfig, states: Sequence[HybridState],
@@ -188,15 +185,13 @@ def _selection(pool_rows: tuple[int, ...], keeps: tuple[Keep, ...], device: torc
     them): `index`, `run`, `written`, `stepped_rows` and `stepped_index` of `Rows`."""
     written = [b for b, k in enumerate(keeps) if k is not Keep.INPUTS]
     stepped = [b for b, k in enumerate(keeps) if k is Keep.PER_TOKEN]
-    index = [-1] * len(keeps)
-    for i, b in enumerate(stepped):
-        index[b] = i
+    index = tuple(stepped.index(b) if b in stepped else -1 for b in range(len(keeps)))
     consecutive = all(r == pool_rows[0] + b for b, r in enumerate(pool_rows))
     return (torch.tensor(pool_rows, dtype=torch.long, device=device),
             slice(pool_rows[0], pool_rows[0] + len(pool_rows)) if consecutive else None,
             (None if len(written) == len(keeps)
              else torch.tensor(written, dtype=torch.long, device=device)),
-            torch.tensor(stepped, dtype=torch.long, device=device), tuple(index))
+            torch.tensor(stepped, dtype=torch.long, device=device), index)
 
 
 @functools.lru_cache(maxsize=256)
@@ -207,9 +202,7 @@ def _layout(lengths: tuple[int, ...], kernel: int, device: torch.device
     token at offset o reads its row's input o - (K - 1) + j or, before the row's first
     token, that many columns back into the row's window; columns 0..B(K-1)-1 are the
     windows (row b's at b(K-1)..), then the N inputs."""
-    offsets = [0]
-    for n in lengths:
-        offsets.append(offsets[-1] + n)
+    offsets = [0, *itertools.accumulate(lengths)]
     rows = len(lengths)
     token_row = torch.repeat_interleave(torch.arange(rows), torch.tensor(lengths))
     first = torch.tensor(offsets[:-1])
