@@ -51,7 +51,8 @@ class ChainDrafter(BaseDrafter):
     def __init__(self, drafters: Sequence[Drafter]) -> None:
         self.drafters = list(drafters)
         self.name = ",".join(d.name for d in drafters)
-        self._used: Drafter | None = None
+        # The member whose draft the last `propose` returned (None: nobody drafted).
+        self.used: Drafter | None = None
 
     def propose(
         self, backend: Backend, state: SeqState, tokens: Sequence[int], k: int
@@ -60,20 +61,15 @@ class ChainDrafter(BaseDrafter):
         for d in self.drafters:
             draft = d.propose(backend, state, tokens, k)
             if draft:
-                self._used = d
+                self.used = d
                 return draft
-        self._used = None
+        self.used = None
         return []
-
-    @property
-    def used(self) -> Drafter | None:
-        """The member whose draft the last `propose` returned (None: nobody drafted)."""
-        return self._used
 
     def on_commit(self, drafted: int, accepted: int) -> None:
         """Forward feedback to the drafter that drafted."""
-        if self._used is not None:
-            self._used.on_commit(drafted, accepted)
+        if self.used is not None:
+            self.used.on_commit(drafted, accepted)
 
     def new_request(self) -> None:
         """Every drafter hears of it."""
@@ -82,10 +78,7 @@ class ChainDrafter(BaseDrafter):
 
     def stats(self) -> dict[str, int]:
         """Everyone's numbers."""
-        out: dict[str, int] = {}
-        for d in self.drafters:
-            out.update(d.stats())
-        return out
+        return {key: value for d in self.drafters for key, value in d.stats().items()}
 
 
 def _one(name: str, config: RunConfig, slot: int, shared: dict[str, Any]) -> Drafter:

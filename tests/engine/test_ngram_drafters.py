@@ -62,7 +62,7 @@ def test_chain_takes_the_first_drafter_with_a_draft() -> None:
     chain = make_drafter(config, 0, {})
     assert isinstance(chain, ChainDrafter) and chain.name == "ngram-map-k,ngram-simple"
     assert _draft(chain, [1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3], k=2) == [4, 5]
-    assert chain._used is chain.drafters[0]
+    assert chain.used is chain.drafters[0]
 
 
 def test_ngram_drafters_keep_state_true_on_the_sim() -> None:
