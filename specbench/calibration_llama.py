@@ -176,10 +176,9 @@ def run(opts: BenchOptions) -> SuiteResult:
     """Measure llama-server, fit, validate on held-out prompts, write the profile."""
     from adapters.llama.gguf_export import cached_gguf
     from engine.hybrid.loader import load_checkpoint
-    from engine.hybrid.tokenizer import chat_template, encode
     from specbench.calibration_measure import machine
     from specbench.common import server_logs
-    from specbench.llama_runs import WARMUP_QUESTION, session_prompts
+    from specbench.llama_runs import session_prompts, warmup_prompt
 
     plan = QUICK if opts.quick else FULL
     n = plan.fit_prompts + plan.val_prompts
@@ -195,9 +194,8 @@ def run(opts: BenchOptions) -> SuiteResult:
     start = time.perf_counter()
     shapes = {d: traces(options, d, prompts, plan.tokens, logs / f"{d}-verbose.log")
               for d in DRAFTERS}
-    warmup = chat_template().next_prompt([], encode(WARMUP_QUESTION))
     timed, loads = timed_passes(options, DRAFTERS, prompts, plan.tokens, plan.repeat, logs,
-                                warmup, opts.log)
+                                warmup_prompt(), opts.log)
     for d in DRAFTERS:
         for tr, t in zip(shapes[d], timed[d], strict=True):
             check_same(tr, t)
