@@ -242,19 +242,14 @@ def compare_runs(ours: str, runs: Sequence[Run]) -> list[Comparison]:
 def not_lossless_findings(comparisons: Sequence[Comparison]) -> list[Finding]:
     """The postmortem's `speculative_not_lossless` finding for each speculative run whose
     answers left its engine's plain answers at a non-tie."""
-    out = []
-    for c in comparisons:
-        bad = c.not_lossless
-        if not bad:
-            continue
-        out.append(not_lossless_finding(NotLossless(
-            engine=c.run.engine, method=c.run.method, dtype=c.run.dtype.value,
-            answers=c.answers - len(c.failed), differing=len(c.divergences),
-            not_ties=len(bad), failed=len(c.failed),
-            drafted=sum(a.drafted for a in c.run.answers),
-            accepted=sum(a.accepted for a in c.run.answers),
-            **asdict(bad[0]))))  # the first: its place, tokens, gaps and bound
-    return out
+    return [not_lossless_finding(NotLossless(
+        engine=c.run.engine, method=c.run.method, dtype=c.run.dtype.value,
+        answers=c.answers - len(c.failed), differing=len(c.divergences),
+        not_ties=len(bad), failed=len(c.failed),
+        drafted=sum(a.drafted for a in c.run.answers),
+        accepted=sum(a.accepted for a in c.run.answers),
+        **asdict(bad[0])))  # the first: its place, tokens, gaps and bound
+        for c in comparisons if (bad := c.not_lossless)]
 
 
 def _gap(g: float | None) -> str:

@@ -47,14 +47,12 @@ def divergence_json(d: Divergence | None) -> dict[str, Any] | None:
 
 def turn_deltas_json(turns: Sequence[TurnDelta]) -> list[dict[str, Any]]:
     """The `turns` list of the diff contract: each metric as a, b and b - a."""
-    out = []
-    for t in turns:
-        metrics = {k: {"a": a, "b": b, "delta": None if a is None or b is None else b - a}
-                   for k, (a, b) in t.metrics.items()}
-        out.append({"slot": t.slot, "turn": t.turn, "same_output": t.same_output,
-                    "first_token_diff": t.first_token_diff, "same_prompt": t.same_prompt,
-                    "first_prompt_diff": t.first_prompt_diff, "metrics": metrics})
-    return out
+    return [{"slot": t.slot, "turn": t.turn, "same_output": t.same_output,
+             "first_token_diff": t.first_token_diff, "same_prompt": t.same_prompt,
+             "first_prompt_diff": t.first_prompt_diff,
+             "metrics": {k: {"a": a, "b": b, "delta": None if a is None or b is None else b - a}
+                         for k, (a, b) in t.metrics.items()}}
+            for t in turns]
 
 
 def token_diff_json(t: TokenDiff, decode: Decoders) -> dict[str, Any]:

@@ -121,11 +121,9 @@ def plain_tps(config: RunConfig, turns: Sequence[TurnMetrics]) -> list[float] | 
     from engine.sim.costs import get_profile
 
     profile = get_profile(config.profile)
-    out = []
-    for m in turns:
-        seconds = profile.plain_decode_s(m.prompt_tokens, max(0, m.generated_tokens - 1))
-        out.append(m.generated_tokens / seconds if seconds > 0 else 0.0)
-    return out
+    seconds = [profile.plain_decode_s(m.prompt_tokens, max(0, m.generated_tokens - 1))
+               for m in turns]
+    return [m.generated_tokens / s if s > 0 else 0.0 for m, s in zip(turns, seconds, strict=True)]
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
