@@ -168,8 +168,7 @@ def diff_streams(a: Iterable[Event], b: Iterable[Event], tol: Tolerance = EXACT,
             pairs.catch_up(0, rest)
     if follower.divergence is None:
         follower.finish()
-    for _ in rest:  # drained through the tap, for the rest of `a`'s turns
-        pass
+    deque(rest, maxlen=0)  # drained through the tap, for the rest of `a`'s turns
     pairs.finish(fa.records, fb.records)
     return StreamDiff(follower.divergence, follower.compared,
                       sorted(deltas, key=lambda d: (d.slot, d.turn)))
@@ -192,8 +191,7 @@ def diff_tokens(a: Iterable[Event], b: Iterable[Event]) -> StreamDiff:
     rest = folded(folded(a, taps[0]), fa)
     for _ in folded(folded(b, taps[1]), fb):
         pairs.catch_up(0, rest)
-    for _ in rest:
-        pass
+    deque(rest, maxlen=0)
     pairs.finish(fa.records, fb.records)
     return StreamDiff(None, 0, sorted(deltas, key=lambda d: (d.slot, d.turn)),
                       DiffMode.TOKENS, comparer.result())

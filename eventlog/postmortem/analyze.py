@@ -1,6 +1,6 @@
 """The postmortem of one session from its log alone: every detector in one pass."""
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,8 +148,7 @@ class _Pass:
         """Every detector's findings and the output check's, worst first."""
         findings = [f for d in self.found for f in d.finish()]
         if self.reference and reference_id is not None:
-            for _ in self._ref_events:
-                pass
+            deque(self._ref_events, maxlen=0)  # the reference's rest, through its fold
             self.pairs.finish(self.folder.records, self._ref_folder.records)
             mismatch = self.check.finding(reference_id, config)
             if mismatch is not None:
