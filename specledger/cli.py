@@ -10,19 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from eventlog.interrupts import interrupts_deferred
 from eventlog.unclosed import fail_unclosed
 from fsm.errors import SpecledgerError
-from specledger import (
-    analysis_cmds,
-    bench_cmd,
-    calibrate_cmd,
-    commands,
-    demo,
-    export_cmd,
-    import_cmd,
-    llama_cmd,
-    migrate_cmd,
-    watch_cmd,
-    whatif_cmd,
-)
+from specledger import commands
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
 
@@ -40,8 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     `add_parser`, in the order `specledger --help` lists them."""
     p = _Parser(prog="specledger", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (commands, analysis_cmds, bench_cmd, import_cmd, calibrate_cmd, whatif_cmd,
-                   export_cmd, migrate_cmd, llama_cmd, watch_cmd, demo):
+    for module in (commands, *commands.SUBCOMMAND_MODULES):
         module.add_parser(sub)
     for name, child in sub.choices.items():
         if name not in ("bench", "llama"):  # bench keeps its sessions beside its results

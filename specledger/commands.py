@@ -30,6 +30,11 @@ from specledger.cli_common import RERUN_BACKENDS, add_tolerance, at_least
 from specledger.errors import UsageError
 from specledger.run_flags import add_run_flags, config_from_args
 
+SUBCOMMAND_MODULES = (analysis_cmds, bench_cmd, import_cmd, calibrate_cmd, whatif_cmd,
+                      export_cmd, migrate_cmd, llama_cmd, watch_cmd, demo)
+"""The modules whose `add_parser` adds the other subcommands, in `specledger --help`'s
+order (after this module's own)."""
+
 
 def add_parser(sub: Any) -> None:
     """The `run`, `sessions`, `show` and `replay` subcommands."""
