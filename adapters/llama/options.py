@@ -62,13 +62,9 @@ class BuildLacksDrafterError(ConfigError):
     """The chosen llama.cpp build has no such drafter, or runs no chain."""
 
 
-SPEC_TYPES = {
-    Drafter.MTP: "draft-mtp",
-    Drafter.DRAFT_MODEL: "draft-simple",
-    Drafter.NGRAM_SIMPLE: "ngram-simple",
-    Drafter.NGRAM_MAP_K: "ngram-map-k",
-    Drafter.NGRAM_MOD: "ngram-mod",
-}
+# llama.cpp's speculative type of each drafter: the n-gram drafters keep their names.
+SPEC_TYPES = {d: d.value for d in Drafter if d is not Drafter.NONE} | {
+    Drafter.MTP: "draft-mtp", Drafter.DRAFT_MODEL: "draft-simple"}
 
 
 _OURS = {spec: ours for ours, spec in SPEC_TYPES.items()}
