@@ -29,19 +29,21 @@ class StatePool:
     @torch.inference_mode()
     def __init__(self, config: HybridConfig, dtype: torch.dtype,
                  device: torch.device | str, rows: int = _MIN_ROWS) -> None:
-        self.layers = sum(kind == LINEAR for kind in config.layer_types)
-        self.attention_layers = len(config.layer_types) - self.layers
-        self._conv_row = (config.conv_dim, config.linear_conv_kernel_dim - 1)
-        self._recurrent_row = (config.linear_num_value_heads, config.linear_key_head_dim,
-                               config.linear_value_head_dim)
-        self._kv_heads, self._head_dim = config.num_key_value_heads, config.head_dim
-        self._dtype, self._device = dtype, device
-        self.conv: list[Tensor] = []
-        self.recurrent: list[Tensor] = []
-        self.keys: list[Tensor] = []
-        self.values: list[Tensor] = []
-        self._rows = 0
+        layers = sum(kind == LINEAR for kind in config.layer_types)
+        attention_layers = len(config.layer_types) - layers
         self.capacity = _MIN_CAPACITY
+        kv_row = (config.num_key_value_heads, self.capacity, config.head_dim)
+
+        def empty(count: int, row: tuple[int, ...], kind: torch.dtype) -> list[Tensor]:
+            return [torch.zeros(0, *row, dtype=kind, device=device) for _ in range(count)]
+
+        self.conv = empty(layers, (config.conv_dim, config.linear_conv_kernel_dim - 1), dtype)
+        self.recurrent = empty(layers, (config.linear_num_value_heads,
+                                        config.linear_key_head_dim,
+                                        config.linear_value_head_dim), torch.float32)
+        self.keys = empty(attention_layers, kv_row, dtype)
+        self.values = empty(attention_layers, kv_row, dtype)
+        self._rows = 0
         self._free: set[int] = set()
         self._grow(rows)
 
@@ -72,8 +74,8 @@ class StatePool:
         if positions <= self.capacity:
             return
         capacity = max(positions, 2 * self.capacity)
-        self.keys = [self._widened(t, capacity) for t in self.keys]
-        self.values = [self._widened(t, capacity) for t in self.values]
+        self.keys, self.values = ([_enlarged(t, t.shape[0], t.shape[1], capacity, t.shape[3])
+                                   for t in kv] for kv in (self.keys, self.values))
         self.capacity = capacity
 
     @torch.inference_mode()
@@ -85,28 +87,18 @@ class StatePool:
         for t in (*self.keys, *self.values):
             t[target:target + n, :, :positions] = t[source:source + n, :, :positions]
 
-    def _widened(self, t: Tensor, capacity: int) -> Tensor:
-        out = t.new_zeros(t.shape[0], t.shape[1], capacity, t.shape[3])
-        out[:, :, :t.shape[2]] = t
-        return out
-
     @torch.inference_mode()
     def _grow(self, rows: int) -> None:
         """Reallocate every layer's tensor with `rows` rows, keeping the rows held."""
-        def grown(old: list[Tensor], count: int, row: tuple[int, ...], dtype: torch.dtype
-                  ) -> list[Tensor]:
-            out = []
-            for i in range(count):
-                t = torch.zeros(rows, *row, dtype=dtype, device=self._device)
-                if old:
-                    t[:self._rows] = old[i]
-                out.append(t)
-            return out
-
-        kv_row = (self._kv_heads, self.capacity, self._head_dim)
-        self.conv = grown(self.conv, self.layers, self._conv_row, self._dtype)
-        self.recurrent = grown(self.recurrent, self.layers, self._recurrent_row, torch.float32)
-        self.keys = grown(self.keys, self.attention_layers, kv_row, self._dtype)
-        self.values = grown(self.values, self.attention_layers, kv_row, self._dtype)
+        self.conv, self.recurrent, self.keys, self.values = (
+            [_enlarged(t, rows, *t.shape[1:]) for t in layers]
+            for layers in (self.conv, self.recurrent, self.keys, self.values))
         self._free.update(range(self._rows, rows))
         self._rows = rows
+
+
+def _enlarged(t: Tensor, *shape: int) -> Tensor:
+    """`t` in a zeroed tensor of `shape` (no dim smaller than t's), at its start."""
+    out = t.new_zeros(shape)
+    out[tuple(slice(0, n) for n in t.shape)] = t
+    return out
