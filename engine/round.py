@@ -14,7 +14,7 @@ backend's own forward; the batched scheduler (engine/scheduler.py) answers every
 in one forward, and records them all before any slot settles.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,8 @@ from engine.slot import Slot
 from engine.speculative import Block, accepted_block
 from engine.strategies import Round
 from fsm.errors import InvariantViolationError
-from fsm.invariants import CommitFacts, check_commit
+from fsm.invariants import CommitFacts, Violation, check_commit
+from fsm.machine import RoundMachine
 from fsm.states import Trigger
 
 
@@ -165,8 +166,13 @@ def commit(e: Services, s: Slot, block: Block, t: float,
         draft_position=draft[0],
         draft_expected_position=draft[1],
     )
-    for v in check_commit(facts):
-        m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
-        if cfg.strict:
-            raise InvariantViolationError(f"{v.invariant}: {v.message}")
+    record_violations(e, m, check_commit(facts))
     return block
+
+
+def record_violations(e: Services, m: RoundMachine, violations: Iterable[Violation]) -> None:
+    """Fire each violation's event; under `strict` the first one also stops the run."""
+    for v in violations:
+        m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
+        if e.config.strict:
+            raise InvariantViolationError(f"{v.invariant}: {v.message}")

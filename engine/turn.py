@@ -6,11 +6,10 @@ from dataclasses import dataclass
 
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
-from engine.round import run_round
+from engine.round import record_violations, run_round
 from engine.services import Services
 from engine.slot import CtxCheckpoint, Slot, plan_reuse
 from engine.speculative import Block, visible_answer
-from fsm.errors import InvariantViolationError
 from fsm.invariants import check_turn_end
 from fsm.machine import RoundMachine
 from fsm.payloads import Prefill
@@ -123,8 +122,7 @@ def _prefill(e: Services, s: Slot, prompt: Sequence[int], start: int) -> None:
     m, b, cfg = e.work[s.id].machine, e.backend, e.config
     end = len(prompt)
     header_at = end - len(b.template.header)
-    stops = {p for p in range(cfg.ctx_checkpoint_every, end, cfg.ctx_checkpoint_every)}
-    stops.add(header_at)
+    stops = {*range(cfg.ctx_checkpoint_every, end, cfg.ctx_checkpoint_every), header_at}
     cuts = [*sorted(p for p in stops if start < p < end), end]
     pos = start
     for cut in cuts:
@@ -149,10 +147,7 @@ def end_turn(e: Services, turn: OpenTurn, end_unit: Callable[[], None]) -> TurnM
     m = e.work[s.id].machine
     answer = visible_answer(s.tokens[answer_start:], e.backend.template.eog_ids)
     s.transcript = [*prompt, *answer]
-    for v in check_turn_end(s.tokens, s.transcript):
-        m.fire(Trigger.INVARIANT_VIOLATION, 0.0, v.to_payload())
-        if e.config.strict:
-            raise InvariantViolationError(f"{v.invariant}: {v.message}")
+    record_violations(e, m, check_turn_end(s.tokens, s.transcript))
     metrics = e.metrics.metrics(s.id)
     m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics.to_dict()})
     end_unit()
