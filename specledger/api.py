@@ -106,12 +106,10 @@ def session_turns(engine: Engine, session_id: int) -> SessionTurns:
     (a live or cut session's turns in progress), or from all of them where the summaries
     cannot tell (a session an older specledger recorded)."""
     stored = read_summaries(engine, session_id)
-    closed = [] if stored is None else stored.ended
-    still_open: dict[TurnKey, TurnRecord] = {}
-    after = 0 if stored is None else stored.open_after
-    if after is not None:  # turns the summaries do not tell: fold the events they lie in
-        still_open = fold_session(engine, session_id, LogFold(closed.append),
-                                  after_seq=after).records
+    closed, after = ([], 0) if stored is None else (stored.ended, stored.open_after)
+    # The turns the summaries do not tell: fold the events they lie in.
+    still_open: dict[TurnKey, TurnRecord] = {} if after is None else fold_session(
+        engine, session_id, LogFold(closed.append), after_seq=after).records
     ended = [TurnMetrics.from_dict(r.metrics) for r in closed if r.metrics is not None]
     # A turn that opened again after it ended is profiled as it was last seen.
     profiles = {(r.slot, r.turn): r.profile for r in [*closed, *still_open.values()]}
