@@ -63,11 +63,6 @@ class RecordedRun:
 BackendFactory = Callable[[], Backend | None]
 
 
-def _run_off(config: RunConfig, make_backend: BackendFactory) -> float:
-    backend = make_backend()
-    return timed(Session(config, NullRecorder(), backend=backend).run)[1]
-
-
 def record_run(config: RunConfig, make_backend: BackendFactory, db: str,
                model_digest: str | None) -> RecordedRun:
     """Run `config` once into a new session of `db`, timing it and the recorder."""
@@ -105,7 +100,7 @@ def overhead(config: RunConfig, make_backend: BackendFactory, repeat: int, workd
                 db = str(workdir / f"{label}-{i}.db")
                 on.append(record_run(config, make_backend, db, model_digest))
             else:
-                off.append(_run_off(config, make_backend))
+                off.append(timed(Session(config, NullRecorder(), backend=make_backend()).run)[1])
     logged = record_run(config, make_backend, opts.db, model_digest)
     pairs = [r.seconds / o - 1.0 for r, o in zip(on, off, strict=True)]
     return {
