@@ -23,7 +23,7 @@ Drafting costs `draft_share` of a one-token forward per drafted token (0 for an 
 lookup); the sim's own drafters are free, so this term is the forecast's alone.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -133,6 +133,15 @@ def forecast(profile: CostProfile, rounds: Sequence[Round], draft_share: float =
     return Forecast(round(tokens), seconds)
 
 
+def bisect(f: Callable[[float], float], lo: float, hi: float, steps: int) -> float:
+    """The root of `f`, which falls from positive at `lo` to negative at `hi`, after
+    `steps` halvings."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
 def expected_rounds(draft: int, acceptance: float, ctx: int) -> tuple[list[Round], list[float]]:
     """Rounds of `draft` drafts whose drafts are each kept with one probability until the
     first miss, chosen so that the kept share of all drafts is `acceptance`; with the
@@ -144,11 +153,8 @@ def expected_rounds(draft: int, acceptance: float, ctx: int) -> tuple[list[Round
     def kept_share(q: float) -> float:
         return sum(q ** j for j in range(1, draft + 1)) / draft
 
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # kept_share rises with q: bisect to the asked acceptance
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if kept_share(mid) < acceptance else (lo, mid)
-    q = (lo + hi) / 2
+    # kept_share rises with q: bisect to the asked acceptance
+    q = bisect(lambda x: acceptance - kept_share(x), 0.0, 1.0, steps=60)
     probs = [q ** j * (1 - q) for j in range(draft)] + [q ** draft]
     rounds = [Round(ctx=ctx, drafted=draft, accepted=j) for j in range(draft + 1)]
     return rounds, probs

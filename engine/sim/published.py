@@ -24,12 +24,11 @@ predictions; with `--write` it stores the fitted profiles.
 """
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from engine.sim.costs import PROFILE_DIR, CostProfile, get_profile, save_profile
-from engine.sim.forecast import MTP_DRAFT_SHARE, Mode, expected_rounds, forecast
+from engine.sim.forecast import MTP_DRAFT_SHARE, Mode, bisect, expected_rounds, forecast
 
 LLAMA_SOURCE = ("llama.cpp's server takes speculative and context checkpoints with "
                 "llama_state_seq_get_data_ext(PARTIAL_ONLY): the recurrent state only, read "
@@ -98,14 +97,6 @@ def error(p: CostProfile, m: Measured) -> float:
     return predict(p, m) / m.value - 1.0
 
 
-def _bisect(f: Callable[[float], float], lo: float, hi: float) -> float:
-    """The root of `f`, which falls from positive at `lo` to negative at `hi`."""
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-    return (lo + hi) / 2
-
-
 def fit(base: CostProfile, fit_set: tuple[Measured, ...]) -> CostProfile:
     """`base` with `launch_s`, `token_s` and `tensor_copy_s` fitted to `fit_set` (one
     plain rate, optionally one speed-up, one checkpoint time)."""
@@ -121,8 +112,8 @@ def fit(base: CostProfile, fit_set: tuple[Measured, ...]) -> CostProfile:
     p = with_token(0.0)
     speedup = by.get(Kind.SPEEDUP)
     if speedup is not None:  # more per-token cost, less speed-up: bisect to the measured
-        p = with_token(_bisect(lambda t: error(with_token(t), speedup), 0.0,
-                               1.0 / plain.value))
+        p = with_token(bisect(lambda t: error(with_token(t), speedup), 0.0,
+                              1.0 / plain.value, steps=100))
     ckpt = by.get(Kind.CHECKPOINT_S)
     if ckpt is not None:
         rest = ckpt.value / ckpt.copies - p.checkpoint_s()
