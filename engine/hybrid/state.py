@@ -34,7 +34,7 @@ class StateSnapshot:
     @property
     def nbytes(self) -> int:
         """Bytes the snapshot copied."""
-        return sum(t.numel() * t.element_size() for t in (*self.conv, *self.recurrent))
+        return sum(t.nbytes for t in (*self.conv, *self.recurrent))
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,7 @@ class TokenStates:
     @property
     def nbytes(self) -> int:
         """Bytes held (the strategy's memory cost)."""
-        return sum(x.recurrent.nbytes + x.conv.numel() * x.conv.element_size()
-                   for x in self.layers)
+        return sum(x.recurrent.nbytes + x.conv.nbytes for x in self.layers)
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,7 @@ class HybridState:
     @property
     def state_bytes(self) -> int:
         """Bytes of the recurrent + conv state (what one checkpoint copies)."""
-        return sum(t.numel() * t.element_size() for t in (*self.conv, *self.recurrent))
+        return sum(t.nbytes for t in (*self.conv, *self.recurrent))
 
     @torch.inference_mode()
     def claim(self, length: int) -> int:
