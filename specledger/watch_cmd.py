@@ -81,8 +81,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     def emit(doc: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(doc) + "\n")
-        sys.stdout.flush()
+        say(json.dumps(doc))
 
     watcher = Watcher(opts, say, emit if args.json else None)
     if not args.json:

@@ -6,6 +6,7 @@ lines requests took (`watch_answers`, so a resumed watch does not hold them agai
 tables are watch's own; they are created beside the ledger's on first use and no other
 command reads them."""
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,9 +78,8 @@ def save_cursor(engine: Engine, log: str, cursor: Cursor) -> None:
     """Remember where reading `log` has got to."""
     with interrupts_deferred(), engine.begin() as conn:
         conn.execute(delete(cursors).where(cursors.c.log == log))
-        conn.execute(cursors.insert().values(
-            log=log, dev=cursor.dev, ino=cursor.ino, offset=cursor.offset, line=cursor.line,
-            tail_sha=cursor.tail_sha, updated=datetime.now(UTC)))
+        conn.execute(cursors.insert().values(log=log, **asdict(cursor),
+                                             updated=datetime.now(UTC)))
 
 
 def recorded_keys(engine: Engine, log: str, since: int) -> set[str]:
