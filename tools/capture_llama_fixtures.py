@@ -199,19 +199,17 @@ def main(argv: list[str] | None = None) -> int:
             if args.only and scenario.name not in args.only:
                 continue
             why = unavailable(scenario, version)
+            if why is None:
+                print(f"{version} {scenario.name} ...", flush=True)
+                try:
+                    meta["rows"][scenario.name] = capture(scenario, version, out)
+                    meta["skipped"].pop(scenario.name, None)
+                    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+                except Refused as exc:  # what the build cannot load is a result too
+                    why = f"the server refused to start: {exc}"
             if why is not None:
                 meta["skipped"][scenario.name] = why
                 meta["rows"].pop(scenario.name, None)
-                continue
-            print(f"{version} {scenario.name} ...", flush=True)
-            try:
-                meta["rows"][scenario.name] = capture(scenario, version, out)
-            except Refused as exc:  # what the build cannot load is a result too
-                meta["skipped"][scenario.name] = f"the server refused to start: {exc}"
-                meta["rows"].pop(scenario.name, None)
-                continue
-            meta["skipped"].pop(scenario.name, None)
-            meta_path.write_text(json.dumps(meta, indent=1) + "\n")
         out.mkdir(parents=True, exist_ok=True)
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
         order = [s.name for s in SCENARIOS]
