@@ -10,6 +10,10 @@ from typing import Any, Protocol
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
 
+UBATCH = 512
+"""Tokens per forward of a prompt or a replay (llama.cpp's default n_ubatch): longer
+sequences run in chunks of it."""
+
 
 class Keep(Enum):
     """What a verify forward keeps beside advancing the state: the one thing a rollback

@@ -13,14 +13,12 @@ from collections.abc import Sequence
 
 import torch
 
-from engine.backend import Backend, SeqState
+from engine.backend import UBATCH, Backend, SeqState
 from engine.drafters.base import BaseDrafter
 from engine.hybrid.compiled import decode_step
 from engine.hybrid.model import HybridModel
 from engine.hybrid.state import StateSnapshot
 from engine.speculative import common_prefix
-
-UBATCH = 512
 
 
 class DraftModelDrafter(BaseDrafter):

@@ -11,7 +11,7 @@ from weakref import WeakKeyDictionary
 import torch
 from tokenizers import Tokenizer
 
-from engine.backend import Capabilities, Keep, VerifyOut
+from engine.backend import UBATCH, Capabilities, Keep, VerifyOut
 from engine.config import RunConfig
 from engine.errors import BackendError
 from engine.hybrid.compiled import decode_step
@@ -25,7 +25,6 @@ from engine.template import ChatTemplate
 from fsm.invariants import Audit
 from speckernels.backend import resolve_backend
 
-UBATCH = 512
 # Relative state error the audit accepts, by model dtype. A stray token makes ~1 (median
 # 2.5 on the shipped models); a true state differs from its one-token-at-a-time twin by
 # batch-shape rounding: ~1e-6 in float32, up to 0.026 in bfloat16 (measured over 2-turn

@@ -12,7 +12,7 @@ shape (the numerics behind llama.cpp #28060).
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.backend import Capabilities, Keep, VerifyOut
+from engine.backend import UBATCH, Capabilities, Keep, VerifyOut
 from engine.config import RunConfig
 from engine.sim.costs import CostProfile, Placement, get_profile
 from engine.sim.hashing import chain, hexdigest, keyed, mix, unit
@@ -20,7 +20,6 @@ from engine.sim.vocab import ASSISTANT, IM_END, IM_START, NL, SIM_TEMPLATE, VOCA
 from engine.speculative import common_prefix
 from fsm.invariants import Audit
 
-UBATCH = 512  # prefill chunk, as llama.cpp's default n_ubatch
 _HEADER_START = [IM_START, ASSISTANT]  # followed by NL: the assistant header
 
 
