@@ -247,13 +247,11 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray,
     pinned = [j for j, n in enumerate(names) if n in fixed]
     offset = a[:, pinned] @ np.array([fixed[names[j]].value for j in pinned])
     present = [j for j in range(a.shape[1]) if np.any(a[:, j]) and j not in pinned]
-    for j in range(a.shape[1]):
-        if j not in present and j not in pinned:
-            terms[names[j]] = Term(names[j], 0.0, 0.0, "absent")
+    terms |= {names[j]: Term(names[j], 0.0, 0.0, "absent") for j in range(a.shape[1])
+              if j not in present and j not in pinned}
     kept_local, spanned = _separable([names[j] for j in present], a[:, present])
-    for jl, by in spanned.items():
-        n = names[present[jl]]
-        terms[n] = Term(n, 0.0, 0.0, "unseparated", by)
+    terms |= {names[present[jl]]: Term(names[present[jl]], 0.0, 0.0, "unseparated", by)
+              for jl, by in spanned.items()}
     cols = [present[j] for j in kept_local]
     keep = np.ones(len(y), dtype=bool)
     while True:
