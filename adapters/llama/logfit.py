@@ -346,9 +346,7 @@ def fit_prompts(prompts: Sequence[Prompt]) -> tuple[dict[str, Term], Residuals]:
 def predict_segment(fit: LogFit, s: Segment, graph_nodes: int | None = None) -> float:
     """The seconds `fit` charges for a segment (a drafter it never saw costs 0) of a
     server whose target graph has `graph_nodes` nodes (None: the fit log's)."""
-    scale = 1.0
-    if graph_nodes and fit.graph_nodes:
-        scale = graph_nodes / fit.graph_nodes
+    scale = graph_nodes / fit.graph_nodes if graph_nodes and fit.graph_nodes else 1.0
     return sum(fit.value(n) * v * (scale if n in PER_NODE else 1.0)
                for n, v in features(s).items())
 
@@ -380,9 +378,8 @@ def to_profile(fit: LogFit, name: str, description: str, clock: LogClock) -> Cos
     drafting is not a backend cost (the report has it)."""
     ctx = fit.value("ctx_token_s")
     launch = fit.value("launch_s")
-    rs_seq_s = 0.0
-    if clock.graph_nodes and clock.recurrent_layers:
-        rs_seq_s = launch * KEPT_NODES * clock.recurrent_layers / clock.graph_nodes
+    rs_seq_s = (launch * KEPT_NODES * clock.recurrent_layers / clock.graph_nodes
+                if clock.graph_nodes and clock.recurrent_layers else 0.0)
     return CostProfile(
         name=name, weight_bytes=0.0, hbm_bw=1.0 / ctx if ctx > 0 else OUT_OF_REACH,
         flops_per_token=0.0, peak_flops=OUT_OF_REACH, kv_bytes_per_token=1.0,
