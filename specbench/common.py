@@ -12,7 +12,7 @@ import platform
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from engine.files import replacing, write_file
 from specbench.record import DEFAULT_OUT, results_folder
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,14 @@ def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     """`fn(*args, **kwargs)` and the wall seconds it took."""
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
+
+
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """`items` in a list per `key`, the keys in the order they first occur."""
+    out: dict[K, list[T]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
 
 
 def server_logs(*parts: str) -> Path:

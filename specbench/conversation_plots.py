@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.common import panels, save_figure
+from specbench.common import group_by, panels, save_figure
 
 if TYPE_CHECKING:  # the suite imports this module; its run type is only named here
     from specbench.conversation import ConversationRun
@@ -20,16 +20,9 @@ COST_PARTS = (("generation", "generation_s", "tab:green"),
               ("repeated prefill", "reprefill_s", "tab:purple"))
 
 
-def _by_backend(runs: Sequence["ConversationRun"]) -> dict[str, list["ConversationRun"]]:
-    out: dict[str, list[ConversationRun]] = {}
-    for r in runs:
-        out.setdefault(r.backend, []).append(r)
-    return out
-
-
 def plot_reprefill(runs: Sequence["ConversationRun"], stem: Path) -> list[Path]:
     """History tokens re-prefilled per turn, legacy against truncate, a panel per backend."""
-    groups = _by_backend(runs)
+    groups = group_by(runs, lambda r: r.backend)
     fig, axes = panels(len(groups), *PANEL)
     width = 0.4
     for ax, (backend, group) in zip(axes, groups.items(), strict=True):
@@ -54,7 +47,7 @@ def plot_cost(runs: Sequence["ConversationRun"], stem: Path) -> list[Path]:
     prefill; legacy (plain) left of truncate (hatched), a panel per backend."""
     from matplotlib.patches import Patch
 
-    groups = _by_backend(runs)
+    groups = group_by(runs, lambda r: r.backend)
     fig, axes = panels(len(groups), *PANEL)
     width = 0.4
     for ax, (backend, group) in zip(axes, groups.items(), strict=True):

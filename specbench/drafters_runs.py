@@ -1,7 +1,6 @@
 """A drafter benchmark run: recorded (or not), read back from its events' fold, and summed
 up per configuration (the fastest of its repeats, its speedup over plain decode)."""
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -9,7 +8,7 @@ from typing import Any
 from engine.config import BackendKind, RunConfig
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold, fold_log, fold_session
-from specbench.common import BenchOptions, timed
+from specbench.common import BenchOptions, group_by, timed
 from specledger.api import run_session
 
 PLAIN = "none"
@@ -165,9 +164,7 @@ def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
     best = fastest(runs)
     plain = next(r for r in best.values() if r.plain)
     reference = next(r.answer for r in runs if r.plain)
-    every: dict[tuple[str, float, int], list[Run]] = defaultdict(list)
-    for r in runs:
-        every[r.key].append(r)
+    every = group_by(runs, lambda r: r.key)
     return [{
         "drafter": r.drafter, "setting": r.acceptance, "draft": r.draft,
         "sessions": [x.session for x in every[key]], "best_session": r.session,

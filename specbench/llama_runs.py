@@ -19,7 +19,7 @@ from adapters.llama.options import SPEC_TYPES, Drafter, ServerOptions
 from adapters.llama.server import LlamaServer
 from engine.config import RunConfig
 from engine.hybrid.tokenizer import chat_template, encode
-from specbench.common import BenchOptions
+from specbench.common import BenchOptions, group_by
 
 WARMUP_TOKENS = 8
 WARMUP_QUESTION = "Say hello."  # unrelated to the prompts: its answer must not seed a pool
@@ -118,11 +118,8 @@ def llama_summary(runs: Sequence[LlamaRun]) -> list[dict[str, Any]]:
     """Per drafter, in run order: the fastest pass's numbers (load on a shared CPU only
     ever adds time), and whether every pass answered as plain llama.cpp decode did."""
     plain = next(r.answers for r in runs if r.drafter == "none")
-    by: dict[str, list[LlamaRun]] = {}
-    for r in runs:
-        by.setdefault(r.drafter, []).append(r)
     rows = []
-    for drafter, passes in by.items():
+    for drafter, passes in group_by(runs, lambda r: r.drafter).items():
         best = max(passes, key=lambda r: r.tok_s)
         rows.append({"drafter": drafter, "llama_name": llama_name(drafter),
                      "tok_s": best.tok_s, "acceptance": best.acceptance,

@@ -27,7 +27,6 @@ A run read back into a grid point is in `strategies_points`, the plots in
 """
 
 import statistics
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -38,7 +37,7 @@ from engine.backend import Keep
 from engine.config import RunConfig
 from engine.sim.costs import get_profile
 from eventlog import open_db
-from specbench.common import BenchOptions, Goal, SuiteResult, md_table, timed
+from specbench.common import BenchOptions, Goal, SuiteResult, group_by, md_table, timed
 from specbench.strategies_plots import (
     plot_cost,
     plot_memory,
@@ -185,10 +184,8 @@ def _row_table(points: Sequence[Point], draft: int) -> str:
     """Draft-`draft` rows, one per acceptance: each strategy's time per token, speedup
     over checkpoint and rollback share (repeats: the fastest time, the median share)."""
     x = speedups(points)
-    cell: dict[tuple[float, str], list[Point]] = defaultdict(list)
-    for pt in points:
-        if pt.draft == draft:
-            cell[(pt.acceptance, pt.strategy)].append(pt)
+    cell = group_by((pt for pt in points if pt.draft == draft),
+                    lambda pt: (pt.acceptance, pt.strategy))
     rows = []
     for p in sorted({a for a, _ in cell}):
         row: list[Any] = [f"{p:.1f}"]
