@@ -11,6 +11,7 @@ to learn the types and once to write batches, so memory stays flat.
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -109,16 +110,11 @@ def _batches(events: Iterable[Event], schema: Any,
              convert: Callable[[Any], Any] | None) -> Iterator[Any]:
     import pyarrow as pa
 
-    columns: list[list[Any]] = [[] for _ in range(10)]
-    for ev in events:
-        for col, value in zip(columns, (ev.seq, ev.slot, ev.turn, ev.round, ev.trigger.value,
-                                        ev.source.value, ev.dest.value, ev.t, ev.duration,
-                                        ev.payload), strict=True):
-            col.append(value)
-        if len(columns[0]) == BATCH:
-            yield _batch(pa, columns, schema, convert)
-            columns = [[] for _ in range(10)]
-    if columns[0]:
+    rows = iter(events)
+    while chunk := list(islice(rows, BATCH)):
+        columns = [list(c) for c in zip(*((ev.seq, ev.slot, ev.turn, ev.round, ev.trigger.value,
+                                          ev.source.value, ev.dest.value, ev.t, ev.duration,
+                                          ev.payload) for ev in chunk), strict=True)]
         yield _batch(pa, columns, schema, convert)
 
 
