@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.backend import VerifyOut
+from engine.backend import VerifyOut, timed
 from engine.drafters.base import ChainDrafter, Drafter
 from engine.services import Services
 from engine.slot import Slot
@@ -48,9 +48,7 @@ def run_round(e: Services, s: Slot, budget: int | None = None) -> Block:
     b = e.backend
     r = prepare(e, s, budget)
     while True:
-        t = b.now()
-        out = b.verify(r.state, r.batch, r.keep)
-        record(r, Verified(out, b.now() - t))
+        record(r, Verified(*timed(b, lambda: b.verify(r.state, r.batch, r.keep))))
         block = settle(e, r)
         if block is not None:
             return block
