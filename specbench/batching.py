@@ -28,7 +28,7 @@ from engine.config import RunConfig
 from eventlog import open_db
 from specbench.batching_plots import plot_throughput
 from specbench.batching_points import PLAIN, Point, Rate, cpu, measure, stops_paying, wall
-from specbench.common import BenchOptions, SuiteResult, md_table, timed
+from specbench.common import BenchOptions, SuiteResult, group_by, md_table, timed
 from specbench.strategies_points import CORRECT
 
 SUITE = "batching"
@@ -137,12 +137,8 @@ def run_torch(opts: BenchOptions, grid: Grid, log: Engine) -> list[Point]:
 
 def best(points: Sequence[Point], rate: Rate) -> list[Point]:
     """Each (profile, schedule, drafter, variant, slots)'s fastest repeat by `rate`."""
-    out: dict[tuple[str, str, str, str, int], Point] = {}
-    for pt in points:
-        key = (pt.profile, pt.schedule, pt.drafter, pt.variant, pt.slots)
-        if key not in out or rate(pt) > rate(out[key]):
-            out[key] = pt
-    return list(out.values())
+    return [max(repeats, key=rate) for repeats in group_by(
+        points, lambda pt: (pt.profile, pt.schedule, pt.drafter, pt.variant, pt.slots)).values()]
 
 
 def by_drafter(points: Sequence[Point], drafters: Sequence[str]) -> dict[str, list[Point]]:

@@ -150,11 +150,8 @@ def recorded_passes(opts: BenchOptions, configs: Sequence[RunConfig], repeats: i
 def fastest(runs: Iterable[Run]) -> dict[tuple[str, float, int], Run]:
     """Each configuration's fastest run (least decode time per token): load from other
     jobs on a shared CPU only ever adds time, so the minimum is the steadiest estimate."""
-    best: dict[tuple[str, float, int], Run] = {}
-    for r in runs:
-        if r.key not in best or r.s_per_token < best[r.key].s_per_token:
-            best[r.key] = r
-    return best
+    return {key: min(repeats, key=lambda r: r.s_per_token)
+            for key, repeats in group_by(runs, lambda r: r.key).items()}
 
 
 def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
