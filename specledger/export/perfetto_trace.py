@@ -57,7 +57,7 @@ class _Writer:
         from perfetto.trace_builder.proto_builder import StreamingTraceProtoBuilder
 
         self._builder = StreamingTraceProtoBuilder(out)
-        self._packet_type, self._event, self._counter = TracePacket, TrackEvent, CounterDescriptor
+        self._event, self._counter = TrackEvent, CounterDescriptor
         self._tracks: set[int] = set()
         self._root = 1
         packet = self._new()
