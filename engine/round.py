@@ -65,17 +65,15 @@ def prepare(e: Services, s: Slot, budget: int | None = None) -> Round:
         return _plain(e, s)
     strategy = e.strategy
     pos0 = s.state.position
-    t = b.now()
-    saved = strategy.save(b, s.state)
+    saved, took = timed(b, lambda: strategy.save(b, s.state))
     begin = {"strategy": strategy.name, "position": pos0,
              "bytes": b.state_bytes() if saved is not None else 0}
     if saved is not None and b.capabilities.checkpoint_tensors:
         begin["tensors"] = b.capabilities.checkpoint_tensors
-    m.fire(Trigger.BEGIN, b.now() - t, begin)
-    t = b.now()
-    drafts = drafter.propose(b, s.state, s.tokens, k_max)
+    m.fire(Trigger.BEGIN, took, begin)
+    drafts, took = timed(b, lambda: drafter.propose(b, s.state, s.tokens, k_max))
     stats = drafter.stats()
-    m.fire(Trigger.DRAFT, b.now() - t, {"drafts": drafts, "drafter": drafter.name, **stats})
+    m.fire(Trigger.DRAFT, took, {"drafts": drafts, "drafter": drafter.name, **stats})
     if not drafts:
         return _plain(e, s)
     return Round(s, w, b, cfg, strategy, [s.tokens[-1], *drafts], Trigger.VERIFY, pos0, saved,
