@@ -10,12 +10,7 @@ def count_accepted(drafts: Sequence[int], targets: Sequence[int]) -> int:
     """Greedy verification: the length of the prefix of `drafts` that equals the target's
     tokens (`targets[i]` is the target after batch position i, i.e. the check of
     `drafts[i]`)."""
-    j = 0
-    for d, t in zip(drafts, targets, strict=False):
-        if d != t:
-            break
-        j += 1
-    return j
+    return common_prefix(drafts, targets)
 
 
 @dataclass(frozen=True, slots=True)
