@@ -2,11 +2,10 @@
 and extra memory, each strategy a line."""
 
 import statistics
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from specbench.common import panels, save_figure
+from specbench.common import group_by, panels, save_figure
 from specbench.strategies_points import CORRECT, STRATEGIES, Point, speedups
 
 COLORS = {"checkpoint": "tab:red", "per_token": "tab:blue", "input_replay": "tab:green",
@@ -21,12 +20,10 @@ def _panels(groups: Sequence[tuple[str, Sequence[Point]]], value: Any,
     acceptance)` against acceptance; `goal` as a dashed line."""
     fig, axes = panels(len(groups), *PANEL)
     for ax, (title, points) in zip(axes, groups, strict=True):
-        by: dict[str, dict[float, list[Point]]] = defaultdict(lambda: defaultdict(list))
-        for pt in points:
-            by[pt.strategy][pt.acceptance].append(pt)
+        by = group_by(points, lambda pt: (pt.strategy, pt.acceptance))
         for s in strategies:
-            xs = sorted(by[s])
-            ax.plot(xs, [value(by[s][a]) for a in xs], marker="o", ms=3, label=s,
+            xs = sorted(a for t, a in by if t == s)
+            ax.plot(xs, [value(by[s, a]) for a in xs], marker="o", ms=3, label=s,
                     color=COLORS[s])
         ax.set_xlabel("per-token acceptance")
         ax.grid(alpha=0.3)

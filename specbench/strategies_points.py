@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 
 from engine.config import BackendKind, RunConfig, Strategy
 from eventlog.fold import fold_session
+from specbench.common import group_by
 from specledger.api import run_session
 
 STRATEGIES = tuple(s.value for s in Strategy)
@@ -89,13 +90,10 @@ def speedups(points: Sequence[Point]) -> dict[tuple[str, float, int], dict[str, 
     """checkpoint's time per token over each strategy's, per (profile, acceptance, draft),
     from each strategy's fastest repeat: load from other jobs on a shared CPU only ever
     adds time, so the minimum is the steadiest estimate (as `timeit` advises)."""
-    times: dict[tuple[str, float, int], dict[str, list[float]]] = defaultdict(
-        lambda: defaultdict(list))
-    for pt in points:
-        times[(pt.profile, pt.acceptance, pt.draft)][pt.strategy].append(pt.ms_per_token)
     out: dict[tuple[str, float, int], dict[str, float]] = {}
-    for key, by_strategy in times.items():
-        best = {s: min(v) for s, v in by_strategy.items()}
+    for key, pts in group_by(points, lambda pt: (pt.profile, pt.acceptance, pt.draft)).items():
+        best = {s: min(pt.ms_per_token for pt in repeats)
+                for s, repeats in group_by(pts, lambda pt: pt.strategy).items()}
         out[key] = {s: best["checkpoint"] / m if m else 0.0 for s, m in best.items()}
     return out
 
@@ -103,11 +101,9 @@ def speedups(points: Sequence[Point]) -> dict[tuple[str, float, int], dict[str, 
 def lossless(points: Sequence[Point]) -> dict[str, bool]:
     """Whether the correct strategies committed the same answer at every grid point and
     repeat, per profile (or model)."""
-    answers: dict[tuple[str, float, int, int], set[tuple[int, ...]]] = defaultdict(set)
-    for pt in points:
-        if pt.strategy in CORRECT:
-            answers[(pt.profile, pt.acceptance, pt.draft, pt.repeat)].add(tuple(pt.answer))
+    runs = group_by((pt for pt in points if pt.strategy in CORRECT),
+                    lambda pt: (pt.profile, pt.acceptance, pt.draft, pt.repeat))
     out: dict[str, bool] = {}
-    for (profile, *_), seen in answers.items():
-        out[profile] = out.get(profile, True) and len(seen) == 1
+    for (profile, *_), pts in runs.items():
+        out[profile] = out.get(profile, True) and len({tuple(pt.answer) for pt in pts}) == 1
     return out
