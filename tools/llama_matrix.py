@@ -138,13 +138,10 @@ def table(builds: list[dict[str, object]]) -> str:
 
 def describe(inc: Incident) -> str:
     """One line on how the script decides an incident's cell."""
-    parts = [f"needs {', '.join(inc.needs)}" if inc.needs else "any build"]
-    parts += [f"bug where `{inc.bug_code.pattern}` is in {inc.bug_code.file}"]
-    if inc.fix_code is not None:
-        parts += [f"fixed where `{inc.fix_code.pattern}` is in {inc.fix_code.file}"]
-    else:
-        parts += ["no fix merged upstream"]
-    return "; ".join(parts)
+    fix = (f"fixed where `{inc.fix_code.pattern}` is in {inc.fix_code.file}"
+           if inc.fix_code is not None else "no fix merged upstream")
+    return "; ".join([f"needs {', '.join(inc.needs)}" if inc.needs else "any build",
+                      f"bug where `{inc.bug_code.pattern}` is in {inc.bug_code.file}", fix])
 
 
 def main(argv: list[str] | None = None) -> int:
