@@ -168,12 +168,17 @@ def _text_section(raw: dict[str, Any]) -> dict[str, Any]:
     return text
 
 
-def _interval_layer_types(text: dict[str, Any], num_layers: int) -> list[str]:
+def _interval_layer_types(text: dict[str, Any], num_layers: int) -> tuple[str, ...]:
     # HF's rule when layer_types is absent: every `full_attention_interval`-th layer is full.
     interval = text.get("full_attention_interval", 4)
     if not isinstance(interval, int) or interval <= 0:
         raise HybridConfigError(f"full_attention_interval must be a positive integer: {interval!r}")
-    return [LINEAR if (i + 1) % interval else FULL for i in range(num_layers)]
+    return hybrid_layers(num_layers, interval)
+
+
+def hybrid_layers(n: int, interval: int = 4) -> tuple[str, ...]:
+    """Qwen3.5's layout: every `interval`-th layer is full attention, the rest GDN."""
+    return tuple(FULL if (i + 1) % interval == 0 else LINEAR for i in range(n))
 
 
 def _rope_parameters(text: dict[str, Any]) -> dict[str, Any]:

@@ -5,15 +5,10 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from engine.hybrid.config import FULL, LINEAR, HybridConfig
+from engine.hybrid.config import HybridConfig, hybrid_layers
 from engine.hybrid.tokenizer import END_OF_TEXT, IM_END, VOCAB_SIZE
 
 EOS_TOKEN_IDS = (IM_END, END_OF_TEXT)
-
-
-def hybrid_layers(n: int, interval: int = 4) -> tuple[str, ...]:
-    """Qwen3.5's layout: every `interval`-th layer is full attention, the rest GDN."""
-    return tuple(FULL if (i + 1) % interval == 0 else LINEAR for i in range(n))
 
 
 class ModelFamily(Enum):
