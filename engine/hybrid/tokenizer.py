@@ -24,12 +24,9 @@ def _byte_alphabet() -> list[str]:
     pre-tokenizer writes each byte as this character, so the BPE vocabulary must too."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
                  *range(ord("®"), ord("ÿ") + 1)]
-    chars: dict[int, int] = {b: b for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in chars:
-            chars[b] = 256 + extra
-            extra += 1
+    # The other bytes take the characters from 256 on, in byte order.
+    others = [b for b in range(256) if b not in printable]
+    chars = {b: b for b in printable} | {b: 256 + i for i, b in enumerate(others)}
     return [chr(chars[b]) for b in range(256)]
 
 
