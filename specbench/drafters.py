@@ -128,12 +128,9 @@ def run_sim(opts: BenchOptions, plan: SimPlan, log: Any) -> list[Run]:
     base = sim_config(plan, opts.seed)
     opts.log(f"{SUITE}: sim {SIM_PROFILE}: plain + {len(plan.acceptances)} acceptances x "
              f"{len(plan.drafts)} draft lengths, {plan.tokens}-token answers")
-    runs = [record(base, opts, log)]
-    for k in plan.drafts:
-        for p in plan.acceptances:
-            runs.append(record(base.replace(drafter="synthetic", acceptance=p, draft_max=k),
-                               opts, log))
-    return runs
+    return [record(base, opts, log),
+            *(record(base.replace(drafter="synthetic", acceptance=p, draft_max=k), opts, log)
+              for k in plan.drafts for p in plan.acceptances)]
 
 
 def torch_table(rows: Sequence[dict[str, Any]]) -> str:
