@@ -55,12 +55,9 @@ def source_files(split: Split, root: Path | None = None) -> list[tuple[str, Path
     """(relative path, file) of every .py file of `split` under `root`, sorted by path;
     tests, third-party packages and caches are left out."""
     root = stdlib_root() if root is None else root
-    found = []
-    for file in root.rglob("*.py"):
-        rel = file.relative_to(root)
-        if _SKIPPED_DIRS.isdisjoint(rel.parts) and split_of(rel.as_posix()) is split:
-            found.append((rel.as_posix(), file))
-    return sorted(found)
+    files = ((file.relative_to(root), file) for file in root.rglob("*.py"))
+    return sorted((rel.as_posix(), file) for rel, file in files
+                  if _SKIPPED_DIRS.isdisjoint(rel.parts) and split_of(rel.as_posix()) is split)
 
 
 def functions(path: str, source: str) -> list[Function]:
@@ -96,7 +93,7 @@ def _defs(body: list[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionD
 
 def _cut(path: str, lines: list[str],
          node: ast.FunctionDef | ast.AsyncFunctionDef) -> Function | None:
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    first = _statement_start(node) - 1
     docstring = ast.get_docstring(node, clean=False) is not None
     code = node.body[1:] if docstring else node.body
     if not code or node.end_lineno is None:
