@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from adapters.llama.conversation import ask
 from adapters.llama.options import Drafter, ServerOptions, server_args
+from adapters.process import stop_group
 from adapters.protocol import Sampling
 from engine.errors import BackendError
 
@@ -104,7 +105,7 @@ def llama_server(binary: Path, model: Path, log: Path, slots: int = 2,
     started_at = time.time()
     with log.open("wb") as out:
         proc = subprocess.Popen([str(binary), *args], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while _get(f"http://{HOST}:{port}/health")[0] != 200:
@@ -113,12 +114,7 @@ def llama_server(binary: Path, model: Path, log: Path, slots: int = 2,
             time.sleep(0.1)
         yield Served(port, started_at)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_group(proc, 30)
 
 
 def drive(port: int, clients: int, seconds: float, max_tokens: int = 16,
