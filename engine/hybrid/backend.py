@@ -17,6 +17,7 @@ from engine.errors import BackendError
 from engine.hybrid.compiled import decode_step
 from engine.hybrid.device import resolve_device, synchronize, torch_dtype
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
+from engine.hybrid.pool import enlarged
 from engine.hybrid.state import HybridState, RecordedInputs, StateSnapshot, TokenStates
 from engine.model_digest import checkpoint_digest
 from engine.sampling import SamplingParams, greedy_targets, verify_targets
@@ -155,11 +156,8 @@ class TorchBackend:
         length = h.shape[0]
         buf = self._hidden.get(state)
         if buf is None or buf.shape[0] < start + length:
-            grown = torch.zeros(max(2 * (start + length), 256), h.shape[-1], dtype=h.dtype,
-                                device=h.device)
-            if buf is not None:
-                grown[:buf.shape[0]] = buf
-            buf = self._hidden[state] = grown
+            old = h.new_zeros(0, h.shape[-1]) if buf is None else buf
+            buf = self._hidden[state] = enlarged(old, max(2 * (start + length), 256), h.shape[-1])
         buf[start:start + length] = h
 
     def hidden_states(self, state: HybridState, start: int, end: int) -> torch.Tensor:

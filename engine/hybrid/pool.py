@@ -74,7 +74,7 @@ class StatePool:
         if positions <= self.capacity:
             return
         capacity = max(positions, 2 * self.capacity)
-        self.keys, self.values = ([_enlarged(t, t.shape[0], t.shape[1], capacity, t.shape[3])
+        self.keys, self.values = ([enlarged(t, t.shape[0], t.shape[1], capacity, t.shape[3])
                                    for t in kv] for kv in (self.keys, self.values))
         self.capacity = capacity
 
@@ -91,13 +91,13 @@ class StatePool:
     def _grow(self, rows: int) -> None:
         """Reallocate every layer's tensor with `rows` rows, keeping the rows held."""
         self.conv, self.recurrent, self.keys, self.values = (
-            [_enlarged(t, rows, *t.shape[1:]) for t in layers]
+            [enlarged(t, rows, *t.shape[1:]) for t in layers]
             for layers in (self.conv, self.recurrent, self.keys, self.values))
         self._free.update(range(self._rows, rows))
         self._rows = rows
 
 
-def _enlarged(t: Tensor, *shape: int) -> Tensor:
+def enlarged(t: Tensor, *shape: int) -> Tensor:
     """`t` in a zeroed tensor of `shape` (no dim smaller than t's), at its start."""
     out = t.new_zeros(shape)
     out[tuple(slice(0, n) for n in t.shape)] = t

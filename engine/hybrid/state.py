@@ -14,7 +14,7 @@ from torch import Tensor
 from engine.hybrid.config import HybridConfig
 from engine.hybrid.errors import StateError
 from engine.hybrid.gdn import LayerInputs, LayerStates, replay_inputs_
-from engine.hybrid.pool import StatePool
+from engine.hybrid.pool import StatePool, enlarged
 from speckernels import ops
 from speckernels.backend import KernelBackend
 
@@ -128,11 +128,8 @@ class HybridState:
         returns the start position. Called by the model before it writes."""
         start, end = self._position, self._position + length
         self.pool.reserve(end)
-        capacity = self._stamp.shape[0]
-        if end > capacity:
-            stamp = self._stamp.new_zeros(max(end, 2 * capacity))
-            stamp[:capacity] = self._stamp
-            self._stamp = stamp
+        if end > self._stamp.shape[0]:
+            self._stamp = enlarged(self._stamp, max(end, 2 * self._stamp.shape[0]))
         self._epoch += 1
         self._stamp[start:end] = self._epoch
         return start
