@@ -25,11 +25,11 @@ from typing import IO, Any
 
 from adapters.llama.conversation import ask
 from adapters.llama.options import Drafter, ServerOptions, server_args
-from adapters.process import stop_group
+from adapters.process import HOST, stop_group
 from adapters.protocol import Sampling
+from adapters.vllm.server import free_port
 from engine.errors import BackendError
 
-HOST = "127.0.0.1"
 EDIT_EVERY = 3  # every third conversation edits its history
 EDIT_CHARS = 6  # how much of the first answer the edited history drops
 QUESTIONS = ("Name three prime numbers.", "What is a hash table?", "Describe a river.",
@@ -61,15 +61,6 @@ class Phase:
     def tok_s(self) -> float:
         """Completion tokens per wall second, all clients together."""
         return sum(a.completion_tokens for a in self.answered) / self.seconds
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
