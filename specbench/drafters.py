@@ -149,10 +149,8 @@ def torch_table(rows: Sequence[dict[str, Any]]) -> str:
 def sim_table(rows: Sequence[dict[str, Any]], drafts: Sequence[int]) -> str:
     """Per-token acceptance setting x draft length: measured acceptance, speedup."""
     cell = {(r["setting"], r["draft"]): r for r in rows if r["drafter"] != PLAIN}
-    header = ["per-token acceptance"]
-    for k in drafts:
-        header += [f"draft {k}: acceptance", f"draft {k}: accepted / round",
-                   f"draft {k}: speedup"]
+    header = ["per-token acceptance", *(f"draft {k}: {what}" for k in drafts
+                                        for what in ("acceptance", "accepted / round", "speedup"))]
     body = []
     for p in sorted({s for s, _ in cell}):
         row = [f"{p:.1f}"]
