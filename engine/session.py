@@ -108,13 +108,10 @@ class Session:
         # What every slot's drafter shares: the backend (the MTP head uses its loaded
         # target), ngram-mod's pool, a draft model.
         shared: dict[str, object] = {"backend": self.backend}
-        self.slots: list[Slot] = []
-        work: list[SlotWork] = []
-        for i in range(config.slots):
-            self.slots.append(Slot(i, self.backend.new_state()))
-            work.append(SlotWork(RoundMachine(i, metrics, next_seq, self.backend.now),
-                                 make_drafter(config, i, shared),
-                                 ProgressGuard(config.livelock_guard)))
+        self.slots = [Slot(i, self.backend.new_state()) for i in range(config.slots)]
+        work = [SlotWork(RoundMachine(i, metrics, next_seq, self.backend.now),
+                         make_drafter(config, i, shared), ProgressGuard(config.livelock_guard))
+                for i in range(config.slots)]
         self.services = Services(self.backend, config, strategy or strategy_for(config.strategy),
                                  metrics, work)
         self.scheduler = (BatchScheduler(self.services, self.slots, verify_batch,
