@@ -69,10 +69,7 @@ def last_error_line(log: str) -> str:
     errors = [ln for ln in lines if re.search(r"error|failed|invalid|unknown|cannot", ln,
                                               re.IGNORECASE)]
     specific = [ln for ln in errors if not any(g in ln for g in _GENERIC)]
-    for pick in (specific, errors, lines):
-        if pick:
-            return pick[-1]
-    return "(empty log)"
+    return next((pick[-1] for pick in (specific, errors, lines) if pick), "(empty log)")
 
 
 def check_port_free(port: int) -> None:
