@@ -2,9 +2,10 @@
 
 import argparse
 import sys
+from dataclasses import asdict
 from typing import Any
 
-from eventlog.migrate import Migrated, migrate
+from eventlog.migrate import migrate
 from specledger import output
 
 
@@ -27,7 +28,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if shown and result.events:
         sys.stderr.write("\n")
     if args.json:
-        output.emit_json(_doc(result))
+        output.emit_json(asdict(result))
     elif result.from_version == result.to_version:
         print(f"{result.ledger} is at schema version {result.to_version}: nothing to do")
     else:
@@ -35,7 +36,3 @@ def cmd_migrate(args: argparse.Namespace) -> int:
               f"{result.events:,} events migrated")
     return 0
 
-
-def _doc(result: Migrated) -> dict[str, Any]:
-    return {"ledger": result.ledger, "from_version": result.from_version,
-            "to_version": result.to_version, "events": result.events}
