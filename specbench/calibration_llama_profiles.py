@@ -39,10 +39,8 @@ def table(names: tuple[str, ...] = NAMES) -> str:
         prof = get_profile(name)
         p = predictions(prof)
         rows.append((f"`{name}`", prof.checkpoint_place, f"{p['plain_tok_s']:.1f}",
-                     f"{p['host_tok_s']:.1f} ({p['host_tok_s'] / p['plain_tok_s']:.2f}x)",
-                     f"{p['device_tok_s']:.1f} ({p['device_tok_s'] / p['plain_tok_s']:.2f}x)",
-                     f"{p['rollback_tok_s']:.1f} "
-                     f"({p['rollback_tok_s'] / p['plain_tok_s']:.2f}x)",
+                     *(f"{p[mtp]:.1f} ({p[mtp] / p['plain_tok_s']:.2f}x)"
+                       for mtp in ("host_tok_s", "device_tok_s", "rollback_tok_s")),
                      f"{p['checkpoint_ms']:.1f} ({prof.state_tensors} x "
                      f"{1e3 * prof.tensor_copy_s:.3f}) / {p['forward_ms']:.1f} ms"))
     return md_table(["profile (prediction)", "checkpoints in", "plain tok/s",
