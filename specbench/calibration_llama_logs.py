@@ -125,13 +125,14 @@ def median_run(runs: list[LogClock]) -> LogClock:
 def predictions(fits: dict[str, LogFit], clocks: dict[str, list[LogClock]]
                 ) -> list[dict[str, Any]]:
     """Every setting's measured tokens/s (median of its runs, their range) beside each
-    fit's prediction from the setting's first log."""
+    fit's prediction from the setting's first log (whose decode seconds it gives)."""
     rows = []
     for label, runs in clocks.items():
         measured = [measured_tok_s(c) for c in runs]
         med = statistics.median(measured)
         row: dict[str, Any] = {"setting": label, "runs": measured, "measured": med,
-                               "noise": (max(measured) - min(measured)) / med}
+                               "noise": (max(measured) - min(measured)) / med,
+                               "first_eval_s": sum(t.eval_s for t in runs[0].tasks)}
         for name, fit in fits.items():
             predicted = predict_tok_s(fit, runs[0])[1]
             row[name] = {"predicted": predicted, "error": predicted / med - 1,
