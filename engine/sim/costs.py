@@ -305,10 +305,8 @@ def profile_from_dict(data: Any, source: str) -> CostProfile:
     missing = [n for n in required if n not in data]
     if missing:
         raise ConfigError(f"profile {source}: missing {', '.join(missing)}")
-    values: dict[str, Any] = {}
-    for name in known:
-        if name not in data:
-            continue
+    given = [name for name in known if name in data]
+    for name in given:
         value = data[name]
         if name in _TEXT:
             if not isinstance(value, str) or not value:
@@ -324,8 +322,7 @@ def profile_from_dict(data: Any, source: str) -> CostProfile:
             bound = "positive" if name in _RATES else "non-negative"
             raise ConfigError(f"profile {source}: {name} = {value!r} must be a finite "
                               f"{bound} number")
-        values[name] = value
-    return CostProfile(**values)
+    return CostProfile(**{name: data[name] for name in given})
 
 
 def load_profile_file(path: Path) -> CostProfile:
