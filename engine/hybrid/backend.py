@@ -171,10 +171,6 @@ class TorchBackend:
     def _ids(self, tokens: Sequence[int]) -> torch.Tensor:
         return torch.tensor([list(tokens)], dtype=torch.long, device=self.device)  # (1, T)
 
-    def _pick(self, logits: torch.Tensor) -> int:
-        """The target's token from one row of logits (V,)."""
-        return self._targets(logits[None], [])[0]
-
     def _targets(self, logits: torch.Tensor, drafts: list[int]) -> list[int]:
         """Verification targets from logits (T, V). The seeded generator lives on the CPU,
         so sampled verification reads the logits there; greedy stays on the device."""
@@ -197,7 +193,7 @@ class TorchBackend:
 
     def prefill(self, state: HybridState, tokens: Sequence[int]) -> int:
         """Consume the prompt in chunks; return the next token."""
-        return self._pick(self._consume(state, tokens))
+        return self._targets(self._consume(state, tokens)[None], [])[0]
 
     def verify(self, state: HybridState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over [last committed, drafts...], keeping what `keep` says."""
