@@ -76,7 +76,7 @@ def train(config: TrainConfig, log: Log = print) -> Trained:
     def phase(settings: PhaseConfig, module: torch.nn.Module,
               loss: Callable[[Batch], Tensor], index: int) -> PhaseResult:
         return run_phase(settings, module.parameters(), loss, stream, settings.share * budget,
-                         _generator(config, index), log)
+                         torch.Generator().manual_seed(config.seed * 1000 + index), log)
 
     torch.manual_seed(config.seed)
     target = HybridModel(target_config(config.family))
@@ -112,10 +112,6 @@ def save(trained: Trained, out: Path, config: TrainConfig) -> dict[str, Path]:
 def parameter_count(module: torch.nn.Module) -> int:
     """Parameters owned by `module` (an MTP head's shared embedding/LM head excluded)."""
     return sum(p.numel() for p in module.parameters())
-
-
-def _generator(config: TrainConfig, phase: int) -> torch.Generator:
-    return torch.Generator().manual_seed(config.seed * 1000 + phase)
 
 
 def _record(trained: Trained, config: TrainConfig) -> dict[str, Any]:
