@@ -76,10 +76,7 @@ def local_name(key: str) -> str | None:
     """Our parameter name for a checkpoint key, or None for tensors outside the decoder."""
     if key.startswith(_IGNORED):
         return None
-    for prefix in _PREFIXES:
-        if key.startswith(prefix):
-            return key[len(prefix):]
-    return key
+    return next((key[len(prefix):] for prefix in _PREFIXES if key.startswith(prefix)), key)
 
 
 def _read_weights(files: list[Path], expected: dict[str, torch.Size],
