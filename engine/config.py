@@ -173,13 +173,12 @@ class RunConfig:
                 except ValueError:
                     choices = ", ".join(m.value for m in f.type)
                     raise ConfigError(f"{f.name}: '{value}' is not one of {choices}") from None
-        if not self.drafter:
-            object.__setattr__(self, "drafter", DEFAULT_DRAFTER[self.backend.value])
         target, draft = DEFAULT_MODELS.get(self.backend.value, (SHIPPED_TARGET, SHIPPED_DRAFT))
-        if not self.model:
-            object.__setattr__(self, "model", target)
-        if not self.draft_model:
-            object.__setattr__(self, "draft_model", draft)
+        defaults = {"drafter": DEFAULT_DRAFTER[self.backend.value], "model": target,
+                    "draft_model": draft}
+        for name, default in defaults.items():
+            if not getattr(self, name):
+                object.__setattr__(self, name, default)
         self._check()
 
     def _check(self) -> None:
