@@ -105,15 +105,32 @@ def test_batched_slots_answer_as_sequential_ones(
         ctx_checkpoint_every=32, ctx_checkpoints=3, seed=seed)
     sequential, seq_events = run(config)
     batched, bat_events = run(config.replace(schedule=Schedule.BATCHED))
-    assert answers(batched) == answers(sequential)
+    # ngram-mod's pool is shared by the slots and learns their tokens in the order the
+    # schedule commits them, so its drafts depend on the schedule; the answers do not,
+    # but under `none`, which leaves a rejected draft in the recurrent state.
+    shared = "ngram-mod" in drafter and slots > 1
+    if not (shared and strategy is Strategy.NONE):
+        assert answers(batched) == answers(sequential)
     check_batch_fields(bat_events)
     if strategy is not Strategy.NONE and eog is EogPolicy.TRUNCATE:  # the others are wrong
         assert not [ev for ev in bat_events if ev.trigger is Trigger.INVARIANT_VIOLATION]
-    if "ngram-mod" in drafter and slots > 1:
-        # ngram-mod's pool is shared by the slots and learns their tokens in the order the
-        # schedule commits them, so its drafts (not the answers) depend on the schedule.
-        return
-    assert per_slot(bat_events) == per_slot(seq_events)
+    if not shared:
+        assert per_slot(bat_events) == per_slot(seq_events)
+
+
+def test_without_rollback_a_shared_pools_drafts_reach_the_answers() -> None:
+    """Why the property above spares `none` with ngram-mod: its pool fills in the
+    schedule's commit order, so the drafts differ, and `none` keeps each rejected draft in
+    the recurrent state (a case hypothesis found: slot 5's last answer differs); a strategy
+    that rolls back gives the same answers under both schedules."""
+    config = RunConfig(backend="sim", slots=6, strategy=Strategy.NONE, drafter="ngram-mod",
+                       draft_max=1, acceptance=0.0, prompt_tokens=27, question_tokens=6,
+                       answer_tokens=2, eog_prob=0.0, turns=2, ctx_checkpoint_every=32,
+                       ctx_checkpoints=3, seed=1310)
+    for strategy, same in ((Strategy.NONE, False), (Strategy.CHECKPOINT, True)):
+        sequential, _ = run(config.replace(strategy=strategy))
+        batched, _ = run(config.replace(strategy=strategy, schedule=Schedule.BATCHED))
+        assert (answers(batched) == answers(sequential)) is same
 
 
 @pytest.mark.parametrize("strategy", list(Strategy))
