@@ -5,7 +5,7 @@ backend declares beyond them (callers check these fields; nothing is probed)."""
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from engine.template import ChatTemplate
 from fsm.invariants import Audit
@@ -146,13 +146,3 @@ class Backend(Protocol):
 
     def state_bytes(self) -> int:
         """Bytes of one recurrent + conv state (what a checkpoint copies)."""
-
-
-T = TypeVar("T")
-
-
-def timed(backend: Backend, work: Callable[[], T]) -> tuple[T, float]:
-    """`work()` and the seconds it took on the backend's clock (what an event records as
-    its duration)."""
-    start = backend.now()
-    return work(), backend.now() - start

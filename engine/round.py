@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.backend import VerifyOut, timed
+from engine.backend import VerifyOut
 from engine.drafters.base import ChainDrafter, Drafter
 from engine.services import Services
 from engine.slot import Slot
@@ -48,7 +48,9 @@ def run_round(e: Services, s: Slot, budget: int | None = None) -> Block:
     b = e.backend
     r = prepare(e, s, budget)
     while True:
-        record(r, Verified(*timed(b, lambda: b.verify(r.state, r.batch, r.keep))))
+        t = b.now()
+        out = b.verify(r.state, r.batch, r.keep)
+        record(r, Verified(out, b.now() - t))
         block = settle(e, r)
         if block is not None:
             return block
@@ -65,15 +67,17 @@ def prepare(e: Services, s: Slot, budget: int | None = None) -> Round:
         return _plain(e, s)
     strategy = e.strategy
     pos0 = s.state.position
-    saved, took = timed(b, lambda: strategy.save(b, s.state))
+    t = b.now()
+    saved = strategy.save(b, s.state)
     begin = {"strategy": strategy.name, "position": pos0,
              "bytes": b.state_bytes() if saved is not None else 0}
     if saved is not None and b.capabilities.checkpoint_tensors:
         begin["tensors"] = b.capabilities.checkpoint_tensors
-    m.fire(Trigger.BEGIN, took, begin)
-    drafts, took = timed(b, lambda: drafter.propose(b, s.state, s.tokens, k_max))
+    m.fire(Trigger.BEGIN, b.now() - t, begin)
+    t = b.now()
+    drafts = drafter.propose(b, s.state, s.tokens, k_max)
     stats = drafter.stats()
-    m.fire(Trigger.DRAFT, took, {"drafts": drafts, "drafter": drafter.name, **stats})
+    m.fire(Trigger.DRAFT, b.now() - t, {"drafts": drafts, "drafter": drafter.name, **stats})
     if not drafts:
         return _plain(e, s)
     return Round(s, w, b, cfg, strategy, [s.tokens[-1], *drafts], Trigger.VERIFY, pos0, saved,

@@ -13,7 +13,7 @@ events keep their meaning, and their order within the slot; only slots interleav
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.backend import BatchVerify, timed
+from engine.backend import BatchVerify
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.round import Verified, prepare, record, settle
@@ -107,8 +107,11 @@ class BatchScheduler:
         """One forward over the rounds' batches; each row's answer carries the forward's
         time and its batch fields."""
         self.blame = [r.slot for r in rounds]
-        outs, took = timed(self.services.backend, lambda: self.verify_batch(
-            [r.state for r in rounds], [r.batch for r in rounds], [r.keep for r in rounds]))
+        b = self.services.backend
+        t = b.now()
+        outs = self.verify_batch([r.state for r in rounds], [r.batch for r in rounds],
+                                 [r.keep for r in rounds])
+        took = b.now() - t
         self.forwards += 1
         shared = {"batch_id": self.forwards, "batch_slots": len(rounds),
                   "batch_tokens": sum(len(r.batch) for r in rounds)}

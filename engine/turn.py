@@ -4,7 +4,6 @@ check the slot against the transcript. Payloads: fsm/payloads.py (docs/events.md
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.backend import timed
 from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.round import record_violations, run_round
@@ -103,9 +102,12 @@ def _repair(e: Services, s: Slot, ckpt: CtxCheckpoint | None, reprefill: int) ->
     """Bring the recurrent state back to a context checkpoint (or to nothing)."""
     m, b = e.work[s.id].machine, e.backend
     old = s.state.position
-    _, took = timed(b, lambda: b.reset(s.state) if ckpt is None
-                    else b.restore(s.state, ckpt.snap))
-    m.fire(Trigger.CTX_RESTORE, took, {
+    t = b.now()
+    if ckpt is None:
+        b.reset(s.state)
+    else:
+        b.restore(s.state, ckpt.snap)
+    m.fire(Trigger.CTX_RESTORE, b.now() - t, {
         "position": s.state.position, "digest": b.digest(s.state), "reprefill": reprefill,
         "from_position": old, "reset": ckpt is None})
 
@@ -131,8 +133,9 @@ def _prefill(e: Services, s: Slot, prompt: Sequence[int], start: int) -> None:
             chunk["append"] = [first]
         m.fire(Trigger.PREFILL, b.now() - t, chunk)
         if cut < end and cfg.ctx_checkpoints:
-            _, took = timed(b, lambda: s.save_ctx(b.snapshot(s.state), cfg.ctx_checkpoints))
-            m.fire(Trigger.CTX_SAVE, took, {"at": cut, "bytes": b.state_bytes()})
+            t = b.now()
+            s.save_ctx(b.snapshot(s.state), cfg.ctx_checkpoints)
+            m.fire(Trigger.CTX_SAVE, b.now() - t, {"at": cut, "bytes": b.state_bytes()})
         pos = cut
     s.tokens.append(first)
 

@@ -4,7 +4,7 @@ and replays the accepted prefix with a forward. The replay is reconstruction unl
 when it disagrees; that can livelock when numerics depend on the batch shape (llama.cpp
 #28060), and the slot's progress guard ends it and records it."""
 
-from engine.backend import Backend, Keep, SeqState, Snapshot, timed
+from engine.backend import Backend, Keep, SeqState, Snapshot
 from engine.config import ReplayPolicy
 from engine.speculative import Block
 from engine.strategies.base import RollbackStrategy, Round
@@ -30,8 +30,9 @@ class Checkpoint(RollbackStrategy):
         replay = r.batch[:block.consumed]
         self._restore(r, "checkpoint")
         policy = r.config.replay_policy
-        targets, took = timed(b, lambda: b.forward(r.state, replay))
-        m.fire(Trigger.REPLAY, took, {"mode": policy.value, "tokens": len(replay)})
+        t = b.now()
+        targets = b.forward(r.state, replay)
+        m.fire(Trigger.REPLAY, b.now() - t, {"mode": policy.value, "tokens": len(replay)})
         if policy is not ReplayPolicy.REVERIFY:
             return True
         expected = [*replay[1:], block.tokens[-1]]
@@ -46,9 +47,10 @@ class Checkpoint(RollbackStrategy):
             return False
         m.fire(Trigger.LIVELOCK, 0.0, {"position": r.position, "restores": r.work.guard.restores,
                                        "cycle": LIVELOCK_CYCLE, "resolution": "reconstruct"})
-        _, took = timed(b, lambda: b.forward(r.state, replay))
-        m.fire(Trigger.REPLAY, took, {"mode": "reconstruct", "tokens": len(replay),
-                                      "guard": True})
+        t = b.now()
+        b.forward(r.state, replay)
+        m.fire(Trigger.REPLAY, b.now() - t, {"mode": "reconstruct", "tokens": len(replay),
+                                             "guard": True})
         return True
 
     @staticmethod
@@ -56,13 +58,13 @@ class Checkpoint(RollbackStrategy):
         """Restore the round's snapshot and record it; True when the guard sees a
         livelock."""
         b, w = r.backend, r.work
-        saved = r.saved
-        if saved is None:
+        if r.saved is None:
             raise RuntimeError("a checkpoint round rolls back without its snapshot")
-        _, took = timed(b, lambda: b.restore(r.state, saved))
+        t = b.now()
+        b.restore(r.state, r.saved)
         livelock = w.guard.note_restore(r.position)
         if b.capabilities.checkpoint_tensors:
             extra = {**extra, "tensors": b.capabilities.checkpoint_tensors}
-        w.machine.fire(Trigger.RESTORE, took, {
+        w.machine.fire(Trigger.RESTORE, b.now() - t, {
             "mode": mode, "bytes": b.state_bytes(), "position": r.position, **extra})
         return livelock

@@ -1,7 +1,7 @@
 """`input_replay`: the verify leaves the recurrent state and records its inputs; the
 commit runs only the recurrence over the accepted prefix."""
 
-from engine.backend import Keep, timed
+from engine.backend import Keep
 from engine.speculative import Block
 from engine.strategies.base import RollbackStrategy, Round
 from fsm.states import Trigger
@@ -21,6 +21,7 @@ class InputReplay(RollbackStrategy):
         """Discard the positions past the boundary (nothing to copy), replay the rest."""
         b, m = r.backend, r.work.machine
         m.fire(Trigger.RESTORE, 0.0, {"mode": "discard", "bytes": 0, "position": r.position})
-        _, took = timed(b, lambda: b.replay_inputs(r.state, r.verified.kept, block.consumed))
-        m.fire(Trigger.REPLAY, took, {"mode": "recurrence", "tokens": block.consumed})
+        t = b.now()
+        b.replay_inputs(r.state, r.verified.kept, block.consumed)
+        m.fire(Trigger.REPLAY, b.now() - t, {"mode": "recurrence", "tokens": block.consumed})
         return True
