@@ -146,9 +146,14 @@ class SimBackend:
 
     def verify(self, state: SimState, batch: Sequence[int], keep: Keep) -> VerifyOut:
         """One forward over `batch`, keeping what `keep` says. The drafter's peeks
-        already walked most of the batch from this state: the walk is reused. A batch of
-        one row costs what a verify does (`CostProfile.verify_s`)."""
-        return self.verify_batch([state], [batch], [keep])[0]
+        already walked most of the batch from this state: the walk is reused. (The round
+        loop's own path: `verify_batch` of one row charges the same, through lists.)"""
+        n = len(batch)
+        self._t += self.costs.verify_s(n, state.position)
+        out = self._verify_row(state, batch, keep, n)
+        if keep is Keep.PER_TOKEN:
+            self._t += self.costs.intermediate_write_s(n)
+        return out
 
     def verify_batch(self, states: Sequence[SimState], batches: Sequence[Sequence[int]],
                      keeps: Sequence[Keep]) -> list[VerifyOut]:
