@@ -25,6 +25,7 @@ on the logs the last run left, no server started) and writes
 runs it after its own fit.
 """
 
+import functools
 import json
 import statistics
 import sys
@@ -195,9 +196,10 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
                  for k, c in fit_clocks.items()}
     fits = {k: fit_log(c) for k, c in fit_clocks.items()}
     rows = predictions(fits, clocks)
+    gap = functools.cache(line_gap_s)  # a fit log is named in up to 8 misses: read it once
     misses = [Miss(f, r["setting"], r[f]["error"],
                    miss_reasons(fit_clocks[f], clocks[r["setting"]][0], r["noise"], BAND,
-                                (line_gap_s(fit_paths[f]), line_gap_s(paths[r["setting"]][0]))))
+                                (gap(fit_paths[f]), gap(paths[r["setting"]][0]))))
               for r in rows for f in fits
               if not r[f]["fitted_on_it"] and abs(r[f]["error"]) > BAND]
     doc = {"plan": vars(plan), "model": model, "build": clocks[FITS[0].label][0].build,

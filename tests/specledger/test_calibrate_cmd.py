@@ -131,14 +131,14 @@ def test_the_recipes_log_separates_the_speculative_round_from_the_forward(
 def test_a_plain_log_of_every_build_is_fitted(build: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The captured plain server of each build the project builds (their -v flags carry
-    --log-timestamps): the forward's fixed cost fitted, and the fitted rounds add up to
-    the log's decode time less the stalls the fit dropped."""
+    --log-timestamps): the forward's fixed cost fitted, half the rounds within a third of
+    their measured time, and the log's tok/s predicted within 8% (the fit charges no
+    dropped stall: 1.00-1.06 of the log's over 0.3.20-0.3.36)."""
     doc = _json(["calibrate", str(FIXTURES / "builds" / build / "plain.log.gz"),
                  "--db", str(tmp_path / "l.db")], capsys)
     terms = {t["term"]: t for t in doc["terms"]}
     assert terms["launch_s"]["status"] == "fitted" and terms["launch_s"]["value_s"] > 0
     assert terms["token_s"]["status"] in ("fitted", "pinned")
     assert doc["segments"] > 20
-    tokens = doc["decode_tok_s"]["log"] * doc["eval_s"]
-    assert tokens / doc["decode_tok_s"]["fit"] == pytest.approx(
-        doc["segments_s"] - doc["residuals"]["decode"]["stall_s"], rel=1e-9)
+    assert doc["residuals"]["decode"]["median_abs"] < 1 / 3
+    assert doc["decode_tok_s"]["fit"] / doc["decode_tok_s"]["log"] == pytest.approx(1, abs=0.08)
