@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import weakref
@@ -69,6 +70,13 @@ class Connection:
         except BackendError:  # what `lost` made of no answer: no server (yet)
             return False
         return status == 200
+
+
+def free_port() -> int:
+    """A loopback port nobody holds now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:

@@ -25,9 +25,8 @@ from typing import IO, Any
 
 from adapters.llama.conversation import ask
 from adapters.llama.options import Drafter, ServerOptions, server_args
-from adapters.process import HOST, stop_group
+from adapters.process import HOST, free_port, stop_group
 from adapters.protocol import Sampling
-from adapters.vllm.server import free_port
 from engine.errors import BackendError
 
 EDIT_EVERY = 3  # every third conversation edits its history

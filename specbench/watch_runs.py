@@ -12,13 +12,13 @@ from typing import Any
 
 from sqlalchemy import select
 
+from adapters.process import free_port
 from eventlog import open_db
 from eventlog.schema import sessions
 from specbench.watch_load import (
     Served,
     cpu_s,
     drive,
-    free_port,
     llama_server,
     rss_mib,
     start_watch,

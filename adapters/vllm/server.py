@@ -15,16 +15,15 @@ log's last error line), no health in time, the process gone mid-run.
 """
 
 import re
-import socket
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from adapters.chatml import CHATML_TEMPLATE
-from adapters.process import ServerProcess
+from adapters.process import ServerProcess, free_port
 from adapters.vllm.client import VllmClient
 from adapters.vllm.errors import ModelRefusedError, ServerDiedError, ServerTimeoutError
-from adapters.vllm.options import HOST, VllmOptions, server_args, server_env
+from adapters.vllm.options import VllmOptions, server_args, server_env
 from adapters.vllm.paths import require_python
 
 _POLL_S = 0.2
@@ -57,13 +56,6 @@ def last_error_line(log: str) -> str:
     else:
         line = lines[-1] if lines else "(empty log)"
     return line if len(line) <= _LONGEST else line[:_LONGEST - 3] + "..."
-
-
-def free_port() -> int:
-    """A loopback port nobody holds now (the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
 
 
 class VllmServer(ServerProcess[VllmClient]):

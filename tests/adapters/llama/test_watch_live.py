@@ -12,13 +12,13 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from adapters.process import free_port
 from eventlog import open_db
 from fsm.errors import SpecledgerError
 from specbench.watch_load import (
     Phase,
     Served,
     drive,
-    free_port,
     llama_server,
     scrape,
     start_watch,

@@ -6,7 +6,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,18 +16,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import SQLAlchemyError
 
+from adapters.process import free_port
 from fsm.errors import SpecledgerError
 from specledger.cli import main
 from tests.specledger.watch.helpers import rows
 from tests.specledger.watch.test_stream import fixture_bytes
 
 ROOT = Path(__file__).parents[3]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 _STARTED: list[subprocess.Popen[str]] = []
@@ -86,7 +80,7 @@ def _wait_rows(db: Path, n: int, timeout_s: float = 60.0) -> None:
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_findings_metrics_and_a_clean_stop(tmp_path: Path, how: signal.Signals) -> None:
-    log, db, port = tmp_path / "s.log", tmp_path / "l.db", _free_port()
+    log, db, port = tmp_path / "s.log", tmp_path / "l.db", free_port()
     log.touch()
     proc = _start(log, db, "--metrics-port", str(port))
     _line(proc, "watching")
