@@ -9,10 +9,10 @@ from engine.config import BackendKind, RunConfig
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold, fold_log, fold_session
 from specbench.common import BenchOptions, group_by, timed
+from specbench.llama_runs import WARMUP_TOKENS
 from specledger.api import run_session
 
 PLAIN = "none"
-WARMUP_TOKENS = 8
 
 
 @dataclass

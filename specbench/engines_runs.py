@@ -31,10 +31,10 @@ from typing import Any
 from adapters.differential import Answer
 from engine.config import RunConfig
 from specbench.common import BenchOptions
+from specbench.llama_runs import WARMUP_TOKENS
 
 OURS, LLAMA, VLLM = "ours", "llama.cpp", "vllm"
 PLAIN = "none"
-WARMUP_TOKENS = 8
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 LLAMA_STEPS = "llamacpp:spec_decode_num_drafts_total"
 VLLM_COUNTERS = {"generated": "vllm:generation_tokens_total",

@@ -13,8 +13,7 @@ from typing import Any
 
 from engine.shipped import model_dir
 from specbench.common import BenchOptions, timed
-
-WARMUP_TOKENS = 8
+from specbench.llama_runs import WARMUP_TOKENS
 
 
 @dataclass
