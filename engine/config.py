@@ -137,7 +137,8 @@ class RunConfig:
                                   "references elsewhere); the resolved choice is recorded",
                           choices=("auto", "torch", "triton"))
     device: str = option("auto", "torch: where the models run (auto: CUDA when torch sees "
-                                 "one); the resolved device is recorded",
+                                 "one), the resolved device recorded; llama: cuda runs "
+                                 "the build's CUDA server (`llama build VERSION --cuda`)",
                          choices=("auto", "cpu", "cuda"))
     dtype: DType = option(DType.FLOAT32, "torch: the models' dtype (the target's, its MTP "
                                          "head's and the draft model's)")

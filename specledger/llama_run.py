@@ -51,9 +51,9 @@ class LlamaRun:
     responses_path: Path
 
 
-def server_version(build: str) -> str:
+def server_version(build: str, cuda: bool = False) -> str:
     """`llama-server --version`'s output, one line."""
-    done = subprocess.run([str(require_server(build)), "--version"], capture_output=True,
+    done = subprocess.run([str(require_server(build, cuda)), "--version"], capture_output=True,
                           text=True, timeout=30, check=False)
     return " ".join((done.stdout + done.stderr).split())
 
@@ -143,7 +143,7 @@ class LlamaEngine:
         answers: list[dict[str, Any]] = [e.response for e in driven.exchanges]
         write_file(responses_path, json.dumps(answers, indent=1))
         prov = Provenance(log_path=str(log_path), responses_path=str(responses_path),
-                          flags=driven.flags, version=server_version(opts.build),
+                          flags=driven.flags, version=server_version(opts.build, opts.cuda),
                           model_sha256=file_sha256(opts.model),
                           draft_model_sha256=file_sha256(opts.draft_model)
                           if opts.draft_model is not None and Drafter.DRAFT_MODEL in

@@ -143,6 +143,9 @@ class ServerOptions:
     metrics: bool = False
     startup_timeout_s: float = 60.0
     build: str = DEFAULT_BUILD
+    cuda: bool = False
+    """Run the build's CUDA server (`specledger llama build VERSION --cuda`), every layer
+    of the target and the draft model on the GPU."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -178,7 +181,7 @@ class ServerOptions:
                    draft_min=config.draft_min, ngram_n=config.ngram_n,
                    ngram_min_hits=config.ngram_min_hits,
                    ctx_checkpoints=config.ctx_checkpoints, threads=threads, verbose=verbose,
-                   build=config.llama_build)
+                   build=config.llama_build, cuda=config.device == "cuda")
 
 
 def server_args(opts: ServerOptions, port: int,
@@ -195,6 +198,10 @@ def server_args(opts: ServerOptions, port: int,
         args += ["-v", "--log-timestamps", "--log-prefix"]
     if opts.metrics:
         args.append("--metrics")
+    if opts.cuda:  # every build's default is `auto` or a count; a number works on all
+        args += ["-ngl", "999"]
+        if Drafter.DRAFT_MODEL in opts.drafters:
+            args += ["-ngld", "999"]
     if dialect is Dialect.LEGACY:
         return args + _legacy_args(opts)
     if opts.drafters:

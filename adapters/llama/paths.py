@@ -5,6 +5,7 @@ from the llama.cpp vendored in the PyPI sdist of llama-cpp-python VERSION and ke
 with that tree's GGUF converter, under the cache root, one folder per build side by side:
 
     <cache>/llama.cpp/<VERSION>/bin/llama-server
+    <cache>/llama.cpp/<VERSION>/bin/llama-server-cuda   (`specledger llama build VERSION --cuda`)
     <cache>/llama.cpp/<VERSION>/convert/{convert_hf_to_gguf.py,gguf-py[,conversion]}
 
 A build is named by its llama-cpp-python version (adapters/llama/builds.py pins the matrix);
@@ -41,8 +42,10 @@ def check_build(build: str) -> str:
     return build
 
 
-def build_hint(build: str) -> str:
-    """The command that builds `build`."""
+def build_hint(build: str, cuda: bool = False) -> str:
+    """The command that builds `build` (its CUDA server when `cuda`)."""
+    if cuda:
+        return f"run specledger llama build {build} --cuda"
     return ("run make llama" if build == DEFAULT_BUILD
             else f"run specledger llama build {build}")
 
@@ -52,13 +55,13 @@ def llama_root(build: str = DEFAULT_BUILD) -> Path:
     return cache_root() / "llama.cpp" / check_build(build)
 
 
-def server_path(build: str = DEFAULT_BUILD) -> Path:
-    """Where `llama-server` of `build` should be (for the default build
-    `SPECLEDGER_LLAMA_SERVER` wins)."""
+def server_path(build: str = DEFAULT_BUILD, cuda: bool = False) -> Path:
+    """Where `llama-server` of `build` should be, its CUDA build's when `cuda` (for the
+    default build's CPU server `SPECLEDGER_LLAMA_SERVER` wins)."""
     explicit = os.environ.get(SERVER_ENV)
-    if explicit and build == DEFAULT_BUILD:
+    if explicit and build == DEFAULT_BUILD and not cuda:
         return Path(explicit).expanduser()
-    return llama_root(build) / "bin" / "llama-server"
+    return llama_root(build) / "bin" / ("llama-server-cuda" if cuda else "llama-server")
 
 
 def converter_dir(build: str = DEFAULT_BUILD) -> Path:
@@ -67,20 +70,22 @@ def converter_dir(build: str = DEFAULT_BUILD) -> Path:
     return llama_root(build) / "convert"
 
 
-def built(build: str) -> bool:
-    """Whether `build`'s llama-server is in the cache."""
-    path = server_path(build)
+def built(build: str, cuda: bool = False) -> bool:
+    """Whether `build`'s llama-server (its CUDA one when `cuda`) is in the cache."""
+    path = server_path(build, cuda)
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def require_server(build: str = DEFAULT_BUILD) -> Path:
-    """The `llama-server` binary of `build`, or LlamaNotBuiltError saying how to get it."""
-    path = server_path(build)
-    if not built(build):
+def require_server(build: str = DEFAULT_BUILD, cuda: bool = False) -> Path:
+    """The `llama-server` binary of `build` (its CUDA build when `cuda`), or
+    LlamaNotBuiltError saying how to get it."""
+    path = server_path(build, cuda)
+    if not built(build, cuda):
         origin = (f"${SERVER_ENV}" if os.environ.get(SERVER_ENV) and build == DEFAULT_BUILD
-                  else "the cache")
-        raise LlamaNotBuiltError(f"llama-server {build} not found at {path} ({origin}): "
-                                 f"{build_hint(build)}")
+                  and not cuda else "the cache")
+        name = "llama-server (CUDA)" if cuda else "llama-server"
+        raise LlamaNotBuiltError(f"{name} {build} not found at {path} ({origin}): "
+                                 f"{build_hint(build, cuda)}")
     return path
 
 

@@ -106,7 +106,7 @@ class LlamaServer(ServerProcess[LlamaClient]):
 
     def start(self) -> None:
         """Start the server and wait until it is healthy (or raise, with it stopped)."""
-        binary = require_server(self.options.build)
+        binary = require_server(self.options.build, self.options.cuda)
         if self.options.port:
             check_port_free(self.options.port)
         self.dialect = binary_dialect(binary)

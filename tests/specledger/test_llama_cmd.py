@@ -50,3 +50,17 @@ def test_build_runs_the_build_script_for_that_version(
     assert "building 0.3.24 with" in capfd.readouterr().out
     assert exit_status(["llama", "build", "0.3.21"]) == 1  # the script failed
     assert "building llama-server 0.3.21 failed" in capfd.readouterr().err
+
+
+
+def test_build_cuda_asks_the_script_for_the_cuda_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "build_llama.sh"
+    script.write_text('echo "cuda=$LLAMA_CUDA"\n[ "$LLAMA_CUDA" = 0 ]\n')
+    monkeypatch.setattr(llama_cmd, "BUILD_SCRIPT", script)
+    assert exit_status(["llama", "build", "0.3.36"]) == 0
+    assert "cuda=0" in capfd.readouterr().out
+    assert exit_status(["llama", "build", "0.3.36", "--cuda"]) == 1  # the script failed
+    out, err = capfd.readouterr()
+    assert "cuda=1" in out and "building llama-server (CUDA) 0.3.36 failed" in err

@@ -71,6 +71,18 @@ def test_drafter_flags(gguf: Path, drafter: str, spec_type: str, sizes: dict[str
     assert "-md" not in args
 
 
+def test_device_cuda_runs_every_layer_on_the_gpu(gguf: Path) -> None:
+    config = RunConfig(backend="torch", drafter="draft-model", device="cuda")
+    opts = ServerOptions.from_run_config(config, gguf, gguf)
+    args = server_args(opts, 0)
+    assert opts.cuda and flag(args, "-ngl") == "999" and flag(args, "-ngld") == "999"
+    mtp = ServerOptions.from_run_config(config.replace(drafter="mtp"), gguf)
+    assert flag(server_args(mtp, 0), "-ngl") == "999" and "-ngld" not in server_args(mtp, 0)
+    for device in ("auto", "cpu"):  # the CPU build, as before
+        opts = ServerOptions.from_run_config(config.replace(device=device), gguf, gguf)
+        assert not opts.cuda and "-ngl" not in server_args(opts, 0)
+
+
 def test_draft_model_needs_its_gguf(gguf: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="draft-model needs the draft GGUF"):
         ServerOptions(model=gguf, drafters=(Drafter.DRAFT_MODEL,))
@@ -159,6 +171,16 @@ def test_paths_follow_the_environment(tmp_path: Path, monkeypatch: pytest.Monkey
         paths.require_server()  # not executable
     fake.chmod(0o755)
     assert paths.require_server() == fake
+    # the CUDA server lives beside the CPU one; the variable names the CPU one only
+    cuda = root / "bin" / "llama-server-cuda"
+    assert paths.server_path(cuda=True) == cuda
+    with pytest.raises(LlamaNotBuiltError, match=r"llama-server \(CUDA\) .* run specledger "
+                                                 r"llama build 0.3.36 --cuda"):
+        paths.require_server(cuda=True)
+    cuda.parent.mkdir(parents=True)
+    cuda.write_text("#!/bin/sh\n")
+    cuda.chmod(0o755)
+    assert paths.require_server(cuda=True) == cuda and paths.built(paths.DEFAULT_BUILD, True)
 
 
 @pytest.mark.parametrize(("spec_type", "ours"), [
