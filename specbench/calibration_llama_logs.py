@@ -19,18 +19,19 @@ forward apart from the rest of its round and takes the per-token cost from the p
 lines where its rounds cannot separate it (adapters/llama/logfit.py); each miss is listed
 with what the logs say about it (specbench/calibration_llama_misses.py).
 
-`python -m specbench.calibration_llama_logs [--quick] [--refit]` runs it alone (`--refit`:
-on the logs the last run left, no server started) and writes
-`<bench results>/calibration_llama/logs.{json,md}`; `bench calibration --backend llama`
-runs it after its own fit.
+`python -m specbench.calibration_llama_logs [--quick] [--refit] [--device cuda] [--repeat N]
+[--out DIR]` runs it alone (`--refit`: on the logs the last run left, no server started;
+`--device cuda`: the build's CUDA server, its logs kept apart) and writes
+`DIR/logs.{json,md}` (default: the checkout's `bench/results/calibration_llama`);
+`bench calibration --backend llama` runs it after its own fit.
 """
 
+import argparse
 import functools
 import json
 import statistics
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,13 +100,14 @@ def log_paths(s: Setting, logs: Path, repeat: int) -> list[Path]:
 
 
 def run_setting(s: Setting, model: str, prompts: list[list[int]], plan: Plan, threads: int,
-                log: Path) -> None:
-    """A fresh verbose server of setting `s` over every prompt, logging to `log`."""
+                log: Path, device: str = "cpu") -> None:
+    """A fresh verbose server of setting `s` (the CUDA build's on `device` cuda) over every
+    prompt, logging to `log`."""
     from adapters.llama.gguf_export import cached_gguf
     from adapters.llama.server import LlamaServer
 
     config = RunConfig(backend="torch", model=model, drafter=s.drafter, draft_max=s.draft,
-                       max_answer_tokens=plan.tokens, audit=False)
+                       max_answer_tokens=plan.tokens, audit=False, device=device)
     options = server_options(config, cached_gguf(model), threads)(s.drafter, True)
     extra = [] if s.p_min is None else recipe_flags(s.p_min)
     with LlamaServer(options, log, extra) as server:
@@ -166,24 +168,29 @@ def held_out_summary(rows: list[dict[str, Any]]) -> str:
 
 
 def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = print,
-        refit: bool = False) -> dict[str, Any]:
-    """Run every setting (`refit`: read the logs a run before left), fit the fit logs,
-    predict the rest; write `folder`/logs.{json,md}."""
+        refit: bool = False, device: str = "cpu", repeat: int | None = None
+        ) -> dict[str, Any]:
+    """Run every setting `repeat` times (default: the plan's; `refit`: read the logs a run
+    before left) on `device`'s build, fit the fit logs, predict the rest; write
+    `folder`/logs.{json,md}."""
     from engine.hybrid.loader import load_checkpoint
     from specbench.llama_runs import session_prompts
 
     plan = QUICK if quick else FULL
+    plan = plan if repeat is None else replace(plan, repeat=repeat)
     config = RunConfig(backend="torch", model=model, slots=plan.prompts, turns=1, seed=1,
                        max_answer_tokens=plan.tokens, audit=False)
     prompts = session_prompts(config, load_checkpoint(model))
-    logs = server_logs("calibration_llama_logs", "quick" if quick else "full")
+    logs = server_logs("calibration_llama_logs", ("quick" if quick else "full")
+                       + ("-cuda" if device == "cuda" else ""))
     start, loads = time.perf_counter(), []
     settings = (*FITS, *OTHERS)
     for i in range(0 if refit else plan.repeat):  # settings interleaved: load drifts
         log(f"calibration llama logs: pass {i + 1}/{plan.repeat}, {len(settings)} servers "
             f"(load {load_average():.2f})")
         for s in settings:
-            run_setting(s, model, prompts, plan, threads, log_paths(s, logs, plan.repeat)[i])
+            run_setting(s, model, prompts, plan, threads, log_paths(s, logs, plan.repeat)[i],
+                        device)
         loads.append(load_average())
     if refit:  # the loads of the passes that wrote the logs
         loads = json.loads((logs / "loads.json").read_text())
@@ -203,13 +210,15 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
               for r in rows for f in fits
               if not r[f]["fitted_on_it"] and abs(r[f]["error"]) > BAND]
     doc = {"plan": vars(plan), "model": model, "build": clocks[FITS[0].label][0].build,
+           "device": device,
            "fits": {k: {n: vars(t) for n, t in f.terms.items()}
                     | {"residuals": vars(f.decode) if f.decode else None}
                     for k, f in fits.items()},
            "rows": rows, "misses": [vars(m) for m in misses], "load_average": loads,
            "seconds": time.perf_counter() - start}
     write_file(folder / "logs.json", json.dumps(doc, indent=2) + "\n")
-    text = (f"llama-server {doc['build']}, {model} (f32 GGUF), {threads} thread(s), "
+    where = "CUDA build, every layer on the GPU" if device == "cuda" else f"{threads} thread(s)"
+    text = (f"llama-server {doc['build']}, {model} (f32 GGUF), {where}, "
             f"{plan.prompts} prompt(s) x {plan.tokens} tokens, {plan.repeat} run(s) per "
             f"setting, interleaved, -v. Load average after each pass: "
             f"{', '.join(f'{x:.1f}' for x in loads)}.\n\n{table(rows, list(fits))}\n\n"
@@ -222,9 +231,27 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
     return doc
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The module's command line."""
+    p = argparse.ArgumentParser(prog="python -m specbench.calibration_llama_logs",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="one prompt of 16 tokens, one run")
+    p.add_argument("--refit", action="store_true", help="fit the logs the last run left")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: the build's CUDA server (`specledger llama build V --cuda`)")
+    p.add_argument("--repeat", type=int, help="runs per setting (default: 9, quick 1)")
+    p.add_argument("--out", type=Path, help="results folder (default: the checkout's "
+                                            "bench/results/calibration_llama)")
+    args = p.parse_args(argv)
+    if args.repeat is not None and args.repeat < 1:
+        p.error(f"--repeat: {args.repeat} is not a number of runs (1 or more)")
+    return args
+
+
 if __name__ == "__main__":
     from engine.config import SHIPPED_TARGET
     from specbench.record import recorded_results
 
-    print(run(SHIPPED_TARGET, recorded_results() / "calibration_llama", "--quick" in sys.argv,
-              refit="--refit" in sys.argv)["table"])
+    cli = parse_args()
+    print(run(SHIPPED_TARGET, cli.out or recorded_results() / "calibration_llama", cli.quick,
+              refit=cli.refit, device=cli.device, repeat=cli.repeat)["table"])

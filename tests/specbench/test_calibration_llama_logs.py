@@ -63,3 +63,16 @@ def test_the_recipe_is_the_first_fit_and_logs_apart_from_its_plain_size() -> Non
     assert log_paths(RECIPE, logs, 2) == [logs / "mtp-k8-p0.4-0.log", logs / "mtp-k8-p0.4-1.log"]
     assert log_paths(plain, logs, 1) == [logs / "mtp-k8-0.log"]
     assert recipe_flags(0.7) == ["--spec-draft-p-min", "0.7"]
+
+
+def test_the_command_line_takes_a_device_runs_and_a_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from specbench.calibration_llama_logs import parse_args
+
+    args = parse_args(["--device", "cuda", "--repeat", "3", "--out", str(tmp_path)])
+    assert (args.device, args.repeat, args.out, args.quick) == ("cuda", 3, tmp_path, False)
+    assert parse_args([]).device == "cpu" and parse_args([]).repeat is None
+    for bad in (["--repeat", "0"], ["--device", "gpu"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)
+    assert "--repeat: 0 is not a number of runs" in capsys.readouterr().err
