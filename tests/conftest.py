@@ -3,18 +3,56 @@
 The server starts once per test run, the first time a PostgreSQL case needs it, and every
 case gets a fresh database of its own. Without server binaries the PostgreSQL cases skip,
 unless SPECLEDGER_REQUIRE_POSTGRES=1 (as `make test` sets) makes that a failure.
+
+`--device cuda` runs the device-aware tests (the Triton kernels, the torch backend's
+speculative sessions) on the GPU; the default, cpu, runs them as before. Either way they
+read the choice from the `torch_device` fixture.
 """
 
 import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from specbench.pg_cluster import PgCluster, PostgresMissingError, start_cluster
 
+if TYPE_CHECKING:  # torch is imported where a test needs it: most runs never do
+    import torch
+
 _NAMES = itertools.count(1)
+DEVICES = ("cpu", "cuda")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """--device: where the device-aware tests put their models and tensors."""
+    parser.addoption("--device", choices=DEVICES, default="cpu",
+                     help="torch device for the kernel and torch-backend tests (default: cpu)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse a --device cuda run that could not mean what it says, in one line, before
+    anything is collected (rather than a failure in every test that asks for the GPU)."""
+    if config.getoption("device") != "cuda":
+        return
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        raise pytest.UsageError("--device cuda runs the Triton kernels compiled; unset "
+                                "TRITON_INTERPRET (it is 1) to run them on the GPU")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise pytest.UsageError(f"--device cuda: torch {torch.__version__} sees no CUDA "
+                                "device; run on a GPU machine or drop --device (cpu)")
+
+
+@pytest.fixture(scope="session")
+def torch_device(pytestconfig: pytest.Config) -> "torch.device":
+    """The torch device --device names (cpu unless asked), checked by pytest_configure."""
+    import torch
+
+    return torch.device(pytestconfig.getoption("device"))
 
 
 @pytest.fixture(scope="session")

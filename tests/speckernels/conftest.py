@@ -1,8 +1,9 @@
-"""Kernel tests run the Triton kernels on CPU under the Triton interpreter.
+"""Kernel tests run the Triton kernels on CPU under the Triton interpreter, or compiled on
+the GPU with ``--device cuda`` (every tensor a test makes is then on the GPU).
 
-TRITON_INTERPRET must be set before any kernel module is decorated, so it is set here at
-import time. ``speckernels.ops`` never picks the interpreter on its own (``auto`` means torch on
-CPU), so setting it does not change any other test's backend.
+TRITON_INTERPRET must be set before any kernel module is decorated, so ``pytest_configure``
+sets it, for a CPU run only. ``speckernels.ops`` never picks the interpreter on its own
+(``auto`` means torch on CPU), so setting it does not change any other test's backend.
 
 Each test draws a fresh seed (override with SPECLEDGER_KERNEL_SEED to reproduce one); the
 seed is printed and attached to failure reports. Relative errors of every comparison are
@@ -14,12 +15,10 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from speckernels.backend import interpreter_enabled, triton_available
 from speckernels.testing import rel_error
@@ -27,6 +26,36 @@ from speckernels.testing import rel_error
 _SEED_KEY = pytest.StashKey[int]()
 _ERRORS: dict[str, float] = {}
 _INDEX = re.compile(r"\[.*?\]")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On CPU, run the kernels under the interpreter (unless TRITON_INTERPRET says otherwise);
+    with --device cuda leave it unset, so they compile (tests/conftest.py refuses a 1 there).
+
+    Early enough: triton.jit picks interpreter or compiler when it decorates a kernel, and
+    no kernel is decorated before a test calls one. ``speckernels.ops`` imports the kernel
+    modules inside its triton branches only; no test module, conftest or engine module
+    imports them at module level (the tests here load ``ops``, ``reference``, ``backend``
+    and ``testing``). This hook runs as soon as this conftest is registered, during
+    collection, and pytest collects every file before it runs any test.
+    """
+    if config.getoption("device") == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture(autouse=True)
+def on_device(torch_device: torch.device) -> Iterator[None]:
+    """Every tensor a test makes without ``device=`` (inputs, pools, slots, indices) is on
+    the run's device; the CPU run is left exactly as it was (no default-device mode)."""
+    if torch_device.type == "cpu":
+        yield
+        return
+    previous = torch.get_default_device()
+    torch.set_default_device(torch_device)
+    try:
+        yield
+    finally:
+        torch.set_default_device(previous)
 
 
 @pytest.fixture(autouse=True)
@@ -49,12 +78,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 @pytest.fixture
-def triton_backend() -> str:
-    """The backend name for kernel runs; skips when the interpreter cannot run them."""
+def triton_backend(torch_device: torch.device) -> str:
+    """The backend name for kernel runs; skips where they cannot run: no triton, or CPU
+    tensors without the interpreter."""
     if not triton_available():
         pytest.skip("triton is not installed")
-    if not interpreter_enabled() and not torch.cuda.is_available():
-        pytest.skip("TRITON_INTERPRET is off and there is no CUDA device")
+    if torch_device.type == "cpu" and not interpreter_enabled():
+        pytest.skip("TRITON_INTERPRET is off: the kernels cannot run on CPU tensors")
     return "triton"
 
 

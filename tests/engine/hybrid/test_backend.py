@@ -1,5 +1,9 @@
 """The torch backend under the round transaction: every strategy but `none` is lossless
-and keeps the state true; `none` is caught; the log reproduces the slot."""
+and keeps the state true; `none` is caught; the log reproduces the slot.
+
+Every model here runs on --device's device (tests/conftest.py): with --device cuda the
+sessions run on the GPU, and `kernels` auto resolves to the compiled Triton kernels there,
+so per_token and input_replay commit through them."""
 
 import math
 from pathlib import Path
@@ -49,18 +53,26 @@ class _Questions:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[LoadedCheckpoint, Path]:
+def models(tmp_path_factory: pytest.TempPathFactory, torch_device: torch.device
+           ) -> tuple[LoadedCheckpoint, Path]:
     target = tmp_path_factory.mktemp("target")
     draft = tmp_path_factory.mktemp("draft")
     _save_model(target, 64, [LIN, LIN, FULL, LIN], seed=1)
     _save_model(draft, 32, [LIN, FULL], seed=2)
-    return load_checkpoint(target), draft
+    return load_checkpoint(target, device=torch_device), draft
+
+
+def _device(ckpt: LoadedCheckpoint) -> str:
+    """The device the target was loaded on (--device's): the draft model and MTP head go
+    there too."""
+    return ckpt.model.embed_tokens.weight.device.type
 
 
 def _run(models: tuple[LoadedCheckpoint, Path], **kw: object) -> tuple[Session, MemoryJournal]:
     ckpt, draft = models
     config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
-                       draft_max=4, draft_model=str(draft), model=str(ckpt.path), **kw)
+                       draft_max=4, draft_model=str(draft), model=str(ckpt.path),
+                       device=_device(ckpt), **kw)
     journal = MemoryJournal()
     session = Session(config, journal, backend=TorchBackend(config, ckpt),
                       conversation=_Questions())
@@ -125,11 +137,11 @@ def test_mtp_drafter_is_lossless(models: tuple[LoadedCheckpoint, Path], plain: l
 
     ckpt = models[0]
     torch.manual_seed(5)
-    head = MtpHead(ckpt.model).eval().requires_grad_(False)
+    head = MtpHead(ckpt.model).to(_device(ckpt)).eval().requires_grad_(False)
     for strategy in ("checkpoint", "input_replay"):
         config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
                            draft_max=3, model=str(ckpt.path), drafter="ngram-simple",
-                           strategy=strategy)
+                           strategy=strategy, device=_device(ckpt))
         journal = MemoryJournal()
         session = Session(config, journal, backend=TorchBackend(config, ckpt),
                           conversation=_Questions())
@@ -145,13 +157,16 @@ def test_triton_kernels_drive_the_same_session(
     models: tuple[LoadedCheckpoint, Path], plain: list[int], strategy: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The project's Triton kernels, under the interpreter on this CPU: the per-position
-    # states, the batched commit and the input replay come from them instead of torch.
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    # The project's Triton kernels, under the interpreter on a CPU (compiled on CUDA): the
+    # per-position states, the batched commit and the input replay come from them instead
+    # of torch.
     ckpt, draft = models
+    if _device(ckpt) == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     config = RunConfig(backend="torch", turns=1, answer_tokens=10**6, max_answer_tokens=12,
                        draft_max=3, model=str(ckpt.path), drafter="draft-model",
-                       draft_model=str(draft), strategy=strategy, kernels="triton")
+                       draft_model=str(draft), strategy=strategy, kernels="triton",
+                       device=_device(ckpt))
     journal = MemoryJournal()
     backend = TorchBackend(config, ckpt)
     assert backend.kernels.value == "triton"
@@ -177,7 +192,7 @@ def test_backends_on_one_model_share_one_hidden_state_hook(
 def bf16(models: tuple[LoadedCheckpoint, Path]) -> tuple[LoadedCheckpoint, Path]:
     """The same target, loaded in bfloat16."""
     ckpt, draft = models
-    return load_checkpoint(ckpt.path, dtype=torch.bfloat16), draft
+    return load_checkpoint(ckpt.path, dtype=torch.bfloat16, device=_device(ckpt)), draft
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +203,8 @@ def plain_bf16(bf16: tuple[LoadedCheckpoint, Path]) -> list[int]:
 def test_dtype_option_loads_the_target_in_bfloat16(models: tuple[LoadedCheckpoint, Path]
                                                    ) -> None:
     ckpt, _ = models
-    config = RunConfig(backend="torch", model=str(ckpt.path), dtype="bfloat16")
+    config = RunConfig(backend="torch", model=str(ckpt.path), dtype="bfloat16",
+                       device=_device(ckpt))
     assert TorchBackend(config).model.dtype == torch.bfloat16
     assert TorchBackend(config.replace(dtype="float32")).model.dtype == torch.float32
 
@@ -220,10 +236,10 @@ def test_bfloat16_mtp_drafter_is_lossless(bf16: tuple[LoadedCheckpoint, Path],
 
     ckpt = bf16[0]
     torch.manual_seed(5)
-    head = MtpHead(ckpt.model).to(torch.bfloat16).eval().requires_grad_(False)
+    head = MtpHead(ckpt.model).to(_device(ckpt), torch.bfloat16).eval().requires_grad_(False)
     config = RunConfig(backend="torch", turns=2, answer_tokens=10**6, max_answer_tokens=32,
                        draft_max=3, model=str(ckpt.path), drafter="ngram-simple",
-                       strategy="checkpoint", dtype="bfloat16")
+                       strategy="checkpoint", dtype="bfloat16", device=_device(ckpt))
     journal = MemoryJournal()
     session = Session(config, journal, backend=TorchBackend(config, ckpt),
                       conversation=_Questions())
@@ -234,14 +250,15 @@ def test_bfloat16_mtp_drafter_is_lossless(bf16: tuple[LoadedCheckpoint, Path],
     assert not [e for e in journal.events if e.trigger is Trigger.INVARIANT_VIOLATION]
 
 
-def test_shipped_wide_runs_in_bfloat16_with_a_true_state() -> None:
+def test_shipped_wide_runs_in_bfloat16_with_a_true_state(torch_device: torch.device) -> None:
     # The model three engines run, in vLLM's dtype: MTP speculation answers what plain
     # decoding answers, and the state audit passes every commit (bf16 rounding moves a
     # true state by up to ~3e-2 from its one-token-at-a-time twin; a float32 tolerance
     # would call that contamination).
     config = RunConfig(backend="torch", model="shipped:wide", dtype="bfloat16", turns=1,
-                       max_answer_tokens=24, draft_max=3, strategy="checkpoint")
-    ckpt = load_checkpoint("shipped:wide", dtype=torch.bfloat16)
+                       max_answer_tokens=24, draft_max=3, strategy="checkpoint",
+                       device=torch_device.type)
+    ckpt = load_checkpoint("shipped:wide", dtype=torch.bfloat16, device=torch_device)
     runs = {}
     for drafter in ("none", "mtp"):
         journal = MemoryJournal()
