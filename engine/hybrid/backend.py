@@ -54,7 +54,8 @@ def state_digest(state: HybridState) -> str:
     trimmed; the KV cache is positional and checked by length)."""
     h = hashlib.sha256(f"position={state.position}".encode())
     for t in (*state.recurrent, *state.conv):
-        h.update(t.contiguous().view(torch.uint8).numpy())  # hashed in place, not copied
+        # hashed in place on the CPU (.cpu() is then the tensor itself); a GPU's is copied
+        h.update(t.contiguous().cpu().view(torch.uint8).numpy())
     return h.hexdigest()[:16]
 
 
