@@ -1,6 +1,6 @@
 """GPU check and benchmark of the speckernels/ Triton kernels (issue 5). One command:
 
-    python bench/kernels_gpu.py [--out DIR | --record] [--fla-wheel .whl]
+    python bench/kernels_gpu.py [--out DIR | --record] [--fla-wheel .gpu/whl]
 
 On a CUDA machine it (1) checks every kernel against its torch reference at Qwen3.5-27B-like
 shapes, (2) times, per GDN layer, the verify variants against a plain fused recurrent pass,

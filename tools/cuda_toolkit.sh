@@ -55,7 +55,12 @@ fi
 merged="$store/merged"
 rm -rf "$merged"
 mkdir -p "$merged"
-cp -rs "$(cd "$nvcc_root" && pwd -P)/." "$merged/"
+# -L: a linked folder of the toolkit (lib64 -> lib) becomes a folder of links here, so the
+# links below land in the cache, never in the toolkit itself.
+cp -rsL "$(cd "$nvcc_root" && pwd -P)/." "$merged/"
+for dir in include lib64; do
+    [ -L "$merged/$dir" ] && { echo "error: $merged/$dir is a link" >&2; exit 1; }
+done
 cp -rsn "$cublas/include/." "$merged/include/"
 mkdir -p "$merged/lib64"
 cp -rsn "$cublas/lib/." "$merged/lib64/"
