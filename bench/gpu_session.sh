@@ -115,7 +115,7 @@ llama_steps() {  # 3: the CUDA server's logs, sessions and postmortems
     fi
     repeat=3
     [ "$device" = cpu ] && repeat=1
-    step calibration_llama 120 "$py" -m specbench.calibration_llama_logs $quick \
+    step calibration_llama 150 "$py" -m specbench.calibration_llama_logs $quick \
         --device "$device" --repeat "$repeat" --out "$res/calibration_llama"
     cp -r "$SPECLEDGER_CACHE/logs/calibration_llama_logs" "$res/calibration_logs" 2>/dev/null
     mkdir -p "$res/runs"
@@ -147,7 +147,7 @@ fi
 # the llama steps once its server is there, the strategies while it builds
 building() { [ -n "${build:-}" ] && kill -0 "$build" 2>/dev/null; }
 if want llama && ! building; then llama_steps; fi
-want strategies && step strategies 120 "$py" -m specledger bench strategies $quick \
+want strategies && step strategies 150 "$py" -m specledger bench strategies $quick \
     --device "$device" --out "$res/bench" --db "$res/bench/bench.db"
 if want llama && [ ! -f "$res/calibration_llama.log" ]; then llama_steps; fi
 want torch_speculative && step torch_speculative 90 "$py" bench/torch_speculative.py \
