@@ -6,6 +6,7 @@ in the middle of a write: what the log had shown by then is read, each request s
 being served is recorded as incomplete, and the cursor is saved where reading stopped,
 so the next watch of the same log starts there and records no request twice."""
 
+import queue
 import re
 import signal
 import threading
@@ -321,16 +322,34 @@ def answers_key(log: str, responses: Path) -> str:
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGINT and SIGTERM set `stop` (the loop ends between two polls); a second one
-    interrupts at once."""
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
+    interrupts at once.
 
+    The handler never sets `stop` itself: Python runs it in the main thread between two
+    bytecodes, and one that lands while that thread holds the event's lock (inside
+    `stop.wait`, checking the flag) would wait for that lock forever in `Event.set`, and
+    every later signal's handler with it: a watch only SIGKILL ends. It hands the signal
+    to a thread of its own through a `SimpleQueue`, whose `put` is reentrant, and that
+    thread sets `stop`."""
+    relay: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+    caught: list[int] = []
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        caught.append(signum)
+        if len(caught) > 1:
+            raise KeyboardInterrupt
+        relay.put(signum)
+
+    def forward() -> None:
+        while relay.get() is not None:
+            stop.set()
+
+    setter = threading.Thread(target=forward, name="watch-signals", daemon=True)
+    setter.start()
     old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
+        relay.put(None)
+        setter.join()
