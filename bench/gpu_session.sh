@@ -87,18 +87,14 @@ sed 's/^/    /' "$res/env.txt" | tee -a "$summary"
 
 server=$SPECLEDGER_CACHE/llama.cpp/0.3.36/bin/llama-server-cuda
 if [ "$device" = cuda ] && want llama; then
-    if [ -x .gpu/llama-server-cuda ]; then
-        mkdir -p "$(dirname "$server")" && cp .gpu/llama-server-cuda "$server"
-        say "llama-server-cuda: carried"
-    else
-        mkdir -p /tmp/llsrc && tar -xJf .gpu/llama-src.tar.xz -C /tmp/llsrc
-        # 12 of the 16 cores: the GPU steps keep a few for their launches
-        # a session of its own: stopping it stops its compilers too
-        LLAMA_SRC=/tmp/llsrc/llama.cpp LLAMA_CUDA=1 LLAMA_BUILD_JOBS=12 PYTHON=$py \
-            setsid nice sh tools/build_llama.sh >"$res/llama_build.log" 2>&1 &
-        build=$!
-        say "llama-server-cuda: building in the background"
-    fi
+    # 52 CPU-minutes (measured on the 2-core machine): 4-5 minutes on 12 of the 16 cores,
+    # the rest left to the GPU steps' launches; a session of its own, so that stopping it
+    # stops its compilers too
+    mkdir -p /tmp/llsrc && tar -xJf .gpu/llama-src.tar.xz -C /tmp/llsrc
+    LLAMA_SRC=/tmp/llsrc/llama.cpp LLAMA_CUDA=1 LLAMA_BUILD_JOBS=12 PYTHON=$py \
+        setsid nice sh tools/build_llama.sh >"$res/llama_build.log" 2>&1 &
+    build=$!
+    say "llama-server-cuda: building in the background"
 fi
 
 llama_steps() {  # 3: the CUDA server's logs, sessions and postmortems
