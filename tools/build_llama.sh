@@ -58,7 +58,9 @@ if [ "$cuda" = 1 ]; then
 fi
 
 jobs=${LLAMA_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
-echo "building $name with $jobs jobs (CPU: 10-16 minutes on 2 cores)"
+minutes="10-16 minutes"
+[ "$cuda" = 1 ] && minutes="about 46 minutes"
+echo "building $name with $jobs jobs ($minutes on 2 cores)"
 # shellcheck disable=SC2086  # cuda_flags is a list of words
 cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
