@@ -15,7 +15,7 @@ from rich.table import Table
 
 from adapters.llama.builds import MATRIX, Build, facts, matrix
 from adapters.llama.errors import LlamaNotBuiltError
-from adapters.llama.paths import DEFAULT_BUILD, built, check_build, server_path
+from adapters.llama.paths import DEFAULT_BUILD, built, check_build, server_label, server_path
 from specledger import output
 
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "build_llama.sh"
@@ -74,8 +74,7 @@ def _build(version: str, as_json: bool, cuda: bool = False) -> int:
     done = subprocess.run(["sh", str(BUILD_SCRIPT)], env=env, check=False,
                           stdout=sys.stderr if as_json else None)
     if done.returncode != 0:
-        kind = "llama-server (CUDA)" if cuda else "llama-server"
-        raise LlamaNotBuiltError(f"building {kind} {version} failed (exit status "
+        raise LlamaNotBuiltError(f"building {server_label(cuda)} {version} failed (exit status "
                                  f"{done.returncode}); the log is in the cache folder above")
     if as_json:
         output.emit_json(_row(version, facts(version)))

@@ -42,6 +42,11 @@ def check_build(build: str) -> str:
     return build
 
 
+def server_label(cuda: bool = False) -> str:
+    """How messages name the server: the CPU one, or the CUDA one."""
+    return "llama-server (CUDA)" if cuda else "llama-server"
+
+
 def build_hint(build: str, cuda: bool = False) -> str:
     """The command that builds `build` (its CUDA server when `cuda`)."""
     if cuda:
@@ -83,8 +88,7 @@ def require_server(build: str = DEFAULT_BUILD, cuda: bool = False) -> Path:
     if not built(build, cuda):
         origin = (f"${SERVER_ENV}" if os.environ.get(SERVER_ENV) and build == DEFAULT_BUILD
                   and not cuda else "the cache")
-        name = "llama-server (CUDA)" if cuda else "llama-server"
-        raise LlamaNotBuiltError(f"{name} {build} not found at {path} ({origin}): "
+        raise LlamaNotBuiltError(f"{server_label(cuda)} {build} not found at {path} ({origin}): "
                                  f"{build_hint(build, cuda)}")
     return path
 
