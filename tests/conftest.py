@@ -37,22 +37,25 @@ def pytest_configure(config: pytest.Config) -> None:
     anything is collected (rather than a failure in every test that asks for the GPU)."""
     if config.getoption("device") != "cuda":
         return
-    if os.environ.get("TRITON_INTERPRET") == "1":
+    from engine.errors import BackendError
+    from engine.hybrid.device import resolve_device
+    from speckernels.backend import interpreter_enabled
+
+    if interpreter_enabled():
         raise pytest.UsageError("--device cuda runs the Triton kernels compiled; unset "
                                 "TRITON_INTERPRET (it is 1) to run them on the GPU")
-    import torch
-
-    if not torch.cuda.is_available():
-        raise pytest.UsageError(f"--device cuda: torch {torch.__version__} sees no CUDA "
-                                "device; run on a GPU machine or drop --device (cpu)")
+    try:
+        resolve_device("cuda")
+    except BackendError as exc:
+        raise pytest.UsageError(f"--device cuda: {exc}") from None
 
 
 @pytest.fixture(scope="session")
 def torch_device(pytestconfig: pytest.Config) -> "torch.device":
     """The torch device --device names (cpu unless asked), checked by pytest_configure."""
-    import torch
+    from engine.hybrid.device import resolve_device
 
-    return torch.device(pytestconfig.getoption("device"))
+    return resolve_device(pytestconfig.getoption("device"))
 
 
 @pytest.fixture(scope="session")
