@@ -60,13 +60,18 @@ def llama_root(build: str = DEFAULT_BUILD) -> Path:
     return cache_root() / "llama.cpp" / check_build(build)
 
 
+def _explicit_server(build: str, cuda: bool) -> Path | None:
+    """`SPECLEDGER_LLAMA_SERVER`, where it names the server (the default build's CPU one)."""
+    explicit = os.environ.get(SERVER_ENV)
+    return Path(explicit).expanduser() if explicit and build == DEFAULT_BUILD and not cuda \
+        else None
+
+
 def server_path(build: str = DEFAULT_BUILD, cuda: bool = False) -> Path:
     """Where `llama-server` of `build` should be, its CUDA build's when `cuda` (for the
     default build's CPU server `SPECLEDGER_LLAMA_SERVER` wins)."""
-    explicit = os.environ.get(SERVER_ENV)
-    if explicit and build == DEFAULT_BUILD and not cuda:
-        return Path(explicit).expanduser()
-    return llama_root(build) / "bin" / ("llama-server-cuda" if cuda else "llama-server")
+    return _explicit_server(build, cuda) or (
+        llama_root(build) / "bin" / ("llama-server-cuda" if cuda else "llama-server"))
 
 
 def converter_dir(build: str = DEFAULT_BUILD) -> Path:
@@ -86,8 +91,7 @@ def require_server(build: str = DEFAULT_BUILD, cuda: bool = False) -> Path:
     LlamaNotBuiltError saying how to get it."""
     path = server_path(build, cuda)
     if not built(build, cuda):
-        origin = (f"${SERVER_ENV}" if os.environ.get(SERVER_ENV) and build == DEFAULT_BUILD
-                  and not cuda else "the cache")
+        origin = f"${SERVER_ENV}" if _explicit_server(build, cuda) else "the cache"
         raise LlamaNotBuiltError(f"{server_label(cuda)} {build} not found at {path} ({origin}): "
                                  f"{build_hint(build, cuda)}")
     return path
