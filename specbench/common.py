@@ -26,6 +26,10 @@ from engine.errors import ConfigError
 from engine.files import replacing, write_file
 from specbench.record import DEFAULT_OUT, results_folder
 
+WARMUP_TOKENS = 8
+"""The answer length of an engine's unmeasured first request: first-call allocations land
+on no measured pass."""
+
 T = TypeVar("T")
 K = TypeVar("K")
 

@@ -8,8 +8,7 @@ from typing import Any
 from engine.config import BackendKind, RunConfig
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold, fold_log, fold_session
-from specbench.common import BenchOptions, group_by, timed
-from specbench.llama_runs import WARMUP_TOKENS
+from specbench.common import WARMUP_TOKENS, BenchOptions, group_by, timed
 from specledger.api import run_session
 
 PLAIN = "none"

@@ -30,8 +30,7 @@ from typing import Any
 
 from adapters.differential import Answer
 from engine.config import RunConfig
-from specbench.common import BenchOptions
-from specbench.llama_runs import WARMUP_TOKENS
+from specbench.common import WARMUP_TOKENS, BenchOptions
 
 OURS, LLAMA, VLLM = "ours", "llama.cpp", "vllm"
 PLAIN = "none"

@@ -12,8 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.shipped import model_dir
-from specbench.common import BenchOptions, timed
-from specbench.llama_runs import WARMUP_TOKENS
+from specbench.common import WARMUP_TOKENS, BenchOptions, timed
 
 
 @dataclass

@@ -19,9 +19,8 @@ from adapters.llama.options import SPEC_TYPES, Drafter, ServerOptions
 from adapters.llama.server import LlamaServer
 from engine.config import RunConfig
 from engine.hybrid.tokenizer import chat_template, encode
-from specbench.common import BenchOptions, group_by
+from specbench.common import WARMUP_TOKENS, BenchOptions, group_by
 
-WARMUP_TOKENS = 8
 WARMUP_QUESTION = "Say hello."  # unrelated to the prompts: its answer must not seed a pool
 
 
