@@ -34,10 +34,11 @@ Messages = list[dict[str, str]]
 def end_metrics(stats: TurnMetrics, unknown: set[str], **extra: Any) -> TurnMetricsRow:
     """An imported turn's `end_turn` metrics: its figures (the re-prefill's time taken as
     its share of the prefill's), each `unknown` one None and listed, then `extra`."""
+    row = stats.to_dict()
     if stats.prefill_tokens and stats.reprefill_tokens:
-        stats.reprefill_s = stats.prefill_s * min(
+        row["reprefill_s"] = stats.prefill_s * min(
             1.0, stats.reprefill_tokens / stats.prefill_tokens)
-    return stats.to_dict() | {k: None for k in unknown} | {"unknown": sorted(unknown), **extra}
+    return row | {k: None for k in unknown} | {"unknown": sorted(unknown), **extra}
 
 
 def read_answers_file(path: str | Path, error: type[Exception]) -> str:

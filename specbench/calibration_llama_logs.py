@@ -239,7 +239,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--refit", action="store_true", help="fit the logs the last run left")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: the build's CUDA server (`specledger llama build V --cuda`)")
-    p.add_argument("--repeat", type=int, help="runs per setting (default: 9, quick 1)")
+    p.add_argument("--repeat", type=int, help=f"runs per setting (default: {FULL.repeat}, "
+                                               f"quick {QUICK.repeat})")
     p.add_argument("--out", type=Path, help="results folder (default: the checkout's "
                                             "bench/results/calibration_llama)")
     args = p.parse_args(argv)

@@ -9,6 +9,7 @@ raised, naming the session, so the command line says it in one line and exits no
 with nothing lost.
 """
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,7 +85,7 @@ def write_journal(engine: Engine, sid: int, journal: UnitJournal, *, failed: boo
     """Write `journal`'s events into the created session `sid`, unit by unit, and close
     it (`failed`, or `finished`)."""
     with Recorder(engine, sid) as recorder:
-        for start, end in zip([0, *journal.ends], journal.ends, strict=False):
+        for start, end in itertools.pairwise([0, *journal.ends]):
             for ev in journal.events[start:end]:
                 recorder.append(ev)
             recorder.end_unit()

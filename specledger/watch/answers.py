@@ -6,7 +6,7 @@ the first unused answer of the task's prompt length and generated tokens).
 An answer may be written before or after its request's last log line: a released request
 waits for one (at most `wait_s`, and only behind the earlier requests of its slot), then
 is recorded without it. The held answers are bounded: beyond `MAX_HELD`, the oldest are
-dropped and counted. A resumed watch starts at the oldest answer it held and passes over
+dropped. A resumed watch starts at the oldest answer it held and passes over
 the lines it noted as taken."""
 
 import hashlib
