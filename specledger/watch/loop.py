@@ -26,7 +26,7 @@ from eventlog import open_db
 from eventlog.postmortem.finding import Finding, Kind, Severity
 from specledger.watch.answers import AnswerFeed
 from specledger.watch.findings import FindingHook, finding_doc, finding_line, judge, reported
-from specledger.watch.follower import Chunk, LogFollower, Switch
+from specledger.watch.follower import READ_LIMIT, Chunk, Gap, LogFollower, Switch
 from specledger.watch.metrics import WatchMetrics
 from specledger.watch.prune import prune
 from specledger.watch.requests import Request, RequestRecorder
@@ -54,7 +54,8 @@ class WatchOptions:
     """What to follow and keep: the log, the ledger, the hook, the metrics port, the
     bounds (`keep` sessions, sessions younger than `keep_for`, `ring` rounds per slot
     held in memory), the lowest severity reported (`severity`), the poll period, and the
-    clients' answers file (`responses`) with how long a request waits for its answer."""
+    clients' answers file (`responses`) with how long a request waits for its answer, and
+    the most bytes one poll reads (`read_limit`: a backlog takes as many polls as it needs)."""
 
     log: Path
     db: str
@@ -68,6 +69,7 @@ class WatchOptions:
     settle_s: float = 0.05
     responses: Path | None = None
     answer_wait_s: float = 5.0
+    read_limit: int = READ_LIMIT
 
 
 @dataclass
@@ -76,7 +78,8 @@ class WatchTally:
     or a server restart), requests held in the ring and not written, requests skipped
     as already recorded, findings, sessions pruned, file switches, the lag of each of
     the last LAGS_KEPT requests (a watch that runs for weeks keeps no more), and, with
-    answers followed, the requests recorded with their answer and without one."""
+    answers followed, the requests recorded with their answer and without one, and the
+    stretches of the log that could not be read (`gaps`, `lost_bytes` of them known)."""
 
     recorded: int = 0
     incomplete: int = 0
@@ -89,6 +92,8 @@ class WatchTally:
     resumed_at: int | None = None
     answered: int = 0
     unanswered: int = 0
+    gaps: int = 0
+    lost_bytes: int = 0
 
 
 class Watcher:
@@ -112,7 +117,7 @@ class Watcher:
                                       load_cursor(self.engine, key),
                                       taken_answers(self.engine, key))
         cursor = load_cursor(self.engine, self.log)
-        self.follower = LogFollower(opts.log, cursor)
+        self.follower = LogFollower(opts.log, cursor, opts.read_limit)
         self.stream = RecordStream(opts.settle_s)
         self.recorder: RequestRecorder | None = None
         self._last_facts = self.stream.server
@@ -132,8 +137,7 @@ class Watcher:
 
     def _read_header(self) -> None:
         """On resume: the server's facts from the file's start-up lines."""
-        with self.opts.log.open("rb") as f:
-            head = f.read(min(_HEADER_BYTES, self.follower.offset))
+        head = self.follower.head(_HEADER_BYTES)
         m = _FIRST_TASK.search(head)
         head = head[:head.rfind(b"\n", 0, m.start()) + 1] if m is not None else head
         head = head[:head.rfind(b"\n") + 1]
@@ -147,12 +151,30 @@ class Watcher:
         """One poll; whether it read anything."""
         answered = self.answers.poll() if self.answers is not None else False
         chunks = self.follower.poll()
+        self._gaps()
         for chunk in chunks:
             self._chunk(chunk)
         self._take(force=False)
         if self.recorder is not None and self.answers is not None:
             self._handle(self.recorder.ready(self.stream.counts))
         return bool(chunks) or answered
+
+    def _gaps(self) -> None:
+        """Say each stretch of the log the follower could not read, and count it."""
+        gaps, self.follower.gaps = self.follower.gaps, []
+        for gap in gaps:
+            self._lost(gap)
+
+    def _lost(self, gap: Gap) -> None:
+        self.tally.gaps += 1
+        self.tally.lost_bytes += gap.lost or 0
+        self.metrics.lost(gap)
+        if self.emit is not None:
+            self.emit({"lost": {"log": self.log, "dev": gap.dev, "ino": gap.ino,
+                                "offset": gap.offset, "line": gap.line, "bytes": gap.lost,
+                                "why": gap.why.value}})
+        else:
+            self.say(gap.text(self.opts.log))
 
     def _chunk(self, chunk: Chunk) -> None:
         if chunk.switch is not None or self.recorder is None:
@@ -285,6 +307,7 @@ class Watcher:
             self.answers.poll()
         for chunk in self.follower.poll():
             self._chunk(chunk)
+        self._gaps()
         self._take(force=True)
         if self.recorder is not None:
             self._handle(self.recorder.stop(self.stream.counts), stopping=True)

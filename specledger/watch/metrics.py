@@ -1,7 +1,7 @@
 """The watch's counters in Prometheus's text format (prometheus_client), on a registry of
 its own: requests, rounds, drafts made and accepted per drafter and per draft position,
-re-prefilled tokens, restores, livelocks and findings by kind, and how far behind the log
-the ledger is."""
+re-prefilled tokens, restores, livelocks and findings by kind, how far behind the log the
+ledger is, and what of the log could not be read."""
 
 from typing import Any
 
@@ -14,6 +14,7 @@ from prometheus_client import (
 )
 
 from eventlog.postmortem.finding import Finding, Kind
+from specledger.watch.follower import Gap
 from specledger.watch.requests import Request
 
 PREFIX = "specledger_watch"
@@ -48,6 +49,10 @@ class WatchMetrics:
                                 ["kind", "severity"], registry=r)
         self.lag = Gauge(f"{PREFIX}_lag_seconds", "From reading a request's last log line "
                          "to its session committed, for the last request", registry=r)
+        self.gaps = Counter(f"{PREFIX}_gaps", "Stretches of the log that could not be read, "
+                            "by why", ["why"], registry=r)
+        self.lost_bytes = Counter(f"{PREFIX}_lost_bytes", "Bytes of the log known lost "
+                                  "unread (a gap of unknown size adds none)", registry=r)
         self.ring_rounds = Gauge(f"{PREFIX}_ring_rounds", "Rounds held in memory (--ring)",
                                  registry=r)
 
@@ -71,6 +76,11 @@ class WatchMetrics:
             self.findings.labels(f.kind.value, f.severity.value).inc()
             if f.kind is Kind.REPLAY_LIVELOCK:
                 self.livelocks.inc()
+
+    def lost(self, gap: Gap) -> None:
+        """Count one stretch of the log that could not be read."""
+        self.gaps.labels(gap.why.value).inc()
+        self.lost_bytes.inc(gap.lost or 0)
 
     def serve(self, port: int, host: str = "127.0.0.1") -> Any:
         """Serve `/metrics` on `host:port` from a background thread; the server."""
