@@ -113,8 +113,10 @@ class Gap:
 class _Source:
     """One open file being read: the identity its chunks carry (`dev`/`ino`: its own, or,
     for a copy, the file it was copied from), where reading got to, the bytes before that,
-    the size it had at the last poll (what lies between is known unread) and why reading
-    moved to it (said by its first chunk)."""
+    the size it had at the last poll (what lies between is known unread), why reading
+    moved to it (said by its first chunk), and a mark: up to TAIL_BYTES bytes it held at
+    `mark_at`, before the offset or, before much was read, at its start, which a rewrite
+    in place changes."""
 
     f: BinaryIO
     dev: int
@@ -122,14 +124,17 @@ class _Source:
     offset: int = 0
     line: int = 1
     tail: bytes = b""
-    size: int = 0
     switch: Switch | None = None
+    size: int = field(init=False)
     real: Identity = field(init=False)
+    mark_at: int = field(init=False, default=0)
+    mark: bytes = field(init=False, default=b"")
 
     def __post_init__(self) -> None:
         st = os.fstat(self.f.fileno())
         self.real = (st.st_dev, st.st_ino)  # the file the bytes come from
         self.size = st.st_size
+        self.remark()
 
     @property
     def identity(self) -> Identity:
@@ -139,6 +144,15 @@ class _Source:
     def mtime_ns(self) -> int:
         """When its file was last written."""
         return os.fstat(self.f.fileno()).st_mtime_ns
+
+    def remark(self) -> None:
+        """Take the mark at the offset."""
+        self.mark_at = max(0, self.offset - TAIL_BYTES)
+        self.mark = os.pread(self.f.fileno(), TAIL_BYTES, self.mark_at)
+
+    def marked(self, f: BinaryIO | None = None) -> bool:
+        """Whether the file (or `f`) still holds the mark."""
+        return os.pread((f or self.f).fileno(), len(self.mark), self.mark_at) == self.mark
 
 
 def _sha(data: bytes) -> str:
@@ -227,6 +241,7 @@ class LogFollower:
         src.dev, src.ino = cursor.dev, cursor.ino
         src.offset, src.line = cursor.offset, cursor.line
         src.tail = _tail(src.f, cursor.offset)
+        src.remark()
         return src
 
     def _siblings(self) -> list[Path]:
@@ -257,6 +272,14 @@ class LogFollower:
             return None  # nothing read: no bytes to recognise a copy by
         return self._sibling(lambda s: s.real != exclude and s.size > cursor.offset
                              and self._holds(s, cursor))
+
+    def _copy_of_source(self, src: _Source) -> _Source | None:
+        """A file beside the path holding `src`'s mark, and bytes past its offset (a copy
+        made before `src` was truncated)."""
+        if not src.mark:
+            return None  # nothing seen: no bytes to recognise a copy by
+        return self._sibling(lambda s: s.real != src.real and s.size > src.offset
+                             and src.marked(s.f))
 
     def _queue_rotated(self, newest: _Source, here: _Source) -> None:
         """The path names `here`, a file not seen yet: queue the files rotated away between
@@ -318,8 +341,8 @@ class LogFollower:
         return self._read_some()
 
     def _look(self) -> None:
-        """Notice a new file at the path (queued behind the ones being read) or the file
-        being read truncated or rewritten."""
+        """Notice a new file at the path (queued behind the ones being read), or the file
+        at the path (being read, or queued) truncated or rewritten."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -335,27 +358,29 @@ class LogFollower:
             if here is not None:
                 self._queue_rotated(newest, here)
             return
-        if self._queue:
-            return  # the path's file waits its turn; it is checked when it is read
-        if st.st_size < src.offset:
-            self._restart(src, Switch.TRUNCATED)
-        elif src.offset and _tail(src.f, src.offset) != src.tail:
-            self._restart(src, Switch.REWRITTEN)
+        if st.st_size < newest.size:
+            self._replace(newest, Switch.TRUNCATED)
+        elif not newest.marked():
+            self._replace(newest, Switch.REWRITTEN)
 
-    def _restart(self, src: _Source, why: Switch) -> None:
-        """The file being read lost the bytes it had from the offset on: read them from a
-        copy beside it if there is one, else say how many are known lost; then read the
-        file again from its start."""
-        cursor = Cursor(src.dev, src.ino, src.offset, src.line, _sha(src.tail))
-        copy = self._copy_of(cursor, src.real)
+    def _replace(self, src: _Source, why: Switch) -> None:
+        """`src`, the file at the path (being read, or waiting its turn), lost the bytes it
+        had from its offset on: read them from a copy beside it if there is one, else say
+        how many are known lost; then read the file again from its start."""
+        copy = self._copy_of_source(src)
         unread = src.size - src.offset
         again = _Source(src.f, *src.real, switch=why)
+        order = [again]
         if copy is not None:
             unread -= copy.size - src.offset
-            self._src = self._at(copy, cursor)
-            self._queue.append(again)
+            copy.dev, copy.ino, copy.switch = src.dev, src.ino, src.switch
+            copy.offset, copy.line, copy.tail = src.offset, src.line, src.tail
+            copy.remark()
+            order = [copy, again]
+        if src is self._src:
+            self._src, self._queue = order[0], order[1:]
         else:
-            self._src = again
+            self._queue[-1:] = order
         if unread > 0:
             self.gaps.append(Gap(src.dev, src.ino, src.offset, src.line, unread,
                                  Loss.TRUNCATED))
@@ -379,8 +404,9 @@ class LogFollower:
             if all(s.f is not self._src.f for s in self._queue):
                 self._src.f.close()
             self._src = self._queue.pop(0)
-        if self._src is not None:
-            self._src.size = os.fstat(self._src.f.fileno()).st_size
+        for src in [self._src, *self._queue[-1:]]:
+            if src is not None:  # what the file at the path is known to hold from now
+                src.size = os.fstat(src.f.fileno()).st_size
         return out
 
     def _read(self, src: _Source, budget: int) -> tuple[Chunk | None, bool]:
@@ -412,4 +438,5 @@ class LogFollower:
         src.offset += len(data)
         src.line += data.count(b"\n")
         src.tail = (src.tail + data)[-TAIL_BYTES:]
+        src.remark()
         return chunk

@@ -46,6 +46,9 @@ from specledger.watch.stream import RecordStream, merge_facts
 _HEADER_BYTES = 1 << 21  # the server's start-up lines are read again on resume, up to this
 LAGS_KEPT = 10_000
 PRUNE_EVERY_S = 1.0  # a busy server completes many requests a second: prune once for them
+# Where reading got to is saved with each request recorded, and at least this often while
+# a backlog is read with none completing, so a watch killed then resumes near there.
+SAVE_EVERY_S = 1.0
 _FIRST_TASK = re.compile(rb"\| task \d+ \| processing task")
 
 
@@ -122,7 +125,7 @@ class Watcher:
         self.recorder: RequestRecorder | None = None
         self._last_facts = self.stream.server
         self._seen: set[str] = set()  # keys recorded by an earlier run, beyond the cursor
-        self._pruned_at = 0.0
+        self._pruned_at = self._saved_at = 0.0
         if self.follower.resumed and cursor is not None:
             self.tally.resumed_at = cursor.offset
             self._seen = recorded_keys(self.engine, self.log, cursor.offset)
@@ -157,6 +160,8 @@ class Watcher:
         self._take(force=False)
         if self.recorder is not None and self.answers is not None:
             self._handle(self.recorder.ready(self.stream.counts))
+        if chunks and time.monotonic() - self._saved_at >= SAVE_EVERY_S:
+            self._save_cursor()
         return bool(chunks) or answered
 
     def _gaps(self) -> None:
@@ -287,6 +292,7 @@ class Watcher:
         """Save the offset reading resumes from: the first line of the oldest request
         still being served (what came before it is recorded), else the first line not
         yet read; and where reading the answers resumes from."""
+        self._saved_at = time.monotonic()
         answers = self.answers.cursor() if self.answers is not None else None
         if answers is not None:
             save_cursor(self.engine, self.answers_key, answers)

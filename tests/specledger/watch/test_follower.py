@@ -138,6 +138,44 @@ def test_each_file_met_while_behind_is_read_in_turn(tmp_path: Path) -> None:
     assert _switches(chunks) == [Switch.ROTATED, Switch.ROTATED]
 
 
+def _behind_a_rotation(tmp_path: Path) -> tuple[LogFollower, list[Chunk], bytes, bytes]:
+    """A follower behind on `a`, with `b`, the file now at the path, waiting its turn."""
+    log = tmp_path / "s.log"
+    a, b = _lines("a", 60), _lines("b", 60)
+    log.write_bytes(a)
+    f = LogFollower(log, read_limit=LIMIT)
+    chunks = f.poll()
+    os.rename(log, tmp_path / "s.log.1")
+    log.write_bytes(b)
+    chunks += f.poll()
+    return f, chunks, a, b
+
+
+def test_a_file_restarted_in_place_before_its_turn_says_what_was_lost(
+        tmp_path: Path) -> None:
+    f, chunks, a, b = _behind_a_rotation(tmp_path)
+    c = _lines("c", 80)
+    (tmp_path / "s.log").write_bytes(c)  # O_TRUNC and more: b's bytes are gone
+    chunks += _drain(f)
+    assert _text(chunks) == a + c
+    assert _switches(chunks) == [Switch.REWRITTEN]
+    assert [(g.offset, g.lost, g.why) for g in f.gaps] == [(0, len(b), Loss.TRUNCATED)]
+
+
+def test_a_file_copied_and_truncated_before_its_turn_is_read_from_the_copy(
+        tmp_path: Path) -> None:
+    f, chunks, a, b = _behind_a_rotation(tmp_path)
+    log = tmp_path / "s.log"
+    shutil.copyfile(log, tmp_path / "s.log.copy")
+    with log.open("r+b") as out:
+        out.truncate(0)
+        out.write(b"c\n")
+    chunks += _drain(f)
+    assert _text(chunks) == a + b + b"c\n"
+    assert _switches(chunks) == [Switch.ROTATED, Switch.TRUNCATED]
+    assert f.gaps == []
+
+
 def _logrotate(log: Path, data: bytes, mtime: float) -> None:
     """Shift `log`'s numbered copies up by one, rename it to `.1`, write `data` to a new
     file at the path, dated `mtime`."""

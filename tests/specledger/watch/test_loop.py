@@ -1,14 +1,19 @@
 """A watched log is recorded request by request as `import` records it whole: the same
 turns, the same findings, each request once, through a stop and a resume, a crash, a
-server restart and a rotation; bounded by --keep and by the ring."""
+server restart and a rotation, and a backlog many times what one poll reads through
+rotations, `copytruncate` and a crash; what cannot be read is said; bounded by --keep,
+--keep-for and the ring."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from adapters.llama.ledger import record_log
+from adapters.llama.ledger_rounds import accepted_drafts
 from adapters.llama.logread import parse_log, read_log
+from adapters.llama.taskfold import fold_tasks
 from eventlog import list_sessions, open_db
 from eventlog.postmortem.analyze import postmortem_session
 from eventlog.postmortem.finding import Severity
@@ -161,20 +166,41 @@ def test_keep_prunes_the_oldest_sessions(db_url: str, tmp_path: Path) -> None:
     assert [s.id for s in list_sessions(engine)] == [r[0] for r in rows(db_url)]
 
 
-def test_metrics_count_what_the_ledger_holds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["two-slots", "chain-sampled", "eog-in-block"])
+def test_metrics_count_what_the_ledger_holds(tmp_path: Path, name: str) -> None:
+    """Every counter equals the ledger's figure: per drafter, and at each draft position
+    the rounds that drafted a token there and those that accepted it (from each turn's
+    draft profile: its speculative rounds' drafted and accepted counts)."""
     db = str(tmp_path / "l.db")
-    w = watched(tmp_path / "s.log", db, "two-slots")
+    w = watched(tmp_path / "s.log", db, name)
     engine = open_db(db, create=False)
-    turns = [session_turns(engine, sid).ended[0] for sid, *_ in rows(db)]
+    stored = [session_turns(engine, sid) for sid, *_ in rows(db)]
+    turns = [s.ended[0] for s in stored]
     m = w.metrics
-    assert m.value("specledger_watch_requests_total", status="finished") == len(turns) == 4
+    assert m.value("specledger_watch_requests_total", status="finished") == len(turns) > 1
     assert m.value("specledger_watch_rounds_total") == sum(t.rounds for t in turns)
-    assert m.value("specledger_watch_drafted_tokens_total", drafter="draft-mtp") == sum(
-        t.drafted for t in turns)
-    assert m.value("specledger_watch_accepted_tokens_total", drafter="draft-mtp") == sum(
-        t.accepted for t in turns)
-    assert m.value("specledger_watch_position_accepted_total", position="0") <= m.value(
-        "specledger_watch_position_drafted_total", position="0")
+    # Per drafter: the rounds the import's fold gives each (the log names the drafter).
+    spec = [r for t in fold_tasks(read_log(FIXTURES / f"{name}.log.gz").records).tasks
+            for r in t.rounds if r.complete and r.speculative]
+    drafters = {r.spec_type for r in spec}
+    assert None not in drafters
+    for d in drafters:
+        assert m.value("specledger_watch_drafted_tokens_total", drafter=d) == sum(
+            r.drafted for r in spec if r.spec_type == d)
+        assert m.value("specledger_watch_accepted_tokens_total", drafter=d) == sum(
+            accepted_drafts(r) for r in spec if r.spec_type == d)
+    assert sum(m.value("specledger_watch_drafted_tokens_total", drafter=d)
+               for d in drafters) == sum(t.drafted for t in turns)
+    assert sum(m.value("specledger_watch_accepted_tokens_total", drafter=d)
+               for d in drafters) == sum(t.accepted for t in turns)
+    rounds = [r for s in stored for p in s.profiles.values() for r in p.rounds]
+    longest = max(d for d, _ in rounds)
+    assert 0 < sum(a for _, a in rounds) < sum(d for d, _ in rounds)  # some, not all
+    for pos in range(longest + 1):
+        assert m.value("specledger_watch_position_drafted_total", position=str(pos)) == sum(
+            d > pos for d, _ in rounds), pos
+        assert m.value("specledger_watch_position_accepted_total", position=str(pos)) == sum(
+            a > pos for _, a in rounds), pos
 
 
 def test_on_finding_gets_the_finding_as_json(tmp_path: Path) -> None:
@@ -207,3 +233,102 @@ def test_a_failing_hook_is_said_and_counted(tmp_path: Path,
     assert w.hook is not None and w.hook.failed == 1
     assert "failed: exit 3: paging is down" in capsys.readouterr().err
     assert w.tally.recorded == 2  # the watch went on
+
+
+SMALL = 4096  # bytes a poll reads in the backlog tests: each fixture is 40-75 times more
+
+
+def _idle(w: Watcher) -> None:
+    """Step `w` until a step reads nothing."""
+    while w.step():
+        pass
+
+
+def test_a_backlog_through_a_rotation_and_a_copytruncate_is_recorded_once(
+        tmp_path: Path) -> None:
+    """A burst lands and the log is rotated at once, then copied and truncated while the
+    watch is still far behind: each request of the three server runs is recorded once,
+    whole, and nothing is said lost."""
+    log, db = tmp_path / "s.log", str(tmp_path / "l.db")
+    log.touch()
+    said: list[str] = []
+    w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL), said.append)
+    log.write_bytes(fixture_bytes("two-slots"))
+    w.step()
+    log.rename(tmp_path / "s.log.1")
+    log.write_bytes(fixture_bytes("mtp"))
+    w.step()  # the new file is seen, and waits behind the old one
+    (tmp_path / "s.log.1").rename(tmp_path / "s.log.2")
+    shutil.copyfile(log, tmp_path / "s.log.1")  # copytruncate
+    log.write_bytes(fixture_bytes("ngram-mod"))  # shorter: the file was truncated
+    _idle(w)
+    w.finish()
+    assert w.tally.switches == ["rotated", "truncated"]
+    assert [status for _, status, *_ in rows(db)] == ["finished"] * 8
+    assert len({key for *_, key in rows(db)}) == 8
+    assert (w.tally.gaps, said) == (0, [])
+
+
+def test_a_crash_behind_a_backlog_and_a_rotation_meanwhile_lose_nothing(
+        tmp_path: Path) -> None:
+    """Killed while catching up; the log rotated before the next watch started: it resumes
+    in the rotated file, records what the first did not, then reads the new file."""
+    log, db = tmp_path / "s.log", str(tmp_path / "l.db")
+    log.write_bytes(fixture_bytes("two-slots"))
+    first = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL),
+                    lambda _: None)
+    while first.tally.recorded < 2:
+        assert first.step()
+    assert first.tally.recorded < 4  # killed here, behind
+    log.rename(tmp_path / "s.log.1")
+    log.write_bytes(fixture_bytes("mtp"))
+    again = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL),
+                    lambda _: None)
+    assert again.follower.resumed
+    _idle(again)
+    again.finish()
+    assert [status for _, status, *_ in rows(db)] == ["finished"] * 6
+    assert len({key for *_, key in rows(db)}) == 6
+    assert first.tally.recorded + again.tally.recorded == 6
+    assert again.tally.switches == ["rotated"] and again.tally.gaps == 0
+
+
+def test_bytes_truncated_before_they_were_read_are_said_and_counted(tmp_path: Path) -> None:
+    log, db = tmp_path / "s.log", str(tmp_path / "l.db")
+    data = fixture_bytes("two-slots")
+    log.write_bytes(data)
+    said: list[str] = []
+    w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL), said.append)
+    w.step()
+    read = w.follower.cursor()
+    assert read is not None and read.offset < len(data)
+    with log.open("r+b") as out:  # truncated in place, nothing copied
+        out.truncate(0)
+    w.step()
+    w.finish()
+    lost = len(data) - read.offset
+    assert (w.tally.gaps, w.tally.lost_bytes) == (1, lost)
+    assert said == [f"{log}: lost {lost} byte(s) from byte {read.offset} (line {read.line}) "
+                    f"of the file {read.dev}/{read.ino}: it was truncated or rewritten before "
+                    "it was read to its end, and no copy of its unread bytes is beside it"]
+    assert w.metrics.value("specledger_watch_lost_bytes_total") == lost
+    assert w.metrics.value("specledger_watch_gaps_total", why="truncated") == 1
+
+
+def test_a_resume_re_reads_a_recorded_request_and_skips_it(tmp_path: Path) -> None:
+    """Task 1 started after task 0 and was released first: a watch killed then resumes at
+    task 0's first line, reads task 1 again, and must not record it twice."""
+    log, db = tmp_path / "s.log", str(tmp_path / "l.db")
+    data = fixture_bytes("two-slots")
+    cut = data.index(b"\n", data.index(b"| task 1 | stop processing")) + 1
+    assert data.index(b"| task 1 | processing task") > data.index(b"| task 0 | processing")
+    log.touch()
+    crashed = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
+    drip(crashed, log, data[:cut])
+    crashed.step()  # killed here: task 1 recorded, task 0 in flight
+    assert [task for *_, task, _ in rows(db)] == [1]
+    again = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
+    drip(again, log, data[cut:], seed=3)
+    again.finish()
+    assert (again.tally.skipped, again.tally.recorded) == (1, 3)
+    assert sorted(task for *_, task, _ in rows(db)) == [0, 1, 9, 10]

@@ -19,7 +19,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from adapters.process import free_port
 from fsm.errors import SpecledgerError
 from specledger.cli import main
-from tests.specledger.watch.helpers import rows
+from tests.specledger.watch.helpers import rows, watched
+from tests.specledger.watch.test_prune import age
 from tests.specledger.watch.test_stream import fixture_bytes
 
 ROOT = Path(__file__).parents[3]
@@ -123,6 +124,26 @@ def test_a_stop_mid_request_and_the_resume(tmp_path: Path) -> None:
     assert (summary["recorded"], summary["resumed_at"]) == (1, middle)
     assert sorted((task, status) for _, status, _, task, _ in rows(str(db))) == [
         (0, "finished"), (1, "finished"), (9, "failed"), (10, "finished")]
+
+
+def test_keep_for_prunes_the_sessions_older_than_it(tmp_path: Path) -> None:
+    log, db = tmp_path / "s.log", tmp_path / "l.db"
+    watched(log, str(db), "two-slots")
+    age(str(db), [sid for sid, *_ in rows(str(db))][:3])  # noted two days ago
+    proc = _start(log, db, "--json", "--keep-for", "1d")
+    with log.open("ab") as f:
+        f.write(fixture_bytes("mtp"))  # the server restarted, appending
+    last = max(sid for sid, *_ in rows(str(db)))
+    end = time.monotonic() + 60
+    while sum(sid > last for sid, *_ in rows(str(db))) < 2:
+        assert time.monotonic() < end, "the new server's two requests were not recorded"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    summary = json.loads(out.splitlines()[-1])["summary"]
+    assert (summary["recorded"], summary["pruned"]) == (2, 3)
+    assert [task for *_, task, _ in rows(str(db))] == [10, 0, 11]
 
 
 def test_a_bad_duration_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
