@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo test test-vllm llama vllm lint clean
+.PHONY: install demo test test-vllm test-builds llama llama-builds vllm lint clean
 
 install: $(STAMP)
 
@@ -28,6 +28,13 @@ demo: install
 llama: install
 	@PYTHON=$(PY) sh $(ROOT)/tools/build_llama.sh
 
+# The builds besides the default that the tests marked `builds` compare with it: 0.3.21,
+# the newest before draft-mtp (tests/adapters/llama/conftest.py's PRE_MTP_BUILD; 10-16
+# minutes on 2 cores, then skipped).
+PRE_MTP_BUILD := 0.3.21
+llama-builds: llama
+	$(PY) -m specledger llama build $(PRE_MTP_BUILD)
+
 # vLLM's CPU build in a virtual environment of its own, cached outside git
 # (tools/install_vllm.sh; about 4 minutes, then skipped).
 vllm:
@@ -44,7 +51,7 @@ test: install llama
 	@sh $(ROOT)/tools/ensure_apt.sh pg_ctlcluster postgresql "the PostgreSQL ledger tests"
 	cd $(ROOT) && $(VENV)/bin/ruff check .
 	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 SPECLEDGER_REQUIRE_POSTGRES=1 \
-		SPECLEDGER_REQUIRE_BROWSER=1 $(PY) -m pytest -n 2 --dist loadfile -m "not vllm"
+		SPECLEDGER_REQUIRE_BROWSER=1 $(PY) -m pytest -n 2 --dist loadfile -m "not vllm and not builds"
 
 # The tests that run vLLM (marked `vllm`): its install and its servers' starts (1-2 minutes
 # each) would take `make test` past 15 minutes cold, so they are a target of their own, which
@@ -52,6 +59,12 @@ test: install llama
 test-vllm: install llama vllm
 	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 SPECLEDGER_REQUIRE_VLLM=1 \
 		$(PY) -m pytest -n 2 --dist loadfile -m vllm
+
+# The tests that compare the default llama.cpp build with an older one (marked `builds`):
+# building that one would take `make test` past 15 minutes cold, so they are a target of
+# their own, which .ci/run also runs.
+test-builds: install llama-builds
+	cd $(ROOT) && OMP_NUM_THREADS=1 SPECLEDGER_REQUIRE_LLAMA=1 $(PY) -m pytest -m builds
 
 lint: install
 	cd $(ROOT) && $(VENV)/bin/ruff check .

@@ -18,6 +18,7 @@ from adapters.llama.paths import require_converter, require_server
 from adapters.llama.server import LlamaServer
 
 REQUIRE_ENV = "SPECLEDGER_REQUIRE_LLAMA"
+PRE_MTP_BUILD = "0.3.21"  # the newest build before draft-mtp: `make llama-builds` builds it
 TARGET, DRAFT = "shipped:target", "shipped:draft"
 
 

@@ -201,11 +201,14 @@ def test_the_ledger_checks_find_only_the_inflation(path: Path) -> None:
     if not inflated(case.version) or not any(replays(t) for t in case.result.fold.tasks):
         assert not bad, [e.payload["message"] for e in bad]
         return
+    assert bad, "the inflated counters were not caught"
     by_turn: dict[tuple[int, int], list[Event]] = {}
     for e in bad:
         by_turn.setdefault((e.slot, e.turn), []).append(e)
     replay_events = Counter((e.slot, e.turn) for e in case.events
                             if e.trigger is Trigger.REPLAY)
+    # Each turn with a replay is caught, and no other.
+    assert set(by_turn) == set(replay_events), (sorted(by_turn), sorted(replay_events))
     for (slot, turn), found in by_turn.items():
         checks = {e.payload["details"]["check"]: e.payload["details"] for e in found}
         core = checks["accepted tokens"]

@@ -12,7 +12,7 @@ from tokenizers import Tokenizer, models
 
 from adapters.cache import CACHE_ENV
 from adapters.llama import paths
-from adapters.llama.builds import MATRIX
+from adapters.llama.builds import matrix
 from adapters.llama.convert import CHATML_TEMPLATE, MERGES, PRE_TOKENIZER
 from adapters.llama.errors import GgufExportError, LlamaNotBuiltError
 from adapters.llama.gguf_compare import compare_files
@@ -21,7 +21,7 @@ from adapters.llama.options import ServerOptions
 from adapters.llama.paths import DEFAULT_BUILD
 from adapters.llama.server import LlamaServer
 from engine.shipped import model_dir
-from tests.adapters.llama.conftest import TARGET, Ggufs, require_llama
+from tests.adapters.llama.conftest import PRE_MTP_BUILD, TARGET, Ggufs, require_llama
 
 
 def read_gguf(path: Path) -> tuple[dict[str, object], list[str]]:
@@ -132,15 +132,18 @@ def test_target_without_mtp_head_is_the_target_less_its_nextn_block(
                             "general.size_label"}
 
 
+@pytest.mark.builds
 def test_a_build_before_draft_mtp_answers_on_it_as_the_default_build(
         ggufs: Ggufs, target_without_mtp: Path, tmp_path: Path) -> None:
-    old = next((b for b in MATRIX if b < "0.3.24" and paths.built(b)), None)
-    if old is None:
-        pytest.skip("no llama.cpp build before 0.3.24 is built (specledger llama build "
-                    "0.3.21)")
+    """`make test-builds` runs it (it fails there when the older build is missing)."""
+    builds = [b.version for b in matrix()]
+    has_mtp = ["mtp" in b.spec_types for b in matrix()]  # draft-mtp, by its source name
+    # The newest build without draft-mtp: the next one has it.
+    assert not has_mtp[builds.index(PRE_MTP_BUILD)] and has_mtp[builds.index(PRE_MTP_BUILD) + 1]
+    require_llama(lambda: paths.require_server(PRE_MTP_BUILD))
     prompt = [257, *b"user\nWhat is a tuple?", 258, 10, 257, *b"assistant\n"]
     answers = []
-    for build, model in ((DEFAULT_BUILD, ggufs.target), (old, target_without_mtp)):
+    for build, model in ((DEFAULT_BUILD, ggufs.target), (PRE_MTP_BUILD, target_without_mtp)):
         options = ServerOptions(model=model, verbose=False, build=build)
         with LlamaServer(options, tmp_path / f"{build}.log") as server:
             answers.append(server.client.complete(prompt, 24).tokens)

@@ -3,6 +3,7 @@ after one request (captured from vLLM 0.32 on a random-weight Qwen3.5 model), th
 difference, and pages that are not what vLLM writes."""
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,12 @@ def test_per_position_counters_must_number_from_zero() -> None:
         parse_counters("\n".join(lines))
 
 
-def test_to_dict_is_plain_json() -> None:
-    c = Counters(1, 2, 3, 4, 5, 6, 7, 8, (3, 2))
-    assert c.to_dict()["per_pos"] == [3, 2] and c.to_dict()["drafts"] == 6
+@pytest.mark.parametrize("per_pos", [(3, 2), None])
+def test_to_dict_is_plain_json(per_pos: tuple[int, ...] | None) -> None:
+    """What `to_dict` gives survives JSON unchanged (a tuple would come back a list), and
+    `from_dict` reads it back into the same counters."""
+    c = Counters(1, 2, 3, 4, 5, 6, 7, 8, per_pos)
+    doc = c.to_dict()
+    assert json.loads(json.dumps(doc)) == doc
+    assert doc["drafts"] == 6 and doc["per_pos"] == (list(per_pos) if per_pos else None)
+    assert Counters.from_dict(json.loads(json.dumps(doc))) == c
