@@ -9,10 +9,18 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from eventlog.interrupts import interrupts_deferred
 from eventlog.unclosed import fail_unclosed
-from fsm.errors import SpecledgerError
-from specledger import commands
+from fsm.errors import INTERNAL_ERRORS, SpecledgerError
+from specledger import bug_report, commands
 from specledger.cli_common import add_common
 from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
+
+DESCRIPTION = (
+    "A flight recorder, replayer and postmortem for speculative decoding on hybrid models "
+    "(Gated DeltaNet + attention, such as Qwen3.5). Record a run (our torch engine, "
+    "llama.cpp's llama-server, vLLM), import or watch a llama-server log, then list, show, "
+    "replay, diff, judge (postmortem) and draw its sessions; bench measures. Sessions go "
+    "to a ledger: a SQLite file or a PostgreSQL URL (--db).")
+"""What `specledger --help` says the tool is."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +34,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: each subcommand's parser is built by its module's
     `add_parser`, in the order `specledger --help` lists them."""
-    p = _Parser(prog="specledger", description=__doc__)
+    p = _Parser(prog="specledger", description=DESCRIPTION,
+                epilog="`specledger COMMAND --help` for one command; docs/usage.md in detail.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in (commands, *commands.SUBCOMMAND_MODULES):
         module.add_parser(sub)
@@ -80,6 +89,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"specledger {args.command}: error: {exc}\n")
         return 2
+    except INTERNAL_ERRORS as exc:  # before SpecledgerError: a refused transition is one
+        sys.stderr.write(bug_report.bug_line(args.command, exc,
+                                             list(argv) if argv is not None else None) + "\n")
+        return bug_report.EXIT_STATUS
     except SpecledgerError as exc:
         sys.stderr.write(f"specledger: error: {exc}\n")
     except SQLAlchemyError as exc:

@@ -22,6 +22,7 @@ from adapters.llama.serverfacts import ServerInfo
 from adapters.llama.taskfold import TaskFolder
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
+from fsm.errors import INTERNAL_ERRORS
 from specledger.observed import UnitJournal
 from specledger.watch.answers import Answer, AnswerFeed
 from specledger.watch.stream import LineCounts, Piece
@@ -106,7 +107,11 @@ class RequestRecorder:
             self.kinds.setdefault(r.kind, r)
             if r.kind in _ROUND_KINDS:
                 self.ledger.rounds_visible = True
-            self.folder.apply(r)
+            try:
+                self.folder.apply(r)
+            except INTERNAL_ERRORS as exc:  # a bug: the CLI's report says where it struck
+                exc.add_note(f"folding line {r.line} of {self.path}")
+                raise
             if r.kind is K.TASK_STARTED and r.task is not None and r.line in piece.starts:
                 at, raw = piece.starts[r.line]
                 self.starts[id(self.folder.by_id[r.task])] = (
@@ -152,9 +157,13 @@ class RequestRecorder:
         journal = ledger.journal = UnitJournal()
         if self.resumed and task.slot not in ledger.slots:
             ledger.slot(task.slot).length = None  # it may hold an earlier request's tokens
-        units = ledger.task_units(task, None, answer.facts if answer else None, cut)
-        for _, t in units:
-            ledger.set_time(t)
+        try:
+            for _, t in ledger.task_units(task, None, answer.facts if answer else None, cut):
+                ledger.set_time(t)
+        except INTERNAL_ERRORS as exc:  # a bug: the CLI's report says where it struck
+            exc.add_note(f"recording task {task.task} of slot {task.slot}, lines "
+                         f"{task.first_line}-{task.last_line} of {self.path}")
+            raise
         for seq, ev in enumerate(journal.events, 1):
             ev.seq = seq
         metrics = ledger.turns.pop() if ledger.turns else None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specledger.cli import main
+from specledger.cli import DESCRIPTION, main
 
 SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
          "--question-tokens", "8", "--answer-tokens", "40"]
@@ -145,3 +145,16 @@ def test_run_and_show_name_how_several_slots_shared_the_target(
     assert f"2 slots {schedule}" in " ".join(capsys.readouterr().out.split())
     assert main(["run", "--db", db, *SMALL]) == 0  # one slot: nothing to share
     assert "schedule=" not in capsys.readouterr().out
+
+
+def test_help_says_what_the_tool_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """`specledger --help` opens with what specledger is, not how its CLI module works."""
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    first = out.split("\n\n")[1]  # the paragraph after the usage
+    assert first.startswith("A flight recorder, replayer and postmortem for speculative "
+                            "decoding")
+    assert " ".join(first.split()) == DESCRIPTION
+    assert "dispatch" not in out and "one-line errors" not in out
