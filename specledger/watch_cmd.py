@@ -51,7 +51,8 @@ def _summary(t: "WatchTally") -> dict[str, Any]:
     return {"recorded": t.recorded, "incomplete": t.incomplete, "skipped": t.skipped,
             "ring_dropped": t.ring_dropped, "findings": t.findings, "pruned": t.pruned,
             "switches": t.switches, "resumed_at": t.resumed_at,
-            "answered": t.answered, "unanswered": t.unanswered,
+            "answered": t.answered, "unanswered": t.unanswered, "gaps": t.gaps,
+            "lost_bytes": t.lost_bytes,
             "lag_s": {"median": statistics.median(lags), "max": lags[-1], "of_last": len(lags)}
             if lags else None}
 
@@ -106,6 +107,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             + (f", {doc['ring_dropped']} held in the ring and dropped" if args.ring else "")
             + (f", {doc['answered']} with their answer, {doc['unanswered']} without"
                if args.responses_from else "")
+            + (f", {doc['gaps']} stretch(es) not read ({doc['lost_bytes']} byte(s) known)"
+               if doc["gaps"] else "")
             + (f"; lag median {1e3 * lag['median']:.1f} ms, max {1e3 * lag['max']:.1f} ms"
                if lag else ""))
     return 0

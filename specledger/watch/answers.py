@@ -24,7 +24,7 @@ from adapters.llama.responses import (
     response_facts,
 )
 from adapters.llama.tasks import LlamaTask
-from specledger.watch.follower import Cursor, LogFollower
+from specledger.watch.follower import READ_LIMIT, Cursor, LogFollower
 
 MAX_HELD = 10_000
 
@@ -48,14 +48,15 @@ class Answer:
 
 class AnswerFeed:
     """Follows the answers file at `path` from `cursor` (through rotation and truncation,
-    as the log), passing over the lines in `taken` ((dev, ino, line)); `wait_s`: how long
-    a released request waits for its answer."""
+    as the log, at most `read_limit` bytes a poll), passing over the lines in `taken`
+    ((dev, ino, line)); `wait_s`: how long a released request waits for its answer."""
 
     def __init__(self, path: Path, wait_s: float, cursor: Cursor | None = None,
-                 taken: set[tuple[int, int, int]] | None = None) -> None:
+                 taken: set[tuple[int, int, int]] | None = None,
+                 read_limit: int = READ_LIMIT) -> None:
         self.path = path
         self.wait_s = wait_s
-        self.follower = LogFollower(path, cursor)
+        self.follower = LogFollower(path, cursor, read_limit)
         self.taken = taken or set()
         self.held: deque[Answer] = deque(maxlen=MAX_HELD)  # beyond it, the oldest go
 

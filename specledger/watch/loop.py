@@ -118,7 +118,7 @@ class Watcher:
             key = self.answers_key = answers_key(self.log, opts.responses)
             self.answers = AnswerFeed(opts.responses, opts.answer_wait_s,
                                       load_cursor(self.engine, key),
-                                      taken_answers(self.engine, key))
+                                      taken_answers(self.engine, key), opts.read_limit)
         cursor = load_cursor(self.engine, self.log)
         self.follower = LogFollower(opts.log, cursor, opts.read_limit)
         self.stream = RecordStream(opts.settle_s)
@@ -165,21 +165,24 @@ class Watcher:
         return bool(chunks) or answered
 
     def _gaps(self) -> None:
-        """Say each stretch of the log the follower could not read, and count it."""
-        gaps, self.follower.gaps = self.follower.gaps, []
-        for gap in gaps:
-            self._lost(gap)
+        """Say each stretch of the log (or of the answers file) that could not be read,
+        and count it."""
+        followers = [self.follower] + ([self.answers.follower] if self.answers else [])
+        for follower in followers:
+            gaps, follower.gaps = follower.gaps, []
+            for gap in gaps:
+                self._lost(follower.path, gap)
 
-    def _lost(self, gap: Gap) -> None:
+    def _lost(self, path: Path, gap: Gap) -> None:
         self.tally.gaps += 1
         self.tally.lost_bytes += gap.lost or 0
         self.metrics.lost(gap)
         if self.emit is not None:
-            self.emit({"lost": {"log": self.log, "dev": gap.dev, "ino": gap.ino,
+            self.emit({"lost": {"file": str(path), "dev": gap.dev, "ino": gap.ino,
                                 "offset": gap.offset, "line": gap.line, "bytes": gap.lost,
                                 "why": gap.why.value}})
         else:
-            self.say(gap.text(self.opts.log))
+            self.say(gap.text(path))
 
     def _chunk(self, chunk: Chunk) -> None:
         if chunk.switch is not None or self.recorder is None:

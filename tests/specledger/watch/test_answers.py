@@ -126,3 +126,27 @@ def test_a_resumed_watch_holds_no_answer_already_taken(tmp_path: Path) -> None:
     engine = open_db(again.opts.db, create=False)
     sid = rows(again.opts.db)[-1][0]
     assert session_turns(engine, sid).ended[0].violations == 0
+
+
+def test_answers_truncated_before_they_were_read_are_said_lost(tmp_path: Path) -> None:
+    """The answers file is followed as the log is: bytes truncated away unread are said,
+    here as JSON (`--json`), naming the answers file."""
+    log, answers = tmp_path / "s.log", tmp_path / "answers.jsonl"
+    log.touch()
+    _append(answers, _answers("two-slots"))
+    docs: list[dict[str, Any]] = []
+    w = Watcher(WatchOptions(log=log, db=str(tmp_path / "l.db"), settle_s=0.0,
+                             responses=answers, read_limit=512), print, docs.append)
+    w.step()
+    assert w.answers is not None
+    read = w.answers.follower.cursor()
+    assert read is not None and 0 < read.offset < answers.stat().st_size
+    size = answers.stat().st_size
+    with answers.open("r+b") as out:
+        out.truncate(0)
+    w.step()
+    w.finish()
+    assert docs == [{"lost": {"file": str(answers), "dev": read.dev, "ino": read.ino,
+                              "offset": read.offset, "line": read.line,
+                              "bytes": size - read.offset, "why": "truncated"}}]
+    assert (w.tally.gaps, w.tally.lost_bytes) == (1, size - read.offset)

@@ -146,6 +146,22 @@ def test_keep_for_prunes_the_sessions_older_than_it(tmp_path: Path) -> None:
     assert [task for *_, task, _ in rows(str(db))] == [10, 0, 11]
 
 
+def test_a_file_gone_while_no_watch_ran_is_said(tmp_path: Path) -> None:
+    log, db = tmp_path / "s.log", tmp_path / "l.db"
+    watched(log, str(db), "two-slots")
+    (tmp_path / "new.log").write_bytes(fixture_bytes("mtp"))
+    os.replace(tmp_path / "new.log", log)  # the file the watch stopped in is deleted
+    proc = _start(log, db)
+    said = _line(proc, "lost")
+    assert said.startswith(f"{log}: lost an unknown number of bytes from byte ")
+    assert "is no longer at the path nor beside it" in said
+    _wait_rows(db, 6)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "2 request(s) recorded" in out and "1 stretch(es) not read (0 byte(s) known)" in out
+
+
 def test_a_bad_duration_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["watch", "--llama-log", str(tmp_path / "s.log"), "--db",
                  str(tmp_path / "l.db"), "--keep-for", "soon"]) == 1
