@@ -269,17 +269,20 @@ def test_a_backlog_through_a_rotation_and_a_copytruncate_is_recorded_once(
     assert (w.tally.gaps, said) == (0, [])
 
 
+@pytest.mark.parametrize("recorded", [0, 2])
 def test_a_crash_behind_a_backlog_and_a_rotation_meanwhile_lose_nothing(
-        tmp_path: Path) -> None:
-    """Killed while catching up; the log rotated before the next watch started: it resumes
-    in the rotated file, records what the first did not, then reads the new file."""
+        tmp_path: Path, recorded: int) -> None:
+    """Killed while catching up (before any request was recorded, or after two); the log
+    rotated before the next watch started: it resumes in the rotated file, records what
+    the first did not, then reads the new file."""
     log, db = tmp_path / "s.log", str(tmp_path / "l.db")
     log.write_bytes(fixture_bytes("two-slots"))
     first = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL),
                     lambda _: None)
-    while first.tally.recorded < 2:
+    assert first.step()
+    while first.tally.recorded < recorded:
         assert first.step()
-    assert first.tally.recorded < 4  # killed here, behind
+    assert first.tally.recorded == recorded  # killed here, behind
     log.rename(tmp_path / "s.log.1")
     log.write_bytes(fixture_bytes("mtp"))
     again = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL),
@@ -304,8 +307,7 @@ def test_bytes_truncated_before_they_were_read_are_said_and_counted(tmp_path: Pa
     assert read is not None and read.offset < len(data)
     with log.open("r+b") as out:  # truncated in place, nothing copied
         out.truncate(0)
-    w.step()
-    w.finish()
+    w.step()  # said now, not when the watch stops
     lost = len(data) - read.offset
     assert (w.tally.gaps, w.tally.lost_bytes) == (1, lost)
     assert said == [f"{log}: lost {lost} byte(s) from byte {read.offset} (line {read.line}) "
@@ -313,6 +315,8 @@ def test_bytes_truncated_before_they_were_read_are_said_and_counted(tmp_path: Pa
                     "it was read to its end, and no copy of its unread bytes is beside it"]
     assert w.metrics.value("specledger_watch_lost_bytes_total") == lost
     assert w.metrics.value("specledger_watch_gaps_total", why="truncated") == 1
+    w.finish()
+    assert w.tally.gaps == 1
 
 
 def test_a_resume_re_reads_a_recorded_request_and_skips_it(tmp_path: Path) -> None:
@@ -332,3 +336,22 @@ def test_a_resume_re_reads_a_recorded_request_and_skips_it(tmp_path: Path) -> No
     again.finish()
     assert (again.tally.skipped, again.tally.recorded) == (1, 3)
     assert sorted(task for *_, task, _ in rows(db)) == [0, 1, 9, 10]
+
+
+def test_a_server_restarted_into_the_same_file_is_recorded_whole(tmp_path: Path) -> None:
+    """`>> server.log` across a restart: the second server numbers its tasks from 0 again,
+    here within one piece of the log; every request of both is recorded once, as import
+    records the same log."""
+    log, db = tmp_path / "s.log", str(tmp_path / "l.db")
+    data = fixture_bytes("two-slots") * 2
+    log.write_bytes(data)
+    w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
+    _idle(w)
+    w.finish()
+    assert sorted(task for *_, task, _ in rows(db)) == [0, 0, 1, 1, 9, 9, 10, 10]
+    assert len({key for *_, key in rows(db)}) == 8
+    engine = open_db(db, create=False)
+    got = [session_turns(engine, sid).ended[0] for sid, *_ in rows(db)]
+    imported = record_log(parse_log(data.decode()), UnitJournal()).turns
+    assert sorted((t.slot, t.turn, t.generated_tokens) for t in got) == sorted(
+        (t.slot, t.turn, t.generated_tokens) for t in imported)
