@@ -317,8 +317,9 @@ def copy_checkout(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
-def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[int | None, float]:
-    """pytest's exit status on `tests` in `tree` (None: past TIMEOUT_S), and seconds."""
+def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[int | None, float, str]:
+    """pytest's exit status on `tests` in `tree` (None: past TIMEOUT_S), the seconds it
+    took, and the end of what it printed."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1",
            "OMP_NUM_THREADS": "1"}
     start = time.monotonic()
@@ -327,8 +328,9 @@ def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[int | None, float]:
                                "no:cacheprovider", *tests], cwd=tree, env=env,
                               capture_output=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return None, time.monotonic() - start
-    return done.returncode, time.monotonic() - start
+        return None, time.monotonic() - start, ""
+    said = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()
+    return done.returncode, time.monotonic() - start, "\n".join(said[-15:])
 
 
 def outcome_of(status: int | None) -> Outcome:
@@ -349,17 +351,16 @@ def run(mutations: list[Mutation], say: Callable[[str], None]) -> list[Result]:
         tests = tuple(dict.fromkeys(t for mu in mutations for t in mu.tests
                                     if not t.startswith("-") and "::" not in t
                                     and t not in _k_args(mu)))
-        status, seconds = run_tests(tree, tests)
+        status, seconds, said = run_tests(tree, tests)
         if status != 0:
-            raise TableError(f"the tests fail unmutated (pytest exit {status}): run "
-                             f"pytest {' '.join(tests)}")
+            raise TableError(f"the tests fail unmutated (pytest exit {status}):\n{said}")
         say(f"unmutated: {len(tests)} test file(s) pass ({seconds:.0f} s)")
         results = []
         for mu in mutations:
             path = tree / mu.file
             path.write_text(mutated(originals[mu.file], mu))
             try:
-                status, seconds = run_tests(tree, mu.tests)
+                status, seconds, _ = run_tests(tree, mu.tests)
             finally:
                 path.write_text(originals[mu.file])
             result = Result(mu, outcome_of(status), seconds)
