@@ -10,7 +10,8 @@ from engine.errors import ConfigError
 from specbench.common import BenchOptions, Goal, SuiteResult
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
-          "converters", "ingest", "scale", "batching", "incidents", "engines", "watch")
+          "converters", "ingest", "scale", "batching", "incidents", "engines", "watch",
+          "backlog")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:

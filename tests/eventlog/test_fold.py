@@ -15,6 +15,7 @@ from engine.session import MemoryJournal, Session
 from eventlog import Recorder, project
 from eventlog.fold import LogFold, TurnRecord, fold_log, fold_session
 from eventlog.projection import project_session
+from fsm.states import Trigger
 
 TIMINGS = ("prefill_s", "decode_s", "rollback_s", "repair_s", "reprefill_s")
 
@@ -98,3 +99,58 @@ def test_a_stored_session_folds_as_its_events_do(engine: Engine, session_id: int
         projected = project_session(engine, session_id, at=cut)
         assert projected.slots == want
         assert projected.seq == (n if cut is None else cut)
+
+
+ORACLE_RUNS = {
+    # restores, replays verified again, livelocks and kept prefixes
+    "reverify": RunConfig(replay_policy=ReplayPolicy.REVERIFY, tie_flip_rate=0.3),
+    # EOG inside accepted blocks (stray tokens, violations), context restores, re-prefill
+    "legacy-eog": RunConfig(eog_prob=0.05, eog_policy=EogPolicy.LEGACY),
+    # the same EOGs, cut at the EOG: nothing stray
+    "truncate-eog": RunConfig(eog_prob=0.05, eog_policy=EogPolicy.TRUNCATE),
+}
+
+
+@pytest.mark.parametrize("name", list(ORACLE_RUNS))
+def test_each_count_is_what_the_turn_s_events_say(name: str) -> None:
+    """The live metrics are the fold's own (TurnFold folds as the run fires), so agreeing
+    with them cannot catch a fold that counts wrong: here each figure is counted again,
+    naively, from the turn's events (and each phenomenon occurs in the runs)."""
+    base = ORACLE_RUNS[name]
+    config = RunConfig(**{**asdict(base), "slots": 2, "turns": 3, "prompt_tokens": 40,
+                          "question_tokens": 8, "answer_tokens": 24, "seed": 1})
+    _, closed, journal = _closed(config)
+    seen: dict[str, int] = {}
+    for rec in closed:
+        evs = [e for e in journal.events if (e.slot, e.turn) == (rec.slot, rec.turn)]
+
+        def count(trigger: Trigger, evs: list = evs) -> int:
+            return sum(e.trigger is trigger for e in evs)
+
+        def total(trigger: Trigger, key: str, evs: list = evs) -> int:
+            return sum(e.payload.get(key) or 0 for e in evs if e.trigger is trigger)
+
+        start = next(e.payload for e in evs if e.trigger is Trigger.START_TURN)
+        appended = sum(len(e.payload.get("append") or ()) for e in evs
+                       if e.trigger in (Trigger.COMMIT, Trigger.PREFILL))
+        st = rec.stats
+        naive = {"restores": count(Trigger.RESTORE), "ctx_restores": count(Trigger.CTX_RESTORE),
+                 "reprefill_tokens": total(Trigger.CTX_RESTORE, "reprefill"),
+                 "violations": count(Trigger.INVARIANT_VIOLATION),
+                 "livelocks": count(Trigger.LIVELOCK), "rounds": count(Trigger.COMMIT),
+                 "accepted": total(Trigger.COMMIT, "accepted"),
+                 "kept_tokens": start.get("kept", 0), "prompt_tokens": start["prompt_tokens"]}
+        assert {k: getattr(st, k) for k in naive} == naive
+        assert st.generated_tokens + st.stray_tokens == appended
+        assert st.rollback_s == pytest.approx(rec.phase_s.get("rollback", 0.0), abs=1e-9)
+        assert 0.0 <= st.reprefill_s < st.prefill_s  # new prompt tokens were prefilled too
+        assert (st.reprefill_s > 0) == (st.reprefill_tokens > 0)
+        if config.eog_policy is EogPolicy.TRUNCATE:
+            assert st.stray_tokens == 0
+        for k in (*naive, "stray_tokens"):
+            seen[k] = seen.get(k, 0) + int(bool(getattr(st, k)))
+        seen["rollback_s"] = seen.get("rollback_s", 0) + int(st.rollback_s > 0)
+    wanted = {"reverify": ("restores", "livelocks", "kept_tokens", "rollback_s"),
+              "legacy-eog": ("ctx_restores", "reprefill_tokens", "violations", "stray_tokens"),
+              "truncate-eog": ("restores", "kept_tokens")}[name]
+    assert all(seen.get(k) for k in wanted), seen

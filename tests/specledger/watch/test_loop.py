@@ -339,13 +339,19 @@ def test_a_resume_re_reads_a_recorded_request_and_skips_it(tmp_path: Path) -> No
 
 
 def test_a_server_restarted_into_the_same_file_is_recorded_whole(tmp_path: Path) -> None:
-    """`>> server.log` across a restart: the second server numbers its tasks from 0 again,
-    here within one piece of the log; every request of both is recorded once, as import
-    records the same log."""
+    """`>> server.log` across a restart: the second server numbers its tasks from 0 again.
+    The first piece read holds the first server's release of task 10 and the second's
+    start of its own task 10, whose end comes in the next piece: every request of both is
+    recorded once, as import records the same log."""
     log, db = tmp_path / "s.log", str(tmp_path / "l.db")
-    data = fixture_bytes("two-slots") * 2
-    log.write_bytes(data)
+    one = fixture_bytes("two-slots")
+    data = one * 2
+    cut = len(one) + one.index(b"\n", one.index(b"| task 10 | processing task")) + 1
+    log.write_bytes(data[:cut])
     w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
+    _idle(w)
+    with log.open("ab") as out:
+        out.write(data[cut:])
     _idle(w)
     w.finish()
     assert sorted(task for *_, task, _ in rows(db)) == [0, 0, 1, 1, 9, 9, 10, 10]
