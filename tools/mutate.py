@@ -39,8 +39,9 @@ FOLLOWER = f"{WATCH}/test_follower.py"
 LOOP = f"{WATCH}/test_loop.py"
 FOLD = ("tests/eventlog/test_fold.py", "tests/eventlog/test_projection.py",
         "tests/eventlog/test_draft_profile.py", "tests/eventlog/test_turn_summaries.py")
-POSTMORTEM = ("tests/eventlog/test_postmortem.py", "tests/eventlog/test_postmortem_inflation.py",
-              "tests/eventlog/test_postmortem_stored.py", "tests/adapters/llama/test_postmortem.py")
+POSTMORTEM = (*(f"tests/eventlog/test_postmortem{part}.py"
+                for part in ("", "_inflation", "_stored", "_sampler")),
+              "tests/adapters/llama/test_postmortem.py")
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "a replay's re-verified correction is counted as an accepted draft"),
     m("responses-any-length", "adapters/llama/responses.py",
       "if (generated is None or f.predicted_n == generated)", "if (True)",
-      ("tests/adapters/llama/test_ledger.py", f"{WATCH}/test_answers.py"),
+      ("tests/adapters/llama/test_responses.py", f"{WATCH}/test_answers.py"),
       "an answer of another length is matched to a request"),
     m("provenance-always-verbose", "adapters/llama/provenance.py",
       "    verbose = bool(kinds & {RecordKind.DRAFT, RecordKind.DECODE, RecordKind.TOKEN})",

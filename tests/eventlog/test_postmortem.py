@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from eventlog.postmortem import Kind, Severity, analyze
+from eventlog.postmortem import Finding, Kind, Severity, analyze
+from eventlog.postmortem.acceptance import AcceptanceCollapse
 from eventlog.turns import fold_turns
 from fsm.event import Event
 from fsm.payload_schema import check_events
@@ -104,6 +105,41 @@ def test_acceptance_collapse_streaks() -> None:
     assert Kind.ACCEPTANCE_COLLAPSE not in _kinds(events, config)
 
 
+def _fed(detector: AcceptanceCollapse, events: list[Event]) -> list[Finding]:
+    """`detector`'s findings over `events`, fed as the postmortem's one pass feeds it."""
+    handlers = detector.handlers()
+    for ev in events:
+        handler = handlers.get(ev.trigger)
+        if handler is not None:
+            handler((ev.seq, ev.slot, ev.turn, ev.round, ev.trigger, ev.duration, ev.source,
+                     ev.t, ev.payload), ev.payload)
+    return detector.finish()
+
+
+def _longest_streak(events: list[Event]) -> int:
+    """The longest run of speculative rounds of one slot accepting no draft, counted
+    naively (a round without drafts neither extends nor ends it; a turn's end does)."""
+    longest, run, drafted = 0, {}, {}
+    for ev in events:
+        if ev.trigger is Trigger.VERIFY:
+            drafted[ev.slot] = ev.payload["drafted"]
+        elif ev.trigger is Trigger.COMMIT and drafted.pop(ev.slot, 0):
+            run[ev.slot] = 0 if ev.payload["accepted"] else run.get(ev.slot, 0) + 1
+            longest = max(longest, run[ev.slot])
+        elif ev.trigger is Trigger.END_TURN:
+            run[ev.slot] = 0
+    return longest
+
+
+def test_a_streak_of_exactly_the_minimum_is_reported() -> None:
+    events, config = sim_events(acceptance=0.3, answer_tokens=80, turns=3)
+    longest = _longest_streak(events)
+    assert longest >= 2
+    found = _fed(AcceptanceCollapse(config, min_streak=longest), events)
+    assert [f.numbers["longest"] for f in found] == [longest]
+    assert _fed(AcceptanceCollapse(config, min_streak=longest + 1), events) == []
+
+
 def _draft_stream(recomputed: list[int]) -> list[Event]:
     """Turns of two drafts each; `recomputed` is the drafter's running total per draft."""
     out, seq = [], 0
@@ -126,8 +162,11 @@ def test_draft_checkpoints_discarded_between_requests() -> None:
     f = _kinds(_draft_stream([0, 0, 120, 120, 300, 300]), config)[
         Kind.DRAFT_CHECKPOINT_DISCARD]
     assert f.numbers["recomputed_tokens"] == 300 and f.numbers["requests_affected"] == 2
+    assert f.numbers["requests"] == 2  # the later requests: the first has nothing to keep
     assert (f.turn, f.severity) == (2, Severity.WARNING) and f.numbers["draft_s"] == 0.5
     assert _kinds(_draft_stream([0, 0, 0, 3, 3, 3]), config) == {}
+    # The first request builds the draft state once: no checkpoint could have kept it.
+    assert _kinds(_draft_stream([50, 50, 50, 50]), config) == {}
 
 
 def test_other_violations_and_failures() -> None:

@@ -90,6 +90,11 @@ def test_context_checkpoints_without_the_draft_state() -> None:
                     rf"\g<1>{target_only}\g<2>", text)
     found = findings(shrunk)[Kind.DRAFT_CHECKPOINT_DISCARD]
     assert found.numbers["short_checkpoints"] == found.numbers["checkpoints"] > 0
+    # Short by less than half the draft share: the log's rounding, not a missing state.
+    almost = f"{float(spec.group(1)) - float(spec.group(2)) / 4:.3f}"
+    rounded = re.sub(r"(created context checkpoint .*size = )[\d.]+( MiB\))",
+                     rf"\g<1>{almost}\g<2>", text)
+    assert rounded != text and Kind.DRAFT_CHECKPOINT_DISCARD not in findings(rounded)
 
 
 def test_an_eog_inside_the_block_leaves_nothing_behind_it() -> None:

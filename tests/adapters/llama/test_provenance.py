@@ -5,7 +5,7 @@ would have named one, never 'none' by default."""
 import pytest
 
 from adapters.llama.logread import parse_log
-from adapters.llama.provenance import drafter_name
+from adapters.llama.provenance import drafter_name, provides
 from tests.adapters.llama.test_logread import fixture_text
 
 
@@ -49,3 +49,13 @@ def test_the_tail_of_a_log_without_a_drafter_does_not_say_none() -> None:
     tail = text[text.rindex("\n", 0, text.index("selected slot by")) + 1:]
     assert drafter_name(parse_log(text)) == "none"
     assert drafter_name(parse_log(tail)) is None
+
+
+@pytest.mark.parametrize("name,rounds,drafts", [
+    ("mtp", True, "logged"), ("quiet", False, False), ("quiet-lv4", False, False)])
+def test_what_a_log_provides_depends_on_its_verbosity(name: str, rounds: bool,
+                                                      drafts: object) -> None:
+    """Only a -v log shows the rounds (and what they hold); -lv 4 and no -v show none."""
+    got = provides(parse_log(fixture_text(name)), prompt_ids=False)
+    assert (got["rounds"], got["answer_ids"], got["context_checkpoints"]) == (rounds,) * 3
+    assert got["draft_ids"] == drafts and got["prompt_ids"] is False

@@ -150,3 +150,22 @@ def test_answers_truncated_before_they_were_read_are_said_lost(tmp_path: Path) -
                               "offset": read.offset, "line": read.line,
                               "bytes": size - read.offset, "why": "truncated"}}]
     assert (w.tally.gaps, w.tally.lost_bytes) == (1, size - read.offset)
+
+
+def test_a_request_read_again_takes_no_answer_and_holds_up_no_one(tmp_path: Path) -> None:
+    """Task 1 (slot 0) was recorded with its answer before the crash; the resumed watch
+    reads it again: it waits for no answer, so slot 0's next request is recorded as soon
+    as its own answer is there, not when the watch stops."""
+    data = fixture_bytes("two-slots")
+    cut = data.index(b"\n", data.index(b"| task 1 | stop processing")) + 1
+    _append(tmp_path / "answers.jsonl", _answers("two-slots"))
+    crashed = _watcher(tmp_path, 60.0, [])
+    drip(crashed, tmp_path / "s.log", data[:cut])
+    crashed.step()  # killed here: task 1 recorded, task 0 in flight
+    assert crashed.tally.answered == 1
+    again = _watcher(tmp_path, 60.0, [])
+    drip(again, tmp_path / "s.log", data[cut:], seed=1)
+    again.step()
+    assert (again.tally.skipped, again.tally.recorded, again.tally.answered) == (1, 3, 3)
+    again.finish()
+    assert sorted(task for *_, task, _ in rows(again.opts.db)) == [0, 1, 9, 10]

@@ -361,3 +361,25 @@ def test_a_server_restarted_into_the_same_file_is_recorded_whole(tmp_path: Path)
     imported = record_log(parse_log(data.decode()), UnitJournal()).turns
     assert sorted((t.slot, t.turn, t.generated_tokens) for t in got) == sorted(
         (t.slot, t.turn, t.generated_tokens) for t in imported)
+
+
+def test_a_resumed_watch_does_not_take_an_unseen_slot_for_empty(tmp_path: Path) -> None:
+    """Stopped after slot 0's first request, resumed: slot 0's next request re-prefills an
+    edited history, but what slot 0 held is not known to this watch, so the re-prefilled
+    tokens are unknown (not 0), and f_keep is the server's own (not 1)."""
+    log, db = tmp_path / "s.log", str(tmp_path / "l.db")
+    data = fixture_bytes("edited-history")
+    middle = data.index(b"\n", data.index(b"| task 0 | stop processing")) + 1
+    log.touch()
+    first = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
+    drip(first, log, data[:middle])
+    first.finish()
+    again = Watcher(WatchOptions(log=log, db=db, settle_s=0.0), lambda _: None)
+    drip(again, log, data[middle:], seed=1)
+    again.finish()
+    engine = open_db(db, create=False)
+    turn = session_turns(engine, rows(db)[-1][0]).ended[0]
+    whole = record_log(read_log(FIXTURES / "edited-history.log.gz"), UnitJournal()).turns
+    edited = next(t for t in whole if t.reprefill_tokens)
+    assert (turn.ctx_restores, turn.reprefill_tokens) == (1, None)
+    assert turn.f_keep == pytest.approx(edited.f_keep, abs=1e-3) and turn.f_keep < 1
