@@ -1,7 +1,8 @@
 """`specledger bench backlog`: a watch catching up on a big `-v` backlog through log
 rotations, losing nothing.
 
-A watch is following an empty `server.log`, caught up. A backlog then lands at once:
+A watch is following `server.log`, caught up on the one run it holds. A backlog then lands
+at once:
 copies of one real llama-server run (the shipped target with its MTP head, `-np 2`,
 `-v`, driven by two `openai` clients; each copy is that server restarted, appending to
 the same file), `size_mib` in all, written in `rotations + 1` parts, the file rotated as
@@ -31,6 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.llama.gguf_export import model_gguf
 from adapters.llama.paths import require_server
+from engine.errors import BackendError
 from eventlog import open_db
 from eventlog.schema import sessions
 from fsm.errors import SpecledgerError
@@ -46,25 +48,27 @@ CLIENTS = 2
 
 @dataclass(frozen=True)
 class Plan:
-    """The backlog's size, the rotations while it is read, the seconds of the source run,
-    and how long the watch may take to catch up."""
+    """The backlog's size, the rotations while it is read, the seconds of the source run
+    and its answers' length (a `-v` log holds a few lines per token), and how long the
+    watch may take to catch up."""
 
     size_mib: int
     rotations: int
     source_s: float
+    max_tokens: int
     timeout_s: float
 
 
-FULL = Plan(size_mib=1024, rotations=3, source_s=30.0, timeout_s=3600.0)
-QUICK = Plan(size_mib=8, rotations=3, source_s=3.0, timeout_s=600.0)
+FULL = Plan(size_mib=1024, rotations=3, source_s=30.0, max_tokens=256, timeout_s=3600.0)
+QUICK = Plan(size_mib=8, rotations=3, source_s=3.0, max_tokens=32, timeout_s=600.0)
 
 
 @dataclass
 class Catchup:
     """What the watch did with the backlog: the copies and parts written, the requests
-    expected and recorded, seconds to write the backlog and to catch up (from the first
-    byte written to the last request committed), the resident memory sampled (MiB), and
-    the watch's own summary."""
+    expected and recorded (the first run's with them), seconds to write the backlog and
+    to catch up (from the first byte written to the last request committed), the resident
+    memory sampled (MiB), and the watch's own summary."""
 
     copies: int
     parts: list[int]
@@ -103,16 +107,18 @@ def _recorded(db: Path) -> int:
 
 
 def catch_up(run: bytes, work: Path, plan: Plan, per_copy: int) -> Catchup:
-    """Lay the backlog of copies of `run` (`per_copy` requests each) under a watch that
-    was caught up, rotating between parts; wait until it has recorded them all."""
+    """Lay the backlog of copies of `run` (`per_copy` requests each) under a watch caught
+    up on one, rotating between parts; wait until it has recorded them all."""
     copies = max(plan.rotations + 1, math.ceil(plan.size_mib * 2**20 / len(run)))
     out = Catchup(copies, parts_of(copies, plan.rotations + 1), copies * len(run),
-                  copies * per_copy)
+                  (copies + 1) * per_copy)
     log, db = work / "server.log", work / "ledger.db"
-    log.touch()
+    log.write_bytes(run)  # the watch starts on one run and catches up on it first
     with start_watch(log, str(db)) as watch:
-        while not db.exists() and watch.proc.poll() is None:  # started: imports done
-            time.sleep(0.05)
+        while _recorded(db) < per_copy:
+            if watch.proc.poll() is not None:
+                raise BackendError("the watch ended before it caught up on the first run")
+            time.sleep(0.2)
         stop = threading.Event()
 
         def sample() -> None:
@@ -168,7 +174,7 @@ def run(opts: BenchOptions) -> SuiteResult:
         opts.log(f"backlog: the source run, {plan.source_s:.0f} s of {CLIENTS} clients")
         source = work / "source.log"
         with llama_server(binary, model, source) as server:
-            phase = drive(server.port, CLIENTS, plan.source_s)
+            phase = drive(server.port, CLIENTS, plan.source_s, max_tokens=plan.max_tokens)
         run_bytes = source.read_bytes()
         run_bytes += b"" if run_bytes.endswith(b"\n") else b"\n"
         answered = Counter((a.prompt_tokens, a.completion_tokens) for a in phase.answered)
@@ -177,7 +183,7 @@ def run(opts: BenchOptions) -> SuiteResult:
                  f"MiB run ({per_copy} requests), {plan.rotations} rotations")
         caught = catch_up(run_bytes, work, plan, per_copy)
         shapes, keys, unfinished = recorded_shapes(work / "ledger.db")
-    want = Counter({shape: n * caught.copies for shape, n in answered.items()})
+    want = Counter({shape: n * (caught.copies + 1) for shape, n in answered.items()})
     s = caught.summary
     exact = (caught.recorded == keys == caught.expected and shapes == want
              and unfinished == 0 and s["gaps"] == 0)
