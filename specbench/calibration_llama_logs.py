@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, fit_log, measured_tok_s, predict_tok_s
 from engine.config import RunConfig

@@ -106,11 +106,13 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
                   now: Callable[[], float]
                   ) -> Generator[Step, None, tuple[int | None, float | None]]:
     """ctx_restore, prefill batches and ctx_save in log order; returns (the last
-    batch's start, its time)."""
+    batch's start, its time). The checkpoints a restore invalidates are erased on the lines
+    after it; a piece that shows only erasures shows the rollback they follow."""
     m = s.machine
     start: int | None = None
     start_t: float | None = None
-    for r in task.prompt_phase:
+    phase = task.prompt_phase
+    for i, r in enumerate(phase):
         yield r.line, r.t
         if isinstance(r, Count) and r.kind is K.CACHED:
             if start is not None and r.n > start:
@@ -119,24 +121,60 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
                 turn.stats.prefill_tokens += r.n - start
             start, start_t = r.n, r.t
         elif r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS):
-            _ctx_restore(m, r, s, turn, kept)
+            _ctx_restore(m, r, s, turn, kept, _erasures(phase, i + 1))
+        elif _is_invalidated(r) and not any(x.kind in (K.CTX_RESTORED, K.FULL_REPROCESS)
+                                            for x in phase[:i]):
+            erased = _erasures(phase, i)
+            if erased and erased[0] is r:
+                _ctx_restore(m, None, s, turn, kept, erased)
         elif isinstance(r, Checkpoint) and r.kind is K.CTX_CREATED:
             m.fire(Trigger.CTX_SAVE, 0.0, {"at": r.n_tokens, "index": r.index, "limit": r.limit,
                                            "bytes": round((r.size_mib or 0.0) * MIB)})
     return start, start_t
 
-def _ctx_restore(m: RoundMachine, r: Record, s: SlotState, turn: TurnState,
-                 kept: int | None) -> None:
-    """A context-checkpoint restore, or a full re-processing (a reset)."""
+
+def _is_invalidated(r: Record) -> bool:
+    return isinstance(r, Checkpoint) and r.kind is K.CTX_ERASED and r.reason == "invalidated"
+
+
+def _erasures(phase: list[Record], at: int) -> list[Checkpoint]:
+    """The checkpoints erased as invalidated on the lines from `at` on, up to the next
+    line of another kind."""
+    out = []
+    for r in phase[at:]:
+        if not _is_invalidated(r):
+            break
+        assert isinstance(r, Checkpoint)
+        out.append(r)
+    return out
+
+
+def _ctx_restore(m: RoundMachine, r: Record | None, s: SlotState, turn: TurnState,
+                 kept: int | None, erased: list[Checkpoint]) -> None:
+    """A context-checkpoint restore, or a full re-processing (a reset), with the
+    checkpoints it invalidated; `r` None: a piece that shows only those erasures, whose
+    `pos_next` is where the slot goes on from."""
     ckpt = r if isinstance(r, Checkpoint) else None
-    position = ckpt.n_past or 0 if ckpt is not None else 0
+    if r is None:
+        position = next((e.pos_next for e in erased if e.pos_next is not None), None)
+        if position is None:
+            return  # an erasure that does not say where the slot goes on from
+    else:
+        position = ckpt.n_past or 0 if ckpt is not None else 0
     payload: CtxRestore = {"position": position, "from_position": s.length,
-                           "reset": ckpt is None}
+                           "reset": position == 0 if r is None else ckpt is None}
     if ckpt is not None:
         payload |= {"checkpoint": ckpt.n_tokens, "pos_min": ckpt.pos_min,
                     "pos_max": ckpt.pos_max, "bytes": round((ckpt.size_mib or 0.0) * MIB)}
-    if kept is not None and s.length is not None:
-        payload["reprefill"] = max(0, min(kept, s.length) - position)
+    if erased:
+        payload["erased"] = len(erased)
+        newest = max((e.n_tokens or (e.pos_max or 0) + 1) for e in erased)
+        payload["newest_erased"] = newest
+    if r is None:
+        payload["inferred"] = True
+    if kept is not None:
+        # The history the prompt shared with the slot, behind where the state went back to.
+        payload["reprefill"] = max(0, kept - position)
         turn.stats.reprefill_tokens += payload["reprefill"]
     else:
         turn.unknown.add("reprefill_tokens")

@@ -40,6 +40,7 @@ from adapters.llama.log.records import (
     Released,
     SamplerChain,
     SamplerParams,
+    Server,
     SlotSelected,
     SpecStats,
     Stopped,
@@ -47,17 +48,21 @@ from adapters.llama.log.records import (
     Token,
     Verdict,
 )
+from adapters.llama.log.server_lines import ServerEventKind
 from adapters.llama.tasks import (
     PROMPT_PHASE,
     CutReason,
     LlamaRound,
     LlamaTask,
+    Overflow,
     TaskFold,
     Truncation,
 )
 
 K = RecordKind
 _PENDING = 64  # drafter lines kept while their batches are awaited
+_BURST = 64  # lines between two KV-cache overflow lines of one burst, or its failed tasks
+_OVERFLOW = (ServerEventKind.KV_FULL, ServerEventKind.CONTEXT_EXCEEDED)
 
 
 class TaskFolder:
@@ -84,7 +89,9 @@ class TaskFolder:
         """Fold one record."""
         if r.kind is K.COMPUTE:
             return  # the server loop's, no slot's: the clock reads it (logclock)
-        if r.kind is K.DRAFTER_RESET:
+        if isinstance(r, Server):
+            self._server(r)
+        elif r.kind is K.DRAFTER_RESET:
             self.out.resets += 1
         elif isinstance(r, DrafterCalled):
             # One per slot drafting now; older ones drafted batches that never ran.
@@ -126,6 +133,27 @@ class TaskFolder:
                 task = self._start(r, head_cut=True)
             task.last_line = r.line
             self._task_record(task, r)
+
+    def _server(self, r: Server) -> None:
+        """An error sent to a task; a KV cache with no room, and the tasks it failed."""
+        ev = r.event
+        last = self.out.overflows[-1] if self.out.overflows else None
+        near = last is not None and r.line - last.last_line <= _BURST
+        if ev.kind is ServerEventKind.ERROR and ev.task is not None:
+            task = self.by_id.get(ev.task)
+            if task is not None and task.error is None:
+                task.error = ev.text
+            if near and last is not None and last.exceeded:
+                last.failed.append(ev.task)
+        elif ev.kind in _OVERFLOW:
+            if not near or last is None:
+                last = Overflow(r.line, r.t, r.line, in_flight=[
+                    (t.slot, t.task, t.tokens_seen) for t in self.current.values()
+                    if t.released is None])
+                self.out.overflows.append(last)
+            last.last_line = r.line
+            last.retries += ev.kind is ServerEventKind.KV_FULL
+            last.exceeded = last.exceeded or ev.kind is ServerEventKind.CONTEXT_EXCEEDED
 
     def _start(self, r: Record, head_cut: bool) -> LlamaTask:
         """A task the log shows starting, or (`head_cut`) one it shows a record of first."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import fit_log
 from specbench.calibration_llama_logs import (

@@ -25,7 +25,8 @@ def _show(db: str, session: int, capsys: pytest.CaptureFixture[str]) -> tuple[di
 def _import(log: Path, db: str, capsys: pytest.CaptureFixture[str]) -> int:
     capsys.readouterr()
     assert main(["import", "llama-server", str(log), "--db", db, "--json"]) == 0
-    return int(json.loads(capsys.readouterr().out)["session"])
+    [doc] = json.loads(capsys.readouterr().out)["sessions"]
+    return int(doc["session"])
 
 
 def test_the_banner_names_the_build_and_its_incidents(

@@ -28,6 +28,9 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
+        # The context's KV cells, and whether its slots share them (one pool for all).
+        ("n_ctx", r"llama_context: n_ctx\s+= (\d+)"),
+        ("kv_unified", r"kv_unified\s+= (true|false)"),
         # "graph: nodes = N" from 0.3.36, "graph nodes  = N" before
         ("graph_nodes", r"sched_reserve: graph:? nodes\s*= (\d+)"),
         ("loading", r"llama_model_loader: loaded meta data with .* from (.*) \(version"),
@@ -48,6 +51,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _SHAPE = frozenset(("n_swa", "n_layer", "nextn_layers", "block_count", "attention_interval",
                     "n_embd", "n_vocab", "model_params"))
 _FLAGS = frozenset(("spec_checkpoints", "spec_refused", "loaded"))  # facts a line makes true
+_TARGET_FIRST = frozenset(("n_ctx", "kv_unified"))  # the target's context prints them first
 _LARGEST = frozenset(("n_rs_seq", "graph_nodes"))  # the largest of several lines counts
 
 
@@ -83,6 +87,11 @@ class ServerInfo:
     """The nodes of the target's forward graph as its context reserves it: the largest
     graph the server reserves (a drafter's context, an MTP head or a smaller draft model,
     reserves a smaller one, before the target's in 0.3.24 and 0.3.30)."""
+    n_ctx: int | None = None
+    kv_unified: bool | None = None
+    """The target context's KV cells and whether its slots share them as one pool
+    (`kv_unified`, what `-np auto` picks): then one slot's long prompt leaves the others
+    less room."""
     n_swa: int | None = None
     """The target's sliding window (0: none), which the prompt phase's checkpoint check
     subtracts from the common prefix."""
@@ -119,6 +128,9 @@ class ServerInfo:
                 self.build = f"build {value} ({m.group(2)})"
         elif name == "verbosity":
             self.verbosity = int(value)
+        elif name in _TARGET_FIRST:
+            if getattr(self, name) is None:
+                setattr(self, name, value == "true" if name == "kv_unified" else int(value))
         elif name == "n_slots":
             if self.n_slots is None:
                 self.n_slots = int(value)

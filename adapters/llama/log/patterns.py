@@ -109,7 +109,7 @@ SLOT_PATTERNS: Patterns = tuple(
          rf"pos_next = {_INT}, size = {_NUM} MiB\)",
          lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
                                  n_tokens=_i(m, 3), size_mib=_f(m, 6), reason="invalidated",
-                                 **c)),
+                                 pos_next=_i(m, 5), **c)),
         # ik_llama.cpp's names no slot length.
         (rf"^erased invalidated context checkpoint \(pos_min = {_INT}, pos_max = {_INT}, "
          rf"size = {_NUM} MiB\)",

@@ -11,6 +11,8 @@ numbers, never derived ones.
 from dataclasses import dataclass
 from enum import StrEnum
 
+from adapters.llama.log.server_lines import ServerEvent
+
 
 class RecordKind(StrEnum):
     """What one parsed line records."""
@@ -51,6 +53,7 @@ class RecordKind(StrEnum):
     DRAFT_CKPT_LOST = "draft_ckpt_lost"    # 0.3.21: "no checkpoint available, no reuse"
     DRAFT_CKPT_DELETED = "draft_ckpt_deleted"  # 0.3.21: "begin: delete checkpoint"
     COMPUTE = "compute"                    # que: "yielding to queue" .. "done yielding"
+    SERVER = "server"                      # srv: an error, an HTTP error, KV cache full, ...
 
 
 class StopReason(StrEnum):
@@ -116,8 +119,9 @@ class Checkpoint(Record):
     """A context or speculative checkpoint created, restored or erased. `n_tokens` is the
     slot length it belongs to (None where the line omits it); `size_mib` the saved
     state (a spec restore logs bytes, converted); `draft_mib` the draft model's share
-    of a speculative one; `reason` why a context checkpoint was erased; `n_past` the
-    prefix kept after a context restore; `index`/`limit` of a created context one."""
+    of a speculative one; `reason` why a context checkpoint was erased (and `pos_next`, the
+    position the slot goes on from, which it lies beyond); `n_past` the prefix kept after
+    a context restore; `index`/`limit` of a created context one."""
 
     pos_min: int | None = None
     pos_max: int | None = None
@@ -128,6 +132,7 @@ class Checkpoint(Record):
     reason: str = ""
     index: int | None = None
     limit: int | None = None
+    pos_next: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -322,3 +327,12 @@ class Compute(Record):
 
     t_begin: float | None
     chained: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Server(Record):
+    """A server-level line that bears on the run's requests (an error sent to a task, an
+    HTTP answer other than success, a KV cache with no room, a crash, the shutdown): its
+    `event`; `task` is the task the line names (None: none)."""
+
+    event: ServerEvent
