@@ -130,7 +130,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             output.console.print(output.turn_table(turns.ended, f"session {r.session}",
                                                    turns.profiles))
     if not recorded:
-        reasons = "; ".join(d.error or f"{d.name}: no server run served a request"
-                            for d in done)
-        raise LogFormatError(f"nothing recorded: {reasons}")
+        reasons = "; ".join(d.error or f"{d.name} holds no request: llama-server started "
+                            f"({d.lines} line(s)) but logged no task" for d in done)
+        raise LogFormatError(f"nothing recorded: {reasons} (pass the log of a server that "
+                             "answered requests)")
     return 0

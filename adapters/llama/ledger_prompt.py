@@ -122,11 +122,9 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
             start, start_t = r.n, r.t
         elif r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS):
             _ctx_restore(m, r, s, turn, kept, _erasures(phase, i + 1))
-        elif _is_invalidated(r) and not any(x.kind in (K.CTX_RESTORED, K.FULL_REPROCESS)
-                                            for x in phase[:i]):
-            erased = _erasures(phase, i)
-            if erased and erased[0] is r:
-                _ctx_restore(m, None, s, turn, kept, erased)
+        elif (_is_invalidated(r) and not (i and _is_invalidated(phase[i - 1]))
+              and not any(x.kind in (K.CTX_RESTORED, K.FULL_REPROCESS) for x in phase)):
+            _ctx_restore(m, None, s, turn, kept, _erasures(phase, i))
         elif isinstance(r, Checkpoint) and r.kind is K.CTX_CREATED:
             m.fire(Trigger.CTX_SAVE, 0.0, {"at": r.n_tokens, "index": r.index, "limit": r.limit,
                                            "bytes": round((r.size_mib or 0.0) * MIB)})

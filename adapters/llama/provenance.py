@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.log.reader import LogReading
-from adapters.llama.log.records import RecordKind, SamplerChain, SpecStats
+from adapters.llama.log.records import RecordKind, SamplerChain, SamplerParams, SpecStats
 from adapters.llama.options import our_drafter
 from adapters.llama.responses import Responses
 from adapters.llama.sampler import DRAW, claimed
@@ -117,13 +117,18 @@ def drafter_stats(reading: LogReading) -> dict[str, dict[str, int]]:
 
 
 def sampling(reading: LogReading) -> dict[str, int]:
-    """How the run's requests sampled, as their `sampler chain` lines say: how many chains
-    were logged, how many draw (`dist`) and how many of those leave the temperature
-    sampler idle (`?temp-ext`: temperature 1.0)."""
+    """How the run's requests sampled, as their `sampler chain` and (-v) `sampler params`
+    lines say: chains logged, how many draw (`dist`; at temperature 0 the temperature
+    sampler leaves one token to draw), how many of those leave the temperature sampler idle
+    (`?temp-ext`: temperature 1.0), and how many requests' parameters say temperature 0
+    (greedy) or above it (sampled)."""
     chains = [r for r in reading.records if isinstance(r, SamplerChain)]
     draws = [c for c in chains if DRAW in c.active]
+    temps = [p.get("temp") for p in reading.records if isinstance(p, SamplerParams)]
     return {"chains": len(chains), "draws": len(draws),
-            "temperature_1": sum(1 for c in draws if {"temp-ext", "temp"} & set(c.idle))}
+            "temperature_1": sum(1 for c in draws if {"temp-ext", "temp"} & set(c.idle)),
+            "greedy": sum(1 for t in temps if t is not None and t <= 0.0),
+            "sampled": sum(1 for t in temps if t is not None and t > 0.0)}
 
 
 ALL_ACCEPTED_MIN = 8
@@ -191,6 +196,7 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         else None,
         "eog_policy": None, "slots": server.n_slots, "n_ctx_slot": server.n_ctx_slot,
         "ctx_checkpoints": server.ctx_checkpoints, "n_rs_seq": server.n_rs_seq,
+        "n_ctx": server.n_ctx, "kv_unified": server.kv_unified,
         "spec_refused": server.spec_refused,  # the build refused speculation on this model
         "model": server.model, "model_sha256": prov.model_sha256,
         "draft_model": server.draft_model, "draft_model_sha256": prov.draft_model_sha256,

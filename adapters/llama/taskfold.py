@@ -67,9 +67,13 @@ _OVERFLOW = (ServerEventKind.KV_FULL, ServerEventKind.CONTEXT_EXCEEDED)
 
 class TaskFolder:
     """The per-slot state of the fold, record by record (`specledger watch` folds a live
-    log with one, forgetting each task once it is recorded)."""
+    log with one, forgetting each task once it is recorded). `adopt`: a record of a task
+    the log never showed starting opens that task as one the log begins inside (an
+    import's piece); a watch, which resumes at the start of the oldest request it had open,
+    counts such records as orphans of requests it recorded before."""
 
-    def __init__(self) -> None:
+    def __init__(self, adopt: bool = True) -> None:
+        self.adopt = adopt
         self.out = TaskFold()
         self.by_id: dict[int, LlamaTask] = {}
         self.current: dict[int, LlamaTask] = {}
@@ -127,7 +131,7 @@ class TaskFolder:
         else:
             task = self.by_id.get(r.task if r.task is not None else -1)
             if task is None:
-                if r.task is None or r.task < 0 or r.slot is None:
+                if not self.adopt or r.task is None or r.task < 0 or r.slot is None:
                     self.out.orphans += 1
                     return
                 task = self._start(r, head_cut=True)
@@ -136,24 +140,23 @@ class TaskFolder:
 
     def _server(self, r: Server) -> None:
         """An error sent to a task; a KV cache with no room, and the tasks it failed."""
-        ev = r.event
         last = self.out.overflows[-1] if self.out.overflows else None
         near = last is not None and r.line - last.last_line <= _BURST
-        if ev.kind is ServerEventKind.ERROR and ev.task is not None:
-            task = self.by_id.get(ev.task)
+        if r.what is ServerEventKind.ERROR and r.task is not None:
+            task = self.by_id.get(r.task)
             if task is not None and task.error is None:
-                task.error = ev.text
+                task.error = r.text
             if near and last is not None and last.exceeded:
-                last.failed.append(ev.task)
-        elif ev.kind in _OVERFLOW:
+                last.failed.append(r.task)
+        elif r.what in _OVERFLOW:
             if not near or last is None:
                 last = Overflow(r.line, r.t, r.line, in_flight=[
                     (t.slot, t.task, t.tokens_seen) for t in self.current.values()
                     if t.released is None])
                 self.out.overflows.append(last)
             last.last_line = r.line
-            last.retries += ev.kind is ServerEventKind.KV_FULL
-            last.exceeded = last.exceeded or ev.kind is ServerEventKind.CONTEXT_EXCEEDED
+            last.retries += r.what is ServerEventKind.KV_FULL
+            last.exceeded = last.exceeded or r.what is ServerEventKind.CONTEXT_EXCEEDED
 
     def _start(self, r: Record, head_cut: bool) -> LlamaTask:
         """A task the log shows starting, or (`head_cut`) one it shows a record of first."""

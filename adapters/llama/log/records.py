@@ -11,7 +11,7 @@ numbers, never derived ones.
 from dataclasses import dataclass
 from enum import StrEnum
 
-from adapters.llama.log.server_lines import ServerEvent
+from adapters.llama.log.server_lines import ServerEventKind
 
 
 class RecordKind(StrEnum):
@@ -332,7 +332,10 @@ class Compute(Record):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Server(Record):
     """A server-level line that bears on the run's requests (an error sent to a task, an
-    HTTP answer other than success, a KV cache with no room, a crash, the shutdown): its
-    `event`; `task` is the task the line names (None: none)."""
+    HTTP answer other than success, a KV cache with no room, a crash, the shutdown): what
+    it says (`what`), an HTTP status where it gives one, its text; `task` is the task the
+    line names (None: none)."""
 
-    event: ServerEvent
+    what: ServerEventKind
+    status: int | None = None
+    text: str = ""

@@ -375,7 +375,8 @@ class RunReader:
         if not (event.kind is ServerEventKind.HTTP and (event.status or 0) < 400):
             self.out.records.append(Server(kind=RecordKind.SERVER, line=event.line,
                                            t=event.t, slot=None, task=event.task,
-                                           event=event))
+                                           what=event.kind, status=event.status,
+                                           text=event.text))
 
     def _server_line(self, number: int, text: str, prefixed: bool,
                      t: float | None) -> LineKind | None:
