@@ -31,6 +31,8 @@ from adapters.llama.options import Drafter, our_drafter
 from adapters.llama.paths import cache_root
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "llama-builds.md"
+HISTORY_HEADING = "## Known incidents by upstream build"
+"""Where the doc's part that tools/llama_history.py writes begins: this script keeps it."""
 VENDOR = "vendor/llama.cpp/"
 SUBMODULE_GIT = ".git/modules/vendor/llama.cpp"
 
@@ -161,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     builds = [build_facts(Sdist(v, fetch(v, args.sdists))) for v in MATRIX]
     FACTS_FILE.write_text(json.dumps({"builds": builds}, indent=1) + "\n")
-    DOC.write_text(table(builds))
+    kept = DOC.read_text() if DOC.is_file() else ""
+    at = kept.find(HISTORY_HEADING)
+    DOC.write_text(table(builds) + ("\n" + kept[at:] if at >= 0 else ""))
     print(f"wrote {FACTS_FILE} and {DOC}")
     return 0
 
