@@ -45,12 +45,6 @@ class Mark:
     how: str | None = None
     source: str | None = None
 
-    def label(self) -> str:
-        """`b8983 (80afa33aa, 2026-04-30: spec : fix draft model checkpoints (#22521))`."""
-        said = ", ".join(x for x in (self.date[:10] if self.date else None, self.subject)
-                         if x)
-        return f"b{self.build} ({self.commit[:TABLE_HASH]}{', ' + said if said else ''})"
-
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> "Mark":
         """The mark from its json form."""
@@ -91,12 +85,12 @@ class Span:
 @dataclass(frozen=True)
 class Upstream:
     """Master's commits by build number (`commits[n - 1]` is bN's; None where no commit
-    of master has that number), its newest held (`tip`), the anchors past it and the
-    incidents' spans."""
+    of master has that number) and by their first SHORTEST digits (`by_prefix`; a few
+    collide), its newest held (`tip`), the anchors past it and the incidents' spans."""
 
     commits: tuple[str | None, ...]
+    by_prefix: dict[str, tuple[int, ...]]
     tip: Mark
-    origin: str
     anchors: tuple[Mark, ...]
     spans: dict[str, Span]
 
@@ -112,7 +106,7 @@ class Upstream:
         SHORTEST digits), or None where no commit held or anchored is it."""
         if len(commit) < SHORTEST:
             return None
-        for build in _index(self.commits).get(commit[:SHORTEST], ()):
+        for build in self.by_prefix.get(commit[:SHORTEST], ()):
             if same(self.commits[build - 1], commit):
                 return build
         return next((a.build for a in self.anchors if same(a.commit, commit)), None)
@@ -124,9 +118,8 @@ def same(a: str | None, b: str) -> bool:
     return a is not None and n >= SHORTEST and a[:n] == b[:n]
 
 
-@cache
-def _index(commits: tuple[str | None, ...]) -> dict[str, tuple[int, ...]]:
-    """Build numbers by the first SHORTEST digits of their commit (a few collide)."""
+def _by_prefix(commits: tuple[str | None, ...]) -> dict[str, tuple[int, ...]]:
+    """Build numbers by the first SHORTEST digits of their commit."""
     out: dict[str, list[int]] = {}
     for n, sha in enumerate(commits, start=1):
         if sha is not None:
@@ -143,10 +136,10 @@ def upstream() -> Upstream:
                     if line and not line.startswith("#"))
     tip = Mark.from_dict(doc["history"]["tip"])
     if len(commits) != tip.build or not same(commits[-1], tip.commit):
-        raise ValueError(f"{TABLE_FILE.name} does not end at the tip {tip.label()}")
+        raise ValueError(f"{TABLE_FILE.name} does not end at the tip b{tip.build}")
     spans = {key: Span(key, Mark.from_dict(s["bug"]),
                        Mark.from_dict(s["fix"]) if s["fix"] else None,
                        Mark.from_dict(s["open_through"]) if s["open_through"] else None)
              for key, s in doc["incidents"].items()}
     anchors = tuple(Mark.from_dict(a) for a in doc["anchors"] if not a["in_history"])
-    return Upstream(commits, tip, doc["history"]["origin"], anchors, spans)
+    return Upstream(commits, _by_prefix(commits), tip, anchors, spans)
