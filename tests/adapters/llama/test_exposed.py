@@ -118,6 +118,9 @@ def test_the_real_logs_upstream_builds() -> None:
         "#28060": EXPOSED, "#24055": FIXED}
     assert verdicts(judge(upstream_banner(10078)))["PR 26320"] is EXPOSED
     assert upstream().commit_at(10078) == "f04801018"  # a public llama-bench note's
+    # The banner issue 39 quotes is upstream's b10450 by the history's own numbering.
+    quoted = judge("build: 10450 (ece963f41) with GNU 15.2.1 for Linux x86_64")
+    assert quoted.placement.basis is Basis.COMMIT and quoted.placement.build == 10450
 
 
 @pytest.mark.parametrize(("banner", "structured_log", "why"), [
