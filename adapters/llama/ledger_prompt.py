@@ -62,6 +62,10 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
                                 else [None] * (n_prompt or 0))
     turn = TurnState(TurnMetrics(slot=task.slot, turn=m.turn, prompt_tokens=n_prompt or 0),
                  prompt)
+    if task.prompt_loaded:
+        s.length = None  # the prompt cache put a saved prompt of unknown length in the slot
+    if task.past is not None and task.past.held is not None:
+        s.length = task.past.held  # what the slot holds, as the server says
     kept = kept_prefix(task, s.length, n_swa)
     if kept is not None and s.length is not None:
         f_keep: float | None = kept / s.length if s.length else 1.0
@@ -112,6 +116,8 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
     start: int | None = None
     start_t: float | None = None
     phase = task.prompt_phase
+    timing = task.timings.get(TimingPhase.PROMPT)
+    evaluated = timing.tokens if timing is not None else None
     for i, r in enumerate(phase):
         yield r.line, r.t
         if isinstance(r, Count) and r.kind is K.CACHED:
@@ -121,10 +127,10 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
                 turn.stats.prefill_tokens += r.n - start
             start, start_t = r.n, r.t
         elif r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS):
-            _ctx_restore(m, r, s, turn, kept, _erasures(phase, i + 1))
+            _ctx_restore(m, r, s, turn, kept, _erasures(phase, i + 1), evaluated)
         elif (_is_invalidated(r) and not (i and _is_invalidated(phase[i - 1]))
               and not any(x.kind in (K.CTX_RESTORED, K.FULL_REPROCESS) for x in phase)):
-            _ctx_restore(m, None, s, turn, kept, _erasures(phase, i))
+            _ctx_restore(m, None, s, turn, kept, _erasures(phase, i), evaluated)
         elif isinstance(r, Checkpoint) and r.kind is K.CTX_CREATED:
             m.fire(Trigger.CTX_SAVE, 0.0, {"at": r.n_tokens, "index": r.index, "limit": r.limit,
                                            "bytes": round((r.size_mib or 0.0) * MIB)})
@@ -148,7 +154,7 @@ def _erasures(phase: list[Record], at: int) -> list[Checkpoint]:
 
 
 def _ctx_restore(m: RoundMachine, r: Record | None, s: SlotState, turn: TurnState,
-                 kept: int | None, erased: list[Checkpoint]) -> None:
+                 kept: int | None, erased: list[Checkpoint], evaluated: int | None) -> None:
     """A context-checkpoint restore, or a full re-processing (a reset), with the
     checkpoints it invalidated; `r` None: a piece that shows only those erasures, whose
     `pos_next` is where the slot goes on from."""
@@ -171,8 +177,11 @@ def _ctx_restore(m: RoundMachine, r: Record | None, s: SlotState, turn: TurnStat
     if r is None:
         payload["inferred"] = True
     if kept is not None:
-        # The history the prompt shared with the slot, behind where the state went back to.
+        # The history the prompt shared with the slot, behind where the state went back to:
+        # never more than the prompt evaluation the server timed.
         payload["reprefill"] = max(0, kept - position)
+        if evaluated is not None:
+            payload["reprefill"] = min(payload["reprefill"], evaluated)
         turn.stats.reprefill_tokens += payload["reprefill"]
     else:
         turn.unknown.add("reprefill_tokens")
@@ -193,7 +202,11 @@ def kept_prefix(task: LlamaTask, slot_length: int | None, n_swa: int | None) -> 
     if task.lcp is not None:
         return task.lcp.lcp
     if task.past is not None:
-        return task.past.n
-    if task.ckpt_threshold is not None and n_swa is not None:
+        return task.past.lcp
+    if n_swa is None:  # the erase lines print it where the log shows no model load
+        n_swa = next((r.n_swa for r in task.prompt_phase
+                      if isinstance(r, Checkpoint) and r.n_swa is not None), None)
+    if task.ckpt_threshold and n_swa is not None:
+        # A threshold of 0 is clamped: the prefix lies anywhere up to n_swa + 1.
         return task.ckpt_threshold + n_swa + 1
     return 0 if slot_length == 0 else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.exposed import build_exposure
 from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import RecordKind, SamplerChain, SamplerParams, SpecStats
 from adapters.llama.options import our_drafter
@@ -185,7 +186,7 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
     fingerprints = sorted({f.fingerprint for f in responses.facts if f.fingerprint}
                           ) if responses is not None else []
     run = prov.run or {}
-    return {
+    config = {
         "backend": BACKEND, "engine": ENGINE, "build": server.build,
         "version": prov.version, "fingerprint": fingerprints[0] if fingerprints else None,
         "flags": list(prov.flags) if prov.flags is not None else None,
@@ -205,5 +206,17 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         if run else None,
         "turns": run.get("turns"), "source": source,
         "log_verbose": server.verbose, "provides": provides(reading, prov.prompt_ids),
-        "run": prov.run,
+        "run": prov.run, "structured_log": server.structured_log,
     }
+    config["known_incidents"] = known_incidents(config)
+    return config
+
+
+def known_incidents(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each known incident's verdict for the session's build (adapters/llama/exposed.py),
+    stored with the session so its postmortem can name a bug the build is known for."""
+    exposure = build_exposure(config)
+    if exposure is None:
+        return []
+    return [{"key": j.incident.key, "title": j.incident.title, "finding": j.incident.finding,
+             "fix": j.incident.fix, "status": j.verdict.value} for j in exposure.judged]

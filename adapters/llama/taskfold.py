@@ -35,6 +35,7 @@ from adapters.llama.log.records import (
     DraftReuse,
     DraftTotals,
     LcpCheck,
+    Past,
     Record,
     RecordKind,
     Released,
@@ -88,6 +89,7 @@ class TaskFolder:
         self.draft_begin: dict[int, float | None] = {}  # each slot's drafter call, begun
         self.chain: dict[int, SamplerChain] = {}  # logged as the slot launches its task
         self.params: dict[int, SamplerParams] = {}
+        self.prompt_loaded = False  # the prompt cache loaded a prompt for the next task
 
     def apply(self, r: Record) -> None:
         """Fold one record."""
@@ -122,9 +124,11 @@ class TaskFolder:
         elif isinstance(r, SamplerParams):
             assert r.slot is not None
             self.params[r.slot] = r
+        elif r.kind is K.PROMPT_LOADED:
+            self.prompt_loaded = True
         elif r.kind is K.TASK_STARTED:
             self._start(r, head_cut=False)
-        elif r.kind is K.PAST and r.task is None:
+        elif isinstance(r, Past) and r.task is None:
             last = self.out.tasks[-1] if self.out.tasks else None
             if last is not None and last.past is None and not last.prompt_phase:
                 last.past = r
@@ -166,6 +170,7 @@ class TaskFolder:
             self._cut(prev, CutReason.SLOT_REUSED)
         task = LlamaTask(r.slot, r.task, r.line, r.t, last_line=r.line, head_cut=head_cut)
         if not head_cut:
+            task.prompt_loaded, self.prompt_loaded = self.prompt_loaded, False
             task.selection = self.selection.pop(r.slot, None)
             task.lcp = self.lcp.pop(r.slot, None)
             task.sampler_chain = self.chain.pop(r.slot, None)
@@ -181,8 +186,7 @@ class TaskFolder:
         if r.kind is K.PROMPT:
             assert isinstance(r, Count)
             task.prompt_tokens = r.n
-        elif r.kind is K.PAST:
-            assert isinstance(r, Count)
+        elif isinstance(r, Past):
             if task.past is None:
                 task.past = r
         elif r.kind is K.CKPT_CHECK:

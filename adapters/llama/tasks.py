@@ -12,6 +12,7 @@ from adapters.llama.log.records import (
     Count,
     DraftTotals,
     LcpCheck,
+    Past,
     Record,
     RecordKind,
     Released,
@@ -102,7 +103,7 @@ class LlamaTask:
     ckpt_threshold: int | None = None
     """The first `Checking checkpoint ... against T` threshold (T = the common prefix less
     n_swa + 1): the kept prefix where the log has no LCP line (builds before 0.3.36)."""
-    past: Count | None = None
+    past: Past | None = None
     """The prompt's common prefix with the slot's tokens where the server logs it without
     -v (its `n_past = N, slot.prompt.tokens.size() = M` warning; ik_llama.cpp's prompt-cache
     line): the kept prefix where the log has no LCP line."""
@@ -121,6 +122,9 @@ class LlamaTask:
     before the log's first line, so only what the log shows of it is known."""
     error: str | None = None
     """The error the server sent the task's client (`send_error`), if any."""
+    prompt_loaded: bool = False
+    """The prompt cache put a saved prompt into the slot as the task started: what the slot
+    holds is not what its last task left."""
 
     @property
     def tokens_seen(self) -> int:

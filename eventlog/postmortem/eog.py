@@ -154,7 +154,7 @@ class EogTail:
         seq, slot, turn = row[:3]
         old = self._len[slot]
         self._len[slot] = p.get("trim", old) + len(p.get("append", ()))
-        self._start[slot] = {**p, "slot_len": old}
+        self._start[slot] = dict(p)
         waiting = self._awaiting.get(slot)
         if waiting is not None and waiting.turn == turn - 1:
             waiting.f_keep = p["f_keep"]
@@ -172,8 +172,7 @@ class EogTail:
             waiting.last_seq = seq
             return
         start = self._start.get(slot, {})
-        held = p["from_position"] if p.get("from_position") is not None else start.get(
-            "slot_len")
+        held = p.get("from_position")
         if not reprefill or (reprefill <= REPREFILL_SLACK and not _whole(start.get("kept"),
                                                                           held)):
             return

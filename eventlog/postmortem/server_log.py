@@ -14,6 +14,7 @@ from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
 from eventlog.postmortem.detector import ROUND, SEQ, SLOT, TURN, Handler, Row, examples
+from eventlog.postmortem.eog import REPREFILL_SLACK
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from fsm import payloads as pl
 from fsm.states import Trigger
@@ -39,20 +40,32 @@ class ServerLogCheck:
         self.n_ctx, self.kv_unified = config.get("n_ctx"), config.get("kv_unified")
         self.cuts: list[Noted] = []
         self.erased: list[Noted] = []
+        self._selected: dict[int, str | None] = {}  # slot -> how its turn's slot was chosen
 
     def handlers(self) -> dict[Trigger, Handler]:
         """FAIL (a request the log cuts) and CTX_RESTORE (checkpoints erased), for an
         imported server log only."""
         if not self.src:
             return {}
-        return {Trigger.FAIL: self._on_fail, Trigger.CTX_RESTORE: self._on_restore}
+        return {Trigger.FAIL: self._on_fail, Trigger.CTX_RESTORE: self._on_restore,
+                Trigger.START_TURN: self._on_start}
+
+    def _on_start(self, row: Row, p: pl.StartTurn) -> None:
+        self._selected[row[SLOT]] = p.get("selected_by")
 
     def _on_fail(self, row: Row, fail: pl.Fail) -> None:
         if fail.get("truncated"):
             self.cuts.append(Noted(row[SEQ], row[SLOT], row[TURN], row[ROUND], fail))
 
     def _on_restore(self, row: Row, p: pl.CtxRestore) -> None:
-        if p.get("erased") and p["position"] == 0:
+        if not p.get("erased") or p["position"] != 0:
+            return
+        shared = p.get("reprefill")
+        # A new conversation shares nothing: erasing a slot's checkpoints then is right.
+        # Where the log does not say what was shared, a slot chosen by similarity says more
+        # was than one chosen as the least recently used.
+        if (shared is not None and shared > REPREFILL_SLACK) or (
+                shared is None and self._selected.get(row[SLOT]) != "lru"):
             self.erased.append(Noted(row[SEQ], row[SLOT], row[TURN], row[ROUND], p))
 
     def finish(self) -> list[Finding]:

@@ -15,6 +15,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # common_params_print_info (0.3.36), log_info (0.3.24, 0.3.30); none before
         ("verbosity", r"\w+: verbosity = (\d+) \(adjust"),
         ("loaded", r"(?:llama_server|main): (model loaded)"),  # main: before 0.3.24
+        ("router", r"main: (starting router server)"),  # its children log behind `[pid]`
         ("model", r"load_model: loading model '(.*)'"),
         ("draft_model", r"loading draft model '(.*)'"),
         # Before 0.3.36 the slot length is not on this line.
@@ -50,7 +51,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 _SHAPE = frozenset(("n_swa", "n_layer", "nextn_layers", "block_count", "attention_interval",
                     "n_embd", "n_vocab", "model_params"))
-_FLAGS = frozenset(("spec_checkpoints", "spec_refused", "loaded"))  # facts a line makes true
+_FLAGS = frozenset(("spec_checkpoints", "spec_refused", "loaded", "router"))  # a line makes true
 _TARGET_FIRST = frozenset(("n_ctx", "kv_unified"))  # the target's context prints them first
 _LARGEST = frozenset(("n_rs_seq", "graph_nodes"))  # the largest of several lines counts
 
@@ -108,6 +109,9 @@ class ServerInfo:
     count (`2.00 M`)."""
     loading: str | None = None
     """The model file whose load the log is printing (None: before the first)."""
+    router: bool = False
+    """The process is a router (`--models`): it serves no request itself but starts a
+    server process per model, whose lines it relays behind their `[pid]`."""
     structured_log: bool = False
     """The server logs with the structured logger (`INFO [ function] message | k=v`), as
     ik_llama.cpp does and llama.cpp did before its 2024 logger: its build number is not

@@ -133,6 +133,10 @@ class LogReader:
                 ending = (RunEnd.SHUTDOWN if run.shut_down else
                           RunEnd.DIED if fatal else RunEnd.LOG_ENDS)
             out.append(run.finish(ending))
+        router = next((r for r in out if r.server.router and r.pid is None), None)
+        for r in out:
+            if router is not None and r.pid is not None and r.server.build is None:
+                r.server.build = router.server.build  # a child runs its router's binary
         return out
 
 

@@ -30,6 +30,7 @@ from adapters.llama.log.patterns import (
     slot_record,
     spec_record,
 )
+from adapters.llama.log.prefix import tag_at
 from adapters.llama.log.records import Compute, Record, RecordKind, SamplerParams, Server
 from adapters.llama.log.server_lines import (
     ServerEvent,
@@ -75,6 +76,8 @@ _STARTUP = re.compile(
     r"|warn: LLAMA_ARG|main: build|main: loading model|INFO \[\s*main\] build info)")
 _ONCE = ("ggml_cuda_init:", "build_info:", "build: ", "system_info:", "version: ",
          "common_params_print_info: build", "INFO [                    main] build info")
+# The prompt cache (--cache-ram) puts a saved prompt into the slot the next task takes.
+_PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
 
 
@@ -389,7 +392,7 @@ class RunReader:
         if _LISTENING.search(text):
             self.serving = True
         tagged = _TAGGED.match(text) is not None
-        self._llama_lines += bool(prefixed or tagged)
+        self._llama_lines += bool(prefixed or tag_at(text) == 0)
         if any(o in text for o in _QUOTE_OPENERS) and not text.endswith("'"):
             self._quote = _MAX_QUOTE
         event = server_line(text, number, t)
@@ -398,6 +401,10 @@ class RunReader:
             self.shut_down = self.shut_down or event.shutdown
             return LineKind.PARSED
         if server_fact(text, self.out.server):
+            return LineKind.PARSED
+        if _PROMPT_LOADED.match(text):
+            self.out.records.append(Record(kind=RecordKind.PROMPT_LOADED, line=number, t=t,
+                                           slot=None, task=None))
             return LineKind.PARSED
         crash = crash_line(text, number, t)
         if crash is not None:
