@@ -35,9 +35,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, fit_log, measured_tok_s, predict_tok_s
-from adapters.llama.logread import read_log
 from engine.config import RunConfig
 from engine.files import write_file
 from specbench.calibration_llama_measure import load_average, server_options

@@ -1,7 +1,7 @@
 """Cut a followed log into pieces the import's reader parses whole, and number their
 records as lines of the file.
 
-The reader (adapters/llama/logread.py) folds a line's continuations into it: a token
+The reader (adapters/llama/log/reader.py) folds a line's continuations into it: a token
 whose text holds a newline goes on over the next physical lines, a `sampler params:`
 line is followed by tab-indented ones. A piece therefore ends just before a line that
 starts a new log line (the logger's time prefix), and the last line read waits until
@@ -14,9 +14,9 @@ import re
 import time
 from dataclasses import dataclass, field, fields, replace
 
-from adapters.llama.logread import LogFormatError, parse_log
-from adapters.llama.logrecords import Record, RecordKind
-from adapters.llama.serverfacts import ServerInfo
+from adapters.llama.log.facts import ServerInfo
+from adapters.llama.log.reader import LogFormatError, parse_log
+from adapters.llama.log.records import Record, RecordKind
 
 _STARTS = re.compile(rb"^\d+\.\d{2}\.\d{3}\.\d{3} ", re.MULTILINE)
 
@@ -33,7 +33,7 @@ class Piece:
 
 @dataclass
 class LineCounts:
-    """How the lines read so far were counted (logread.LogReading's counts)."""
+    """How the lines read so far were counted (the reader's LogReading counts)."""
 
     lines: int = 0
     parsed: int = 0

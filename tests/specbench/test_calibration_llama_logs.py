@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import fit_log
-from adapters.llama.logread import read_log
 from specbench.calibration_llama_logs import (
     FITS,
     RECIPE,

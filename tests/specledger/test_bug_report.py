@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from transitions import MachineError
 
-from adapters.llama.logread import parse_log
-from adapters.llama.logrecords import RecordKind
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.records import RecordKind
 from adapters.llama.taskfold import TaskFolder
 from fsm.errors import InvalidTransitionError, PayloadError
 from fsm.machine import RoundMachine

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClockError, log_clock
-from adapters.llama.logread import parse_log, read_log
 from tests.adapters.llama.test_logread import FIXTURES, fixture_text
 
 

@@ -4,7 +4,7 @@ would have named one, never 'none' by default."""
 
 import pytest
 
-from adapters.llama.logread import parse_log
+from adapters.llama.log.reader import parse_log
 from adapters.llama.provenance import drafter_name, provides
 from tests.adapters.llama.test_logread import fixture_text
 
@@ -51,11 +51,14 @@ def test_the_tail_of_a_log_without_a_drafter_does_not_say_none() -> None:
     assert drafter_name(parse_log(tail)) is None
 
 
-@pytest.mark.parametrize("name,rounds,drafts", [
-    ("mtp", True, "logged"), ("quiet", False, False), ("quiet-lv4", False, False)])
-def test_what_a_log_provides_depends_on_its_verbosity(name: str, rounds: bool,
-                                                      drafts: object) -> None:
-    """Only a -v log shows the rounds (and what they hold); -lv 4 and no -v show none."""
+@pytest.mark.parametrize("name,rounds,drafts,prompt_phase", [
+    ("mtp", True, "logged", True), ("quiet", False, False, False),
+    ("quiet-lv4", False, False, True)])
+def test_what_a_log_provides_depends_on_its_verbosity(name: str, rounds: bool, drafts: object,
+                                                      prompt_phase: bool) -> None:
+    """Only a -v log shows the rounds (and what they hold); -lv 4 shows the prompt phase
+    (the context checkpoints) without them, no -v neither."""
     got = provides(parse_log(fixture_text(name)), prompt_ids=False)
-    assert (got["rounds"], got["answer_ids"], got["context_checkpoints"]) == (rounds,) * 3
+    assert (got["rounds"], got["answer_ids"]) == (rounds, rounds)
+    assert got["context_checkpoints"] is prompt_phase
     assert got["draft_ids"] == drafts and got["prompt_ids"] is False

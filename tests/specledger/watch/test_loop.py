@@ -12,7 +12,8 @@ import pytest
 
 from adapters.llama.ledger import record_log
 from adapters.llama.ledger_rounds import accepted_drafts
-from adapters.llama.logread import parse_log, read_log
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.taskfold import fold_tasks
 from eventlog import list_sessions, open_db
 from eventlog.postmortem.analyze import postmortem_session
@@ -365,8 +366,9 @@ def test_a_server_restarted_into_the_same_file_is_recorded_whole(tmp_path: Path)
 
 def test_a_resumed_watch_does_not_take_an_unseen_slot_for_empty(tmp_path: Path) -> None:
     """Stopped after slot 0's first request, resumed: slot 0's next request re-prefills an
-    edited history, but what slot 0 held is not known to this watch, so the re-prefilled
-    tokens are unknown (not 0), and f_keep is the server's own (not 1)."""
+    edited history. What slot 0 held is not known to this watch: its f_keep is the
+    server's own (not 1, as if the slot had been empty), and the re-prefill is the log's,
+    as import finds them over the whole log."""
     log, db = tmp_path / "s.log", str(tmp_path / "l.db")
     data = fixture_bytes("edited-history")
     middle = data.index(b"\n", data.index(b"| task 0 | stop processing")) + 1
@@ -381,5 +383,5 @@ def test_a_resumed_watch_does_not_take_an_unseen_slot_for_empty(tmp_path: Path) 
     turn = session_turns(engine, rows(db)[-1][0]).ended[0]
     whole = record_log(read_log(FIXTURES / "edited-history.log.gz"), UnitJournal()).turns
     edited = next(t for t in whole if t.reprefill_tokens)
-    assert (turn.ctx_restores, turn.reprefill_tokens) == (1, None)
+    assert (turn.ctx_restores, turn.reprefill_tokens) == (1, edited.reprefill_tokens)
     assert turn.f_keep == pytest.approx(edited.f_keep, abs=1e-3) and turn.f_keep < 1
