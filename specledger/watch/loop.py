@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eventlog import open_db
-from eventlog.postmortem.finding import Finding, Kind, Severity
+from eventlog.postmortem.finding import Finding, Severity
 from specledger.watch.answers import AnswerFeed
 from specledger.watch.findings import FindingHook, finding_doc, finding_line, judge, reported
 from specledger.watch.follower import READ_LIMIT, Chunk, Gap, LogFollower, Switch
@@ -213,9 +213,9 @@ class Watcher:
             if force:
                 return
 
-    def _handle(self, done: list[Request], stopping: bool = False) -> None:
-        """Record (or hold) each request, judge it, report what is reported. `stopping`:
-        these were cut by this watch's own stop, which is no incident of the server's."""
+    def _handle(self, done: list[Request]) -> None:
+        """Record (or hold) each request, judge it, report what is reported (a request cut
+        by this watch's own stop is a `partial_request` note, below any --severity)."""
         for req in done:
             if req.key in self._seen:
                 self._seen.discard(req.key)
@@ -227,8 +227,7 @@ class Watcher:
                 a = req.answer
                 note_answer(self.engine, self.answers_key, a.dev, a.ino, a.line)
             findings = judge(req)
-            shown = [f for f in reported(findings, self.opts.severity)
-                     if not (stopping and f.kind is Kind.RUN_FAILED)]
+            shown = reported(findings, self.opts.severity)
             self.metrics.request(req, findings)
             if self.ring is not None:
                 self.ring.add(req)
@@ -319,7 +318,7 @@ class Watcher:
         self._gaps()
         self._take(force=True)
         if self.recorder is not None:
-            self._handle(self.recorder.stop(self.stream.counts), stopping=True)
+            self._handle(self.recorder.stop(self.stream.counts))
             self._save_cursor()
         self.tally.pruned += prune(self.engine, self.log, self.opts.keep, self.opts.keep_for)
         if self.ring is not None:
