@@ -13,6 +13,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from adapters.llama.log.dispatch import Dispatch
 from adapters.llama.log.records import (
     Accepted,
     AccPerPos,
@@ -263,18 +264,20 @@ def sampler_params(lines: list[str]) -> tuple[tuple[str, float], ...]:
     return tuple((m.group(1), float(m.group(2))) for ln in lines for m in _PARAM.finditer(ln))
 
 
+_SLOTS: Dispatch[Builder] = Dispatch(SLOT_PATTERNS)
+_SPECS: Dispatch[Builder] = Dispatch(SPEC_PATTERNS)
+
+
 def slot_record(message: str, ctx: dict[str, Any]) -> Record | None:
     """The record of one slot line's message (`ctx`: line, t, slot, task), or None when
     no pattern matches."""
-    return _first_match(SLOT_PATTERNS, message, ctx)
+    return _first_match(_SLOTS, message, ctx)
 
 
-def _first_match(patterns: Patterns, message: str, ctx: dict[str, Any]) -> Record | None:
-    for pattern, build in patterns:
-        m = pattern.match(message)
-        if m is not None:
-            return build(m, ctx)
-    return None
+def _first_match(patterns: Dispatch[Builder], message: str, ctx: dict[str, Any]
+                 ) -> Record | None:
+    found = patterns.first(message)
+    return None if found is None else found[1](found[0], ctx)
 
 
 def is_slot_noise(message: str) -> bool:
@@ -315,8 +318,7 @@ def spec_record(message: str, line: int, t: float | None) -> Record | None:
     drafter of the chain that drafted, an ngram-mod reset, a drafter's statistics, or
     0.3.21's draft-model reuse and checkpoint lines (all but candidates name no slot); None
     for the other spec lines."""
-    return _first_match(SPEC_PATTERNS, message, {"line": line, "t": t, "slot": None,
-                                                 "task": None})
+    return _first_match(_SPECS, message, {"line": line, "t": t, "slot": None, "task": None})
 
 
 _PIECE = re.compile(r"(?:next token:\s*-?\d+|draft candidate.*\(\s*-?[\d.]+\)) '(.*)$")
