@@ -36,7 +36,7 @@ class Trigger(StrEnum):
     NEXT = "next"                # commit -> idle
     RETRY = "retry"              # restore -> verify (reverify: verification runs again)
     # turns and slots
-    START_TURN = "start_turn"    # idle | done -> idle
+    START_TURN = "start_turn"    # idle | done | failed -> idle
     PREFILL = "prefill"          # idle -> idle
     CTX_SAVE = "ctx_save"        # idle -> idle
     CTX_RESTORE = "ctx_restore"  # idle -> idle
@@ -61,7 +61,10 @@ TRANSITIONS: tuple[tuple[Trigger, tuple[RoundState, ...], RoundState | None], ..
                       RoundState.REJECT), RoundState.COMMIT),
     (Trigger.NEXT, (RoundState.COMMIT,), RoundState.IDLE),
     (Trigger.RETRY, (RoundState.RESTORE,), RoundState.VERIFY),
-    (Trigger.START_TURN, (RoundState.IDLE, RoundState.DONE), RoundState.IDLE),
+    # From `failed`: a slot whose request failed (an imported log's piece cut inside it)
+    # takes the next request the log shows on it.
+    (Trigger.START_TURN, (RoundState.IDLE, RoundState.DONE, RoundState.FAILED),
+     RoundState.IDLE),
     (Trigger.PREFILL, (RoundState.IDLE,), RoundState.IDLE),
     (Trigger.CTX_SAVE, (RoundState.IDLE,), RoundState.IDLE),
     (Trigger.CTX_RESTORE, (RoundState.IDLE,), RoundState.IDLE),

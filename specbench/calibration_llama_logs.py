@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.errors import UnknownBuildError
+from adapters.llama.log.reader import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, fit_log, measured_tok_s, predict_tok_s
 from adapters.llama.logreach import Beyond, Reach, outside, reach_of
-from adapters.llama.logread import read_log
 from adapters.llama.paths import DEFAULT_BUILD, check_build
 from engine.config import RunConfig
 from engine.files import write_file

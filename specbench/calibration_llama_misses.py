@@ -24,9 +24,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.llama.log.run import line_time
 from adapters.llama.logclock import LogClock
 from adapters.llama.logfit import MTP
-from adapters.llama.logread import line_time
 
 
 @dataclass(frozen=True)

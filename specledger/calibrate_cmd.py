@@ -15,10 +15,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.log.reader import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, Term, fit_log, predict_tok_s, to_profile
 from adapters.llama.logreach import Reach, outside, reach_of
-from adapters.llama.logread import read_log
 from engine.errors import ConfigError
 from engine.files import check_target
 from engine.sim.costs import save_profile

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.gguf_export import require_gguf
-from adapters.llama.logread import read_log
+from adapters.llama.log.reader import read_log
 from adapters.llama.provenance import Provenance, file_sha256
 from adapters.llama.responses import read_responses
 from eventlog import open_db

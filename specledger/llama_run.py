@@ -20,7 +20,7 @@ from typing import Any
 
 from adapters.llama.conversation import Exchange, converse
 from adapters.llama.ledger import LedgerResult
-from adapters.llama.logread import LogReading, read_log
+from adapters.llama.log.reader import LogReading, read_log
 from adapters.llama.options import (
     ChainOrderError,
     Drafter,

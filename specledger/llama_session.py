@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.llama.ledger import LedgerResult, record_log
-from adapters.llama.logread import LogFormatError, LogReading
+from adapters.llama.log.reader import LogFormatError, LogReading
 from adapters.llama.provenance import BACKEND, Provenance, session_config
 from adapters.llama.responses import Responses
 from adapters.protocol import Recording, Sink

@@ -18,7 +18,7 @@ answers (`timings`) repeat the counts and add the reuse (`cache_n`).
 
 from collections.abc import Sequence
 
-from adapters.llama.logrecords import AccPerPos, DraftTotals, StopReason, Verdict
+from adapters.llama.log.records import AccPerPos, DraftTotals, StopReason, Verdict
 from adapters.llama.responses import ResponseFacts
 from adapters.llama.tasks import LlamaRound
 from fsm.draft_profile import DraftProfile

@@ -22,8 +22,8 @@ from typing import Any
 from adapters.llama.crosscheck import response_violations, totals_violations, verdict_violations
 from adapters.llama.ledger_prompt import SlotState, TurnState, start_steps
 from adapters.llama.ledger_rounds import Step, partial_steps, round_steps
-from adapters.llama.logread import LogReading
-from adapters.llama.logrecords import RecordKind, StopReason, TimingPhase
+from adapters.llama.log.reader import LogReading
+from adapters.llama.log.records import RecordKind, StopReason, TimingPhase
 from adapters.llama.responses import ResponseFacts, match_responses
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation

@@ -8,7 +8,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from adapters.llama.ledger_rounds import MIB, Step
-from adapters.llama.logrecords import Checkpoint, Count, Record, RecordKind, TimingPhase
+from adapters.llama.log.records import Checkpoint, Count, Record, RecordKind, TimingPhase
 from adapters.llama.responses import ResponseFacts
 from adapters.llama.sampler import used
 from adapters.llama.tasks import LlamaTask
@@ -149,11 +149,15 @@ def _since(now: Callable[[], float], t: float | None) -> float:
 
 
 def kept_prefix(task: LlamaTask, slot_length: int | None, n_swa: int | None) -> int | None:
-    """The slot's tokens the new prompt keeps: the LCP line's count (0.3.36), else the first
-    checkpoint check's threshold plus n_swa + 1 (server-context.cpp: `pos_min_thold =
-    pos_next - n_swa - 1`, earlier builds), 0 for an empty slot, else None (unknown)."""
+    """The slot's tokens the new prompt keeps: the LCP line's count (0.3.36), else the
+    common prefix the server warns of when its cache cannot be used as it is (`n_past =
+    N, slot.prompt.tokens.size()`, any verbosity), else the first checkpoint check's
+    threshold plus n_swa + 1 (server-context.cpp: `pos_min_thold = pos_next - n_swa - 1`,
+    earlier builds), 0 for an empty slot, else None (unknown)."""
     if task.lcp is not None:
         return task.lcp.lcp
+    if task.past is not None:
+        return task.past.n
     if task.ckpt_threshold is not None and n_swa is not None:
         return task.ckpt_threshold + n_swa + 1
     return 0 if slot_length == 0 else None

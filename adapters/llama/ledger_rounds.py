@@ -20,7 +20,7 @@ token), a target token only up to the first rejection, no state digest ever.
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
-from adapters.llama.logrecords import StopReason
+from adapters.llama.log.records import StopReason
 from adapters.llama.options import our_drafter
 from adapters.llama.tasks import LlamaRound
 from engine.config import Strategy

@@ -38,8 +38,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from adapters.llama.errors import LlamaError
-from adapters.llama.logread import LogReading
-from adapters.llama.logrecords import Compute, Count, RecordKind, TimingPhase
+from adapters.llama.log.reader import LogReading
+from adapters.llama.log.records import Compute, Count, RecordKind, TimingPhase
 from adapters.llama.modelshape import ModelShape, model_shape
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaRound, LlamaTask

@@ -7,7 +7,7 @@ the cost: a layer's are the parameters left after the embedding table and the he
 
 from dataclasses import dataclass
 
-from adapters.llama.serverfacts import ServerInfo
+from adapters.llama.log.facts import ServerInfo
 
 _SCALE = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.logread import LogReading
-from adapters.llama.logrecords import RecordKind
+from adapters.llama.log.reader import LogReading
+from adapters.llama.log.records import RecordKind
 from adapters.llama.options import our_drafter
 from adapters.llama.responses import Responses
 from adapters.llama.sampler import claimed

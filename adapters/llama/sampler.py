@@ -13,7 +13,7 @@ no-op) prints with a `?` and does not act.
 
 from typing import Any
 
-from adapters.llama.logrecords import SamplerChain, SamplerParams
+from adapters.llama.log.records import SamplerChain, SamplerParams
 
 # llama.cpp's samplers (as its chain prints them) by the name of our parameter.
 _OURS = {"temp-ext": "temperature", "temp": "temperature", "top-k": "top_k",

@@ -15,9 +15,15 @@ Builds before 0.3.24 name no slot on their draft candidates, and 0.3.21's draft 
 logs its prefix reuse with no slot either: those belong to the next round a slot opens
 (its drafter runs just before). A drafter's statistics, printed with the task's totals,
 belong to the task that printed them.
+
+A log is often a piece: a record of a task the log never showed starting (it began
+before the piece) opens that task as one the log begins inside (`head_cut`), and a task
+that starts on a slot whose previous task never finished (its end is not in the log: the
+piece was cut, the server lost it) ends that one as cut. ik_llama.cpp's prompt-cache line
+names no slot or task: it belongs to the task that started last.
 """
 
-from adapters.llama.logrecords import (
+from adapters.llama.log.records import (
     Accepted,
     AccPerPos,
     Candidate,
@@ -41,7 +47,14 @@ from adapters.llama.logrecords import (
     Token,
     Verdict,
 )
-from adapters.llama.tasks import PROMPT_PHASE, LlamaRound, LlamaTask, TaskFold, Truncation
+from adapters.llama.tasks import (
+    PROMPT_PHASE,
+    CutReason,
+    LlamaRound,
+    LlamaTask,
+    TaskFold,
+    Truncation,
+)
 
 K = RecordKind
 _PENDING = 64  # drafter lines kept while their batches are awaited
@@ -99,24 +112,37 @@ class TaskFolder:
             assert r.slot is not None
             self.params[r.slot] = r
         elif r.kind is K.TASK_STARTED:
-            self._start(r)
+            self._start(r, head_cut=False)
+        elif r.kind is K.PAST and r.task is None:
+            last = self.out.tasks[-1] if self.out.tasks else None
+            if last is not None and last.past is None and not last.prompt_phase:
+                last.past = r
         else:
             task = self.by_id.get(r.task if r.task is not None else -1)
             if task is None:
-                self.out.orphans += 1
-                return
+                if r.task is None or r.task < 0 or r.slot is None:
+                    self.out.orphans += 1
+                    return
+                task = self._start(r, head_cut=True)
             task.last_line = r.line
             self._task_record(task, r)
 
-    def _start(self, r: Record) -> None:
+    def _start(self, r: Record, head_cut: bool) -> LlamaTask:
+        """A task the log shows starting, or (`head_cut`) one it shows a record of first."""
         assert r.slot is not None and r.task is not None
-        task = LlamaTask(r.slot, r.task, r.line, r.t, selection=self.selection.pop(r.slot, None),
-                         lcp=self.lcp.pop(r.slot, None), last_line=r.line,
-                         sampler_chain=self.chain.pop(r.slot, None),
-                         sampler_params=self.params.pop(r.slot, None))
+        prev = self.current.get(r.slot)
+        if prev is not None and prev.released is None:
+            self._cut(prev, CutReason.SLOT_REUSED)
+        task = LlamaTask(r.slot, r.task, r.line, r.t, last_line=r.line, head_cut=head_cut)
+        if not head_cut:
+            task.selection = self.selection.pop(r.slot, None)
+            task.lcp = self.lcp.pop(r.slot, None)
+            task.sampler_chain = self.chain.pop(r.slot, None)
+            task.sampler_params = self.params.pop(r.slot, None)
         self.by_id[r.task] = self.current[r.slot] = task
         self.candidates.pop(r.slot, None)
         self.out.tasks.append(task)
+        return task
 
     def _task_record(self, task: LlamaTask, r: Record) -> None:
         slot = task.slot
@@ -124,6 +150,10 @@ class TaskFolder:
         if r.kind is K.PROMPT:
             assert isinstance(r, Count)
             task.prompt_tokens = r.n
+        elif r.kind is K.PAST:
+            assert isinstance(r, Count)
+            if task.past is None:
+                task.past = r
         elif r.kind is K.CKPT_CHECK:
             assert isinstance(r, Count)
             if task.ckpt_threshold is None:
@@ -228,17 +258,23 @@ class TaskFolder:
             del self.current[task.slot]
             self.open.pop(task.slot, None)
 
+    def _cut(self, task: LlamaTask, why: CutReason) -> None:
+        """End a task that never finished in the log, its open round dropped."""
+        rnd = self.open.pop(task.slot, None) if self.current.get(task.slot) is task else None
+        partial = rnd if rnd is not None and not rnd.complete else None
+        if partial is not None:
+            task.rounds.remove(partial)
+        if self.current.get(task.slot) is task:
+            del self.current[task.slot]
+        self.out.truncated.append(Truncation(task.slot, task.task, task.last_line, partial, why))
+
     def finish(self) -> TaskFold:
         """The fold, with each task the log ends inside reported and its open round
         dropped."""
+        cut = {t.task for t in self.out.truncated}
         for task in self.out.tasks:
-            if task.released is not None:
-                continue
-            rnd = self.open.pop(task.slot, None) if self.current.get(task.slot) is task else None
-            partial = rnd if rnd is not None and not rnd.complete else None
-            if partial is not None:
-                task.rounds.remove(partial)
-            self.out.truncated.append(Truncation(task.slot, task.task, task.last_line, partial))
+            if task.released is None and task.task not in cut:
+                self._cut(task, CutReason.LOG_ENDS)
         return self.out
 
 

@@ -3,8 +3,9 @@
 a log that ends inside a task leaves of it."""
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-from adapters.llama.logrecords import (
+from adapters.llama.log.records import (
     Accepted,
     AccPerPos,
     Checkpoint,
@@ -101,6 +102,10 @@ class LlamaTask:
     ckpt_threshold: int | None = None
     """The first `Checking checkpoint ... against T` threshold (T = the common prefix less
     n_swa + 1): the kept prefix where the log has no LCP line (builds before 0.3.36)."""
+    past: Count | None = None
+    """The prompt's common prefix with the slot's tokens where the server logs it without
+    -v (its `n_past = N, slot.prompt.tokens.size() = M` warning; ik_llama.cpp's prompt-cache
+    line): the kept prefix where the log has no LCP line."""
     prompt_phase: list[Record] = field(default_factory=list)
     first_token: Token | None = None
     rounds: list[LlamaRound] = field(default_factory=list)
@@ -111,6 +116,9 @@ class LlamaTask:
     spec_stats: dict[str, SpecStats] = field(default_factory=dict)
     released: Released | None = None
     last_line: int = 0
+    head_cut: bool = False
+    """The log begins inside this task: its start, prompt phase and first rounds are
+    before the log's first line, so only what the log shows of it is known."""
 
     @property
     def n_past(self) -> int | None:
@@ -133,26 +141,35 @@ class LlamaTask:
         return timing.tokens if timing is not None else None
 
 
+class CutReason(StrEnum):
+    """Why a task's end is not in the log: the log (or the server run's part of it) ends
+    while the task runs, or its slot takes another task first (the piece skips its end)."""
+
+    LOG_ENDS = "log_ends"
+    SLOT_REUSED = "slot_reused"
+
+
 @dataclass(frozen=True)
 class Truncation:
-    """A task the log ends inside, at `line`. Its last round, if the log cuts it, is taken
-    out of the task's rounds (`partial`: it committed nothing) with the tokens it had
-    emitted and the restores it had done by then."""
+    """A task whose end the log does not show, last seen at `line` (`why`). Its last round,
+    if the log cuts it, is taken out of the task's rounds (`partial`: it committed
+    nothing) with the tokens it had emitted and the restores it had done by then."""
 
     slot: int
     task: int
     line: int
     partial: LlamaRound | None
+    why: CutReason = CutReason.LOG_ENDS
 
     @property
     def dropped_tokens(self) -> int:
         """Tokens the partial round emitted before the log ends."""
         return len(self.partial.tokens) if self.partial is not None else 0
 
-    def to_dict(self) -> dict[str, int | bool]:
+    def to_dict(self) -> dict[str, int | bool | str]:
         """JSON form (the stored provenance)."""
         p = self.partial
-        return {"slot": self.slot, "task": self.task, "line": self.line,
+        return {"slot": self.slot, "task": self.task, "line": self.line, "why": self.why.value,
                 "dropped_round": p is not None, "dropped_tokens": self.dropped_tokens,
                 "restores": len(p.restores) if p is not None else 0}
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from adapters.llama.ledger import TaskLedger
 from adapters.llama.ledger_rounds import accepted_drafts
-from adapters.llama.logread import LogReading
-from adapters.llama.logrecords import Record, RecordKind
+from adapters.llama.log.facts import ServerInfo
+from adapters.llama.log.reader import LogReading
+from adapters.llama.log.records import Record, RecordKind
 from adapters.llama.provenance import Provenance, session_config
-from adapters.llama.serverfacts import ServerInfo
 from adapters.llama.taskfold import TaskFolder
 from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics

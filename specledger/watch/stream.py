@@ -14,9 +14,9 @@ import re
 import time
 from dataclasses import dataclass, field, fields, replace
 
-from adapters.llama.logread import LogFormatError, parse_log
-from adapters.llama.logrecords import Record, RecordKind
-from adapters.llama.serverfacts import ServerInfo
+from adapters.llama.log.facts import ServerInfo
+from adapters.llama.log.reader import LogFormatError, parse_log
+from adapters.llama.log.records import Record, RecordKind
 
 _STARTS = re.compile(rb"^\d+\.\d{2}\.\d{3}\.\d{3} ", re.MULTILINE)
 

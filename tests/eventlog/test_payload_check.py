@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine
 
 from adapters.llama.ledger import record_log
-from adapters.llama.logread import parse_log, read_log
+from adapters.llama.log.reader import parse_log, read_log
 from adapters.llama.responses import read_responses
 from engine.config import EogPolicy, ReplayPolicy, Strategy
 from engine.session import Session

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from adapters.llama.log.reader import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import fit_log
 from adapters.llama.logreach import reach_of
-from adapters.llama.logread import read_log
 from specbench.calibration_llama_capture import RECIPE, SETTINGS, Setting, log_paths
 from specbench.calibration_llama_logs import (
     goal_met,

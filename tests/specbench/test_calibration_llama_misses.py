@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.llama.log.reader import read_log
 from adapters.llama.logclock import LogClock, log_clock
-from adapters.llama.logread import read_log
 from specbench.calibration_llama_misses import (
     Miss,
     forward_at,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.logread import read_log
+from adapters.llama.log.reader import read_log
 from eventlog import get_session, open_db
 from eventlog.reader import scan_events
 from fsm.states import Trigger

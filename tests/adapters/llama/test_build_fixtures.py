@@ -20,8 +20,8 @@ import pytest
 from adapters.llama.builds import Exposure, facts, match_banner
 from adapters.llama.ledger import LedgerResult, record_log
 from adapters.llama.ledger_rounds import accepted_drafts
-from adapters.llama.logread import LogReading, read_log
-from adapters.llama.logrecords import StopReason, TimingPhase
+from adapters.llama.log.reader import LogReading, read_log
+from adapters.llama.log.records import StopReason, TimingPhase
 from adapters.llama.options import our_drafter
 from adapters.llama.provenance import Provenance, provides
 from adapters.llama.responses import parse_responses, read_responses

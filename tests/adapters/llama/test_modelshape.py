@@ -3,9 +3,9 @@ it gives: one layer and the head over the target's layers and the head."""
 
 import pytest
 
-from adapters.llama.logread import read_log
+from adapters.llama.log.facts import ServerInfo
+from adapters.llama.log.reader import read_log
 from adapters.llama.modelshape import ModelShape, model_shape
-from adapters.llama.serverfacts import ServerInfo
 from tests.adapters.llama.test_logread import FIXTURES
 
 BUILD = FIXTURES / "builds" / "0.3.36"

@@ -6,7 +6,7 @@ model's state), and the note on what a log cannot tell."""
 import re
 
 from adapters.llama.ledger import record_log
-from adapters.llama.logread import parse_log
+from adapters.llama.log.reader import parse_log
 from adapters.llama.provenance import drafter_name, provides
 from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal

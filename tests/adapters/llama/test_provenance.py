@@ -4,7 +4,7 @@ would have named one, never 'none' by default."""
 
 import pytest
 
-from adapters.llama.logread import parse_log
+from adapters.llama.log.reader import parse_log
 from adapters.llama.provenance import drafter_name
 from tests.adapters.llama.test_logread import fixture_text
 

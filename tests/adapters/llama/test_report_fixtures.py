@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from adapters.llama.logread import read_log
+from adapters.llama.log.reader import read_log
 from specledger.cli import main
 from tests.adapters.llama.test_logread import FIXTURES
 

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.llama.conversation import _request
 from adapters.llama.ledger import record_log
-from adapters.llama.logread import parse_log
+from adapters.llama.log.reader import parse_log
 from adapters.llama.provenance import Provenance, session_config
 from adapters.llama.sampler import claimed
 from adapters.llama.taskfold import fold_tasks

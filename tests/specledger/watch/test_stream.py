@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.logread import parse_log
-from adapters.llama.logrecords import RecordKind
-from adapters.llama.serverfacts import ServerInfo
+from adapters.llama.log.facts import ServerInfo
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.records import RecordKind
 from specledger.watch.stream import RecordStream, merge_facts
 
 FIXTURES = Path(__file__).parents[2] / "adapters" / "llama" / "fixtures"

@@ -21,6 +21,7 @@ class RecordKind(StrEnum):
     PROMPT = "prompt"                      # "new prompt, ... task.n_tokens = N"
     CACHED = "cached"                      # "cached n_tokens = N, memory_seq_rm [p0, end)"
     CKPT_CHECK = "ckpt_check"              # "Checking checkpoint with [a, b] against T..."
+    PAST = "past"                          # "n_past = N, slot.prompt.tokens.size() = M, ..."
     CTX_CREATED = "ctx_created"            # "created context checkpoint i of n (...)"
     CTX_RESTORED = "ctx_restored"          # "restored context checkpoint (...)"
     CTX_ERASED = "ctx_erased"              # "erased invalidated" / "erasing old" / ...
@@ -101,10 +102,11 @@ class LcpCheck(Record):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Count(Record):
     """A record whose content is one count: PROMPT (task.n_tokens), CACHED (n_tokens
-    kept when a prompt batch begins), N_PAST_SET, CKPT_CHECK (the threshold a context
-    checkpoint is checked against: the common prefix less n_swa + 1), TASK_STARTED (is_child),
-    DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's draft model, no slot),
-    DRAFT_BEGIN (the most the slot may draft: its drafter is called next)."""
+    kept when a prompt batch begins), PAST (the prompt's common prefix with the slot's
+    tokens, where the cache cannot be used as it is), N_PAST_SET, CKPT_CHECK (the
+    threshold a context checkpoint is checked against: the common prefix less n_swa + 1),
+    TASK_STARTED (is_child), DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's
+    draft model, no slot), DRAFT_BEGIN (the most the slot may draft: its drafter is called next)."""
 
     n: int
 

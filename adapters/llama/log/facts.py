@@ -99,6 +99,10 @@ class ServerInfo:
     count (`2.00 M`)."""
     loading: str | None = None
     """The model file whose load the log is printing (None: before the first)."""
+    structured_log: bool = False
+    """The server logs with the structured logger (`INFO [ function] message | k=v`), as
+    ik_llama.cpp does and llama.cpp did before its 2024 logger: its build number is not
+    upstream's numbering of today."""
 
     def note(self, name: str, m: re.Match[str]) -> None:
         """Take one matched fact line (the first occurrence of each counts)."""

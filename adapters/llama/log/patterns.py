@@ -13,7 +13,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from adapters.llama.logrecords import (
+from adapters.llama.log.records import (
     Accepted,
     AccPerPos,
     Candidate,
@@ -94,11 +94,15 @@ SLOT_PATTERNS: Patterns = tuple(
         # `cached ` from 0.3.24 on.
         (rf"^(?:cached )?n_tokens = {_INT}, memory_seq_rm \[{_INT}, end\)",
          lambda m, c: Count(kind=K.CACHED, n=_i(m, 1), **c)),
-        (rf"^created context checkpoint {_INT} of {_INT} \({_GEOM}, size = {_NUM} MiB\)",
+        # `, took N ms` in ik_llama.cpp.
+        (rf"^created context checkpoint {_INT} of {_INT} \({_GEOM}, size = {_NUM} MiB"
+         rf"(?:, took [\d.]+ ms)?\)",
          lambda m, c: Checkpoint(kind=K.CTX_CREATED, index=_i(m, 1), limit=_i(m, 2),
                                  pos_min=_i(m, 3), pos_max=_i(m, 4), n_tokens=_i(m, 5),
                                  size_mib=_f(m, 6), **c)),
-        (rf"^restored context checkpoint \({_GEOM}, n_past = {_INT}, size = {_NUM} MiB\)",
+        # `took N ms` before the parenthesis in ik_llama.cpp.
+        (rf"^restored context checkpoint(?: took\s+[\d.]+ ms)? \({_GEOM}, n_past = {_INT}, "
+         rf"size = {_NUM} MiB\)",
          lambda m, c: Checkpoint(kind=K.CTX_RESTORED, pos_min=_i(m, 1), pos_max=_i(m, 2),
                                  n_tokens=_i(m, 3), n_past=_i(m, 4), size_mib=_f(m, 5), **c)),
         (rf"^erased invalidated context checkpoint \({_GEOM}, n_swa = {_INT}, "
@@ -106,6 +110,11 @@ SLOT_PATTERNS: Patterns = tuple(
          lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
                                  n_tokens=_i(m, 3), size_mib=_f(m, 6), reason="invalidated",
                                  **c)),
+        # ik_llama.cpp's names no slot length.
+        (rf"^erased invalidated context checkpoint \(pos_min = {_INT}, pos_max = {_INT}, "
+         rf"size = {_NUM} MiB\)",
+         lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
+                                 size_mib=_f(m, 3), reason="invalidated", **c)),
         (rf"^erasing old context checkpoint \({_GEOM}, size = {_NUM} MiB\)", _erased("old")),
         (rf"^erasing context checkpoint too close to an earlier one \({_GEOM}, "
          rf"size = {_NUM} MiB\)", _erased("too_close")),
@@ -116,6 +125,10 @@ SLOT_PATTERNS: Patterns = tuple(
         # cleared, a full re-processing too.
         (r"^(?:forcing full prompt re-processing|failed to truncate tokens with position "
          r">= -?\d+ - clearing the memory)", lambda m, c: Record(kind=K.FULL_REPROCESS, **c)),
+        # The common prefix where the cache cannot be used as it is (a warning, any
+        # verbosity, before 0.3.36 and in forks; n_swa is not printed by ik_llama.cpp).
+        (rf"^n_past = {_INT}, slot\.prompt\.tokens\.size\(\) = {_INT}",
+         lambda m, c: Count(kind=K.PAST, n=_i(m, 1), **c)),
         (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
         (rf"^Checking checkpoint with \[{_INT}, {_INT}\] against {_INT}\.\.\.",
          lambda m, c: Count(kind=K.CKPT_CHECK, n=_i(m, 3), **c)),
@@ -186,9 +199,11 @@ SLOT_NOISE = (
     "processing pre-alora", "stop prompt batch filling", "slot is not processing",
     "selected slot by", "clearing cache for lora", "keeping cache for alora",
     # builds before 0.3.36
-    "n_past = ", "ignoring small draft", "draft size ",
+    "ignoring small draft", "draft size ",
     "n_decoded = ", "the max possible draft", "prompt processing",
     "speculative decoding context initialized",
+    # PR 22929's checkpoint placement; builds of early 2026
+    "skip checkpoint at", "checkpoint before user input reached", "prompt done,",
 )
 # Known slot messages that begin with a number or a function name (builds before 0.3.24).
 SLOT_NOISE_INSIDE = ("tokens since last checkpoint at", ": n_draft=")

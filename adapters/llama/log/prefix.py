@@ -1,0 +1,148 @@
+"""Prefixes that something other than llama-server wrote before its lines, learned per file
+from the lines themselves: a log shipper's timestamp (`docker logs --timestamps`, `kubectl
+logs --timestamps`, a `docker logs` dump's `2026-05-14 22:13:25.196 | `), docker compose's
+service column (`llama-cpp-server  | `), journald's `May 17 10:02:11 host unit[pid]: `, the
+router's `[pid] ` before a child server's lines, or any mix of them in one file.
+
+One mechanism takes them all. A llama-server line body begins with a tag its logger always
+writes (its own `M.ss.mmm.uuu L` time, a `slot`/`srv`/`que` tag and function, a loader's
+function name and colon, ik_llama.cpp's `INFO [ function ]`); what stands before the first
+such tag on a line is that line's prefix. A prefix's shape keeps its punctuation and turns
+each run of digits, letters or spaces into a class; the shapes the file's tagged lines show
+become one regular expression that strips a prefix of any of them from every line, the
+untagged continuation lines (a multi-line timing block, a chat template) included. A shape
+is learned only when it holds a digit or a `|` (a time, a process id, a column), so a line
+of plain text never teaches the reader to eat the start of other lines.
+"""
+
+import calendar
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# The tags a llama-server body starts with, at the start of a line or after a delimiter.
+_TAG = re.compile(
+    r"(?:(?<=[\s|\]>])|^)(?:"
+    r"\d+\.\d{2}\.\d{3}\.\d{3} [DIWE] "                 # llama's own --log-prefix time
+    r"|(?:slot|srv|que|res|spec|cmn)\s+[\w~]+: "         # slot / server / queue lines
+    r"|(?:llama|ggml|gguf|common|clip|mtmd|load|print_info|system_info|build|main|sched"
+    r"|graph|init_batch|decode|~llama)\w*: "             # loaders and the server's main
+    r"|(?:INFO|WARN|ERR|VERB|DEBUG) \[\s*\w+\] "        # ik_llama.cpp
+    r")")
+_SHAPE_TOKEN = re.compile(r"\d+|[^\W\d_]+|[ \t]+|.", re.S)
+_LEARN_LINES = 5000  # a prefix shows on the first lines; later ones are learned as met
+_PID = re.compile(r"\[(\d+)\]")
+# Wall-clock times a prefix may hold: ISO 8601 (docker, kubectl, most shippers) and syslog.
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_SYSLOG = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) "
+                     r"(\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+                                        "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+
+def shape(prefix: str) -> str:
+    """A prefix's shape as a regular expression: digit runs `\\d+`, letter runs
+    `[^\\W\\d_]+`, space runs ` +`, anything else itself."""
+    out = []
+    for tok in _SHAPE_TOKEN.findall(prefix):
+        if tok[0].isdigit():
+            out.append(r"\d+")
+        elif tok[0].isalpha():
+            out.append(r"[^\W\d_]+")
+        elif tok[0] in " \t":
+            out.append(r"[ \t]+")
+        else:
+            out.append(re.escape(tok))
+    return "".join(out)
+
+
+def _plausible(prefix: str) -> bool:
+    """Whether a text before a tag can be a prefix: it ends at a delimiter and holds a
+    number (a time, a process id) or a column bar."""
+    return prefix[-1] in " |]:>" and (any(c.isdigit() for c in prefix) or "|" in prefix)
+
+
+def tag_at(line: str) -> int | None:
+    """Where the first llama-server tag of `line` begins (None: it has none)."""
+    m = _TAG.search(line)
+    return m.start() if m is not None else None
+
+
+@dataclass
+class Prefixes:
+    """The prefix shapes of one file, as learned so far, and how many lines showed each."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    _pattern: re.Pattern[str] | None = None
+
+    def learn(self, lines: Iterable[str]) -> None:
+        """Learn the shapes the tagged ones among `lines` show."""
+        for line in lines:
+            self.learn_line(line)
+
+    def learn_line(self, line: str) -> bool:
+        """Learn the prefix of one line, if it has a tag after a plausible prefix; whether
+        its shape was new."""
+        at = tag_at(line)
+        if not at or not _plausible(line[:at]):
+            return False
+        s = shape(line[:at])
+        new = s not in self.counts
+        self.counts[s] += 1
+        if new:
+            self._pattern = None
+        return new
+
+    @property
+    def pattern(self) -> re.Pattern[str] | None:
+        """One expression matching any learned prefix at a line's start (longest shapes
+        first, so a shape that extends another wins); None when the file has none."""
+        if self._pattern is None and self.counts:
+            alts = sorted(self.counts, key=len, reverse=True)
+            self._pattern = re.compile("(?:" + "|".join(alts) + ")")
+        return self._pattern
+
+    def split(self, line: str) -> tuple[str, str]:
+        """(prefix, body) of one line; a line no learned shape starts is all body."""
+        pattern = self.pattern
+        if pattern is None:
+            return "", line
+        m = pattern.match(line)
+        if m is None:
+            return "", line
+        return line[:m.end()], line[m.end():]
+
+    def shapes(self) -> list[str]:
+        """The learned shapes, most frequent first (what the import reports)."""
+        return [s for s, _ in self.counts.most_common()]
+
+
+def learn_prefixes(lines: list[str]) -> Prefixes:
+    """The prefixes of a file, from its first lines."""
+    p = Prefixes()
+    p.learn(lines[:_LEARN_LINES])
+    return p
+
+
+def prefix_pid(prefix: str) -> int | None:
+    """The process id a prefix names in brackets (the router's `[pid]`, journald's
+    `unit[pid]:`), else None."""
+    m = _PID.search(prefix)
+    return int(m.group(1)) if m is not None else None
+
+
+def prefix_time(prefix: str) -> float | None:
+    """The wall-clock time a prefix holds, in seconds since the epoch taken as UTC (a
+    syslog time, which has no year, counts from the start of 1970); None: it holds none."""
+    m = _ISO.search(prefix)
+    if m is not None:
+        y, mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 7))
+        frac = float("0." + m.group(7)) if m.group(7) else 0.0
+        return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + frac
+    m = _SYSLOG.search(prefix)
+    if m is not None:
+        mo, d, h, mi, s = _MONTHS[m.group(1)], *(int(m.group(i)) for i in range(2, 6))
+        frac = float("0." + m.group(6)) if m.group(6) else 0.0
+        return calendar.timegm((1970, mo, d, h, mi, s, 0, 0, 0)) + frac
+    return None

@@ -1,0 +1,201 @@
+"""Read a llama-server log file into its server runs: `read_file(path)` / `parse_text(text)`
+give a `LogFile`; `read_log` / `parse_log` the one run of a file that holds one.
+
+A file is whatever a user kept: the server's own output, or what a log shipper made of it,
+its lines behind a prefix of any shape (adapters/llama/log/prefix.py), with CRLF line ends
+and ANSI colours; several server processes one after another (a restart, a crash, a
+container started again) or side by side (a router's children, told apart by the process id
+their prefix names); a piece that starts or ends inside a request. Each process's lines go
+to a run of their own (adapters/llama/log/run.py): a run begins where a server starts again
+(a startup line once its predecessor served or shut down, or a line a process prints once,
+seen twice). A file whose last line has no newline was cut while being written: that line
+is dropped and reported; a gzip file whose stream ends early is read as far as it goes.
+Text with no llama-server line at all is refused in one line. The digest is of the text as
+read (after gzip decompression).
+"""
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.llama.errors import LlamaError
+from adapters.llama.log.compressed import GZIP_MAGIC, GzipCut, gunzip
+from adapters.llama.log.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
+from adapters.llama.log.run import LineKind, LogReading, RunEnd, RunReader, clean
+
+__all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
+           "read_file", "read_log"]
+
+
+class LogFormatError(LlamaError):
+    """The input is not a llama-server log (or cannot be read as text)."""
+
+
+@dataclass
+class LogFile:
+    """A log file read into its server runs, in the order each began. `lines` counts the
+    file's physical lines; `prefixes` the shapes of the outer prefixes its lines carry."""
+
+    name: str
+    runs: list[LogReading]
+    lines: int
+    sha256: str
+    partial_line: int | None = None
+    gzip_cut: GzipCut | None = None
+    prefixes: list[str] = field(default_factory=list)
+
+    @property
+    def parsed(self) -> int:
+        """Lines that became a record or a fact, over every run."""
+        return sum(r.parsed for r in self.runs)
+
+    @property
+    def skipped(self) -> int:
+        """Known lines the ledger does not use, over every run."""
+        return sum(r.skipped for r in self.runs)
+
+    @property
+    def unknown(self) -> int:
+        """Lines no reader knows, over every run."""
+        return sum(r.unknown for r in self.runs)
+
+    def unknown_shapes(self, n: int = 10) -> list[tuple[str, int]]:
+        """The `n` most common shapes of unknown lines, with their counts."""
+        total: Counter[str] = Counter()
+        for r in self.runs:
+            total.update(r.unknown_shapes)
+        return total.most_common(n)
+
+    def only(self) -> LogReading:
+        """The file's one server run; a file with several is refused, naming them."""
+        if len(self.runs) == 1:
+            return self.runs[0]
+        spans = ", ".join(f"lines {r.first_line}-{r.last_line}" for r in self.runs)
+        raise LogFormatError(f"{self.name} holds {len(self.runs)} server runs ({spans}); "
+                             "read it with `specledger import`, which records each run")
+
+
+class LogReader:
+    """A log's lines in, its runs out: one `feed` per physical line, in order (`watch`
+    feeds a live file this way); `finish` once the file ends."""
+
+    def __init__(self, prefixes: Prefixes | None = None) -> None:
+        self.prefixes = prefixes if prefixes is not None else Prefixes()
+        self.runs: list[RunReader] = []
+        self.ended: dict[int, RunEnd] = {}
+        self._current: dict[int | None, RunReader] = {}
+
+    def feed(self, number: int, raw: str) -> LineKind:
+        """Read physical line `number`; how it was counted."""
+        line = clean(raw)
+        prefix, body = self.prefixes.split(line)
+        run = self._run(prefix, body, number)
+        kind = run.feed(number, body, prefix_time(prefix) if prefix else None)
+        if kind is LineKind.UNKNOWN and self.prefixes.learn_line(line):
+            prefix, body = self.prefixes.split(line)
+            run = self._run(prefix, body, number)
+            kind = run.feed(number, body, prefix_time(prefix) if prefix else None)
+        if kind is LineKind.UNKNOWN:
+            run.count_unknown(number, body)
+        return kind
+
+    def skip(self, number: int) -> None:
+        """Count line `number` as skipped in the latest run (a line cut mid-write)."""
+        if not self.runs:
+            self._run("", "", number)
+        self.runs[-1].out.skipped += 1
+
+    def _run(self, prefix: str, body: str, number: int) -> RunReader:
+        """The run a line belongs to: its process's (the prefix's pid), a new one where the
+        line starts a server again."""
+        pid = prefix_pid(prefix) if prefix else None
+        run = self._current.get(pid)
+        if run is None or run.starts_anew(body):
+            if run is not None:
+                self.ended[run.out.index] = RunEnd.SHUTDOWN if run.shut_down else RunEnd.DIED
+            run = RunReader(len(self.runs), number, pid)
+            self.runs.append(run)
+            self._current[pid] = run
+        return run
+
+    @property
+    def llama_lines(self) -> int:
+        """Lines with the shape of llama-server's own, over every run."""
+        return sum(r.llama_lines for r in self.runs)
+
+    def finish(self) -> list[LogReading]:
+        """The runs, each with how it ends: replaced by a later start (shutdown or died),
+        else shut down, died on a fatal line, or running when the file ends."""
+        out = []
+        for run in self.runs:
+            ending = self.ended.get(run.out.index)
+            if ending is None:
+                fatal = run.out.server_log.counts.get("crash", 0) > 0
+                ending = (RunEnd.SHUTDOWN if run.shut_down else
+                          RunEnd.DIED if fatal else RunEnd.LOG_ENDS)
+            out.append(run.finish(ending))
+        return out
+
+
+def parse_text(text: str, name: str = "input") -> LogFile:
+    """Read a whole log held in `text` (`name` is what errors call it)."""
+    if "\x00" in text:
+        raise LogFormatError(f"{name} is binary, not a llama-server log (pass the text file "
+                             "the server's stdout/stderr went to)")
+    if not text:
+        raise LogFormatError(f"{name} is not a llama-server log: it is empty (0 lines)")
+    physical = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        physical.pop()  # the empty string after the final newline
+    partial = None
+    if not complete and physical:
+        partial = len(physical)
+    reader = LogReader(learn_prefixes([clean(p) for p in physical[:5000]]))
+    for number, raw in enumerate(physical[:partial - 1] if partial else physical, 1):
+        reader.feed(number, raw)
+    if partial is not None:
+        reader.skip(partial)
+    if not reader.llama_lines:
+        raise LogFormatError(f"{name} is not a llama-server log: none of its {len(physical)} "
+                             "line(s) has the shape of a server, slot or model-loader line")
+    runs = reader.finish()
+    digest = hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
+    for run in runs:
+        run.lines, run.sha256, run.partial_line = len(physical), digest, partial
+    return LogFile(name, runs, len(physical), digest, partial,
+                   prefixes=reader.prefixes.shapes())
+
+
+def parse_log(text: str, name: str = "input") -> LogReading:
+    """The one server run of a log held in `text` (several are refused)."""
+    return parse_text(text, name).only()
+
+
+def read_file(path: str | Path) -> LogFile:
+    """Read the log file at `path` (plain, or gzip-compressed as rotated logs are; a cut
+    gzip file is read as far as it goes); unreadable or non-log files raise
+    LogFormatError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LogFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    cut = None
+    if data.startswith(GZIP_MAGIC):
+        data, cut = gunzip(data)
+        if cut is not None and not data:
+            raise LogFormatError(f"cannot read {path}: its gzip stream is {cut.why} at byte "
+                                 f"{cut.at} of {cut.size}, before any text")
+    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
+    log = parse_text(data.decode("utf-8", errors="surrogateescape"), str(path))
+    log.gzip_cut = cut
+    for run in log.runs:
+        run.gzip_cut = cut
+    return log
+
+
+def read_log(path: str | Path) -> LogReading:
+    """The one server run of the log file at `path` (several are refused)."""
+    return read_file(path).only()
