@@ -6,9 +6,11 @@ Each setting (specbench/calibration_llama_capture.py: no drafter, draft-mtp at 2
 and the recipe's p-min server, ngram-mod at 4 and 8, ngram-simple, the ngram-mod,draft-mtp
 chain) runs `repeat` fresh verbose servers of each build through the same held-out
 conversations; its measured tokens/s is the median over runs of print_timing's eval
-tokens over eval seconds, the runs' range its noise. A setting's fit log is its median
-run (by tokens/s); every other setting is predicted from the fit's terms and that
-setting's first log's rounds (greedy: every run of a setting has the same rounds). A
+tokens over eval seconds, the runs' range its noise. Every run is a fit, and each pass's
+fit of one setting predicts each setting's run of the same pass from that run's rounds:
+the runs of one pass are recorded seconds apart, so a prediction and its measurement saw
+the same load as near as a shared machine allows (one run to the next moves by up to 2x
+under another job's load); a cell is the median over the passes. A
 prediction that needs what the fit log never measured (adapters/llama/logreach.py:
 forwards of other sizes, a drafter it never ran, checkpoints, plain or speculative
 rounds, another graph, another build) is marked with the reasons; the goal is every
@@ -71,11 +73,14 @@ def median_run(runs: list[LogClock]) -> LogClock:
     return sorted(runs, key=measured_tok_s)[(len(runs) - 1) // 2]
 
 
-def predictions(fits: dict[str, LogFit], reaches: dict[str, Reach],
+def predictions(fits: dict[str, list[LogFit]], reaches: dict[str, Reach],
                 clocks: dict[str, list[LogClock]]) -> list[dict[str, Any]]:
     """Every setting's measured tokens/s (median of its runs, their range) beside each
-    fit's prediction from the setting's first log (whose decode seconds it gives), and
-    why that prediction is outside the fit's reach (empty: inside)."""
+    fit's predictions: pass by pass, the fit of a setting's run predicting each setting's
+    run of the same pass (recorded seconds apart, so on the same load as near as the
+    machine allows) from that run's rounds; the cell is the median prediction and the
+    median error of the passes, and why the prediction is outside the fit's reach (empty:
+    inside)."""
     rows = []
     for label, runs in clocks.items():
         measured = [measured_tok_s(c) for c in runs]
@@ -83,10 +88,12 @@ def predictions(fits: dict[str, LogFit], reaches: dict[str, Reach],
         row: dict[str, Any] = {"setting": label, "runs": measured, "measured": med,
                                "noise": (max(measured) - min(measured)) / med,
                                "first_eval_s": sum(t.eval_s for t in runs[0].tasks)}
-        for name, fit in fits.items():
-            predicted = predict_tok_s(fit, runs[0])[1]
+        for name, passes in fits.items():
+            predicted = [predict_tok_s(f, c)[1] for f, c in zip(passes, runs, strict=True)]
+            errors = [p / m - 1 for p, m in zip(predicted, measured, strict=True)]
             own = label == name
-            row[name] = {"predicted": predicted, "error": predicted / med - 1,
+            row[name] = {"predicted": statistics.median(predicted),
+                         "error": statistics.median(errors), "errors": errors,
                          "fitted_on_it": own,
                          "outside": [] if own else [
                              {"beyond": w.beyond.value, "clause": w.clause}
@@ -140,29 +147,29 @@ def goal_met(doc: dict[str, Any]) -> bool:
 
 
 def cross_validate(paths: dict[str, list[Path]]) -> dict[str, Any]:
-    """Fit every setting's median run, predict every setting, list the misses inside the
-    fits' reach: one build's part of the results."""
+    """Fit every run of every setting, predict every setting's run of the same pass, list
+    the misses inside the fits' reach: one build's part of the results."""
     clocks = {k: [_clock(p) for p in ps] for k, ps in paths.items()}
-    fit_clocks = {k: median_run(runs) for k, runs in clocks.items()}
-    fit_paths = {k: next(p for p, x in zip(paths[k], clocks[k], strict=True) if x is c)
-                 for k, c in fit_clocks.items()}
-    fits = {k: fit_log(c) for k, c in fit_clocks.items()}
-    reaches = {k: reach_of(c) for k, c in fit_clocks.items()}
+    fits = {k: [fit_log(c) for c in runs] for k, runs in clocks.items()}
+    typical = {k: median_run(runs) for k, runs in clocks.items()}
+    where = {k: paths[k][clocks[k].index(c)] for k, c in typical.items()}
+    reaches = {k: reach_of(c) for k, c in typical.items()}
     rows = predictions(fits, reaches, clocks)
     gap = functools.cache(line_gap_s)  # a fit log is named in many misses: read it once
     misses = [Miss(f, r["setting"], r[f]["error"],
-                   miss_reasons(fit_clocks[f], clocks[r["setting"]][0], r["noise"], BAND,
-                                (gap(fit_paths[f]), gap(paths[r["setting"]][0]))))
+                   miss_reasons(typical[f], typical[r["setting"]], r["noise"], BAND,
+                                (gap(where[f]), gap(where[r["setting"]]))))
               for r in rows for f in fits
               if not r[f]["fitted_on_it"] and not r[f]["outside"]
               and abs(r[f]["error"]) > BAND]
     first = next(iter(clocks.values()))[0]
+    chosen = {k: fits[k][clocks[k].index(c)] for k, c in typical.items()}
     return {"banner": first.build, "rows": rows,
             "fits": {k: {"terms": {n: vars(t) for n, t in f.terms.items()},
                          "residuals": vars(f.residuals) if f.residuals else None,
                          "level": f.level, "knots": list(f.curve.knots),
-                         "reach": reaches[k].to_dict(), "log": str(fit_paths[k])}
-                     for k, f in fits.items()},
+                         "reach": reaches[k].to_dict(), "log": str(where[k])}
+                     for k, f in chosen.items()},
             "misses": [vars(m) for m in misses]}
 
 
@@ -207,8 +214,8 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
         refit: bool = False, device: str = "cpu", repeat: int | None = None,
         builds: tuple[str, ...] = BUILDS) -> dict[str, Any]:
     """Run every setting `repeat` times (default: the plan's; `refit`: read the logs a run
-    before left) on each build's server for `device`, fit every setting's median run,
-    predict every setting; write `folder`/logs.{json,md}."""
+    before left) on each build's server for `device`, fit every run, predict every
+    setting's run of the same pass; write `folder`/logs.{json,md}."""
     plan = QUICK if quick else FULL
     plan = plan if repeat is None else replace(plan, repeat=repeat)
     start = time.perf_counter()
@@ -229,8 +236,8 @@ def run(model: str, folder: Path, quick: bool, threads: int = 1, log: Any = prin
     where = "CUDA builds, every layer on the GPU" if device == "cuda" else f"{threads} thread(s)"
     text = (f"{model} (f32 GGUF), {where}, {plan.prompts} conversation(s) of 2 turns x "
             f"{plan.tokens} tokens, {plan.repeat} run(s) per setting, interleaved, -v. Every "
-            f"setting's median run is a fit log; each column predicts every setting from its "
-            f"rounds. {LEGEND}\n\n"
+            f"run is a fit; each column's fits predict every setting's run of the same pass "
+            f"from its rounds, the cell the median over passes. {LEGEND}\n\n"
             + "\n".join(_build_text(b, p) for b, p in parts.items()))
     write_file(folder / "logs.md", text)
     doc["table"] = text
