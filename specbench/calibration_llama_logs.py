@@ -58,8 +58,8 @@ BAND = 0.15
 BUILDS = (DEFAULT_BUILD, "0.3.30")
 """The builds the suite logs: the default and the last before compute brackets (0.3.30
 times no forward apart, only rounds and drafting)."""
-MARKS = {Beyond.BUILD: "B", Beyond.SIZES: "S", Beyond.DRAFTER: "D", Beyond.CHECKPOINTS: "C",
-         Beyond.ROUNDS: "R", Beyond.GRAPH: "G"}
+MARKS = {Beyond.BUILD: "B", Beyond.SIZES: "S", Beyond.CONTEXT: "X", Beyond.DRAFTER: "D",
+         Beyond.CHECKPOINTS: "C", Beyond.ROUNDS: "R", Beyond.GRAPH: "G"}
 """The letter a table cell carries for each reason it is outside the fit's reach."""
 
 

@@ -25,6 +25,7 @@ class Beyond(StrEnum):
 
     BUILD = "build"
     SIZES = "batch sizes"
+    CONTEXT = "context"
     DRAFTER = "drafter"
     CHECKPOINTS = "checkpoints"
     ROUNDS = "rounds"
