@@ -412,8 +412,9 @@ def _median_lines(segs: Sequence[Segment], speculative: bool) -> float | None:
 def to_profile(fit: LogFit, name: str, description: str, clock: LogClock) -> CostProfile:
     """The sim's profile of a fit of `clock`: a forward costs what the fit charges one of
     its batch at each knot (`forward_knots`, `forward_costs`: the curve through the sizes
-    the log measured) plus `ctx_token_s` per cached token (as one byte per token over an
-    effective bandwidth); `launch_s` is a plain round's own cost (`loop_s` and its log
+    the log measured) plus `ctx_token_s` per cached token (as bytes per token over a
+    bandwidth out of reach, so that the sim's state writes, which it measures in bytes
+    over the same bandwidth, cost nothing the log did not show); `launch_s` is a plain round's own cost (`loop_s` and its log
     lines, the fit log's median plain round's), since the sim charges a plain round one
     forward; a speculative round's own cost beyond it (`round_s` and the lines it adds)
     is the round sync; a checkpoint (of the log's state size) in host memory costs
@@ -437,8 +438,8 @@ def to_profile(fit: LogFit, name: str, description: str, clock: LogClock) -> Cos
                 if clock.graph_nodes and clock.recurrent_layers else 0.0)
     knots = fit.curve.knots
     return CostProfile(
-        name=name, weight_bytes=0.0, hbm_bw=1.0 / ctx if ctx > 0 else OUT_OF_REACH,
-        flops_per_token=0.0, peak_flops=OUT_OF_REACH, kv_bytes_per_token=1.0,
+        name=name, weight_bytes=0.0, hbm_bw=OUT_OF_REACH, flops_per_token=0.0,
+        peak_flops=OUT_OF_REACH, kv_bytes_per_token=ctx * OUT_OF_REACH,
         state_bytes=float(clock.state_bytes or 0), copy_bw=OUT_OF_REACH,
         launch_s=level * (fit.value("loop_s") + line * lines), description=description,
         checkpoint_place=Placement.HOST.value,
