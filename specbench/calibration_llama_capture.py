@@ -57,7 +57,7 @@ class Plan:
 # a server is a second or two; the median of 9 runs outvotes the stalls of a machine
 # shared with other jobs (one run to the next moves by up to 2x there)
 FULL = Plan(prompts=3, tokens=96, repeat=9)
-QUICK = Plan(prompts=1, tokens=16, repeat=1)
+QUICK = Plan(prompts=1, tokens=48, repeat=1)
 
 
 def log_paths(s: Setting, logs: Path, repeat: int) -> list[Path]:

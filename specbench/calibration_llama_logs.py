@@ -256,7 +256,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The module's command line."""
     p = argparse.ArgumentParser(prog="python -m specbench.calibration_llama_logs",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="one conversation of 16 tokens, one run")
+    p.add_argument("--quick", action="store_true", help="one conversation of 48 tokens, one run")
     p.add_argument("--refit", action="store_true", help="fit the logs the last run left")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: the builds' CUDA servers (`specledger llama build V --cuda`)")

@@ -65,10 +65,11 @@ from engine.sim.nnls import nnls
 
 FORWARD_TERMS = ("ctx_token_s", "rebuild_s")
 """A forward's terms beside the curve's (`launch_s` and its slopes)."""
+PROMPT = "prompt_s"
 ROUND_TERMS = ("loop_s", "save_s", "restore_s", "round_s", "line_s")
 """A round's terms beside its forwards and its drafters', in the order they claim a column
 the others also span (a checkpoint saved every speculative round is named as such)."""
-SEPARABLE = 0.1
+SEPARABLE = 0.25
 """A column must keep this share of its norm outside the span of the columns before it
 to be fitted: on a noisy clock a column that nearly repeats others (a checkpoint saved on
 every speculative round beside the round's own cost) trades places with them at random."""
@@ -179,8 +180,11 @@ def segment_rows(s: Segment, curve: Curve) -> list[Row]:
 
 
 def chunk_rows(c: Chunk, curve: Curve) -> list[Row]:
-    """A prompt forward's row (a new batch: its graph is built) and its pass's."""
-    rows = [(c.seconds, forward_features(curve, c.tokens, c.ctx, True))]
+    """A prompt forward's row and its pass's: the forward's cost at its batch, and the
+    prompt path's own (`prompt_s`: a graph built for its shape, the checkpoint around
+    it), which no decode forward pays."""
+    features = forward_features(curve, c.tokens, c.ctx, False) | {PROMPT: 1.0}
+    rows = [(c.seconds, features)]
     if c.pass_s and c.pass_drafter is not None:
         rows.append((c.pass_s, pass_features(c.pass_drafter, c.tokens)))
     return rows
@@ -238,14 +242,15 @@ class LogFit:
         return 0.0 if t is None else t.value
 
 
-def _separable(names: Sequence[str], a: np.ndarray) -> tuple[list[int], dict[int, tuple[str, ...]]]:
-    """Columns taken in order, each kept only if it leaves the span of those kept; the
-    others map to the kept columns that span them."""
+def _separable(names: Sequence[str], a: np.ndarray, kept_anyway: frozenset[str] = frozenset()
+               ) -> tuple[list[int], dict[int, tuple[str, ...]]]:
+    """Columns taken in order, each kept only if it leaves the span of those kept (or is
+    `kept_anyway`); the others map to the kept columns that span them."""
     kept: list[int] = []
     spanned: dict[int, tuple[str, ...]] = {}
     for j in range(a.shape[1]):
         col = a[:, j]
-        if not kept:
+        if not kept or names[j] in kept_anyway:
             kept.append(j)
             continue
         basis = a[:, kept]
@@ -267,11 +272,14 @@ def _residuals(rel: np.ndarray, dropped: int, stall_s: float) -> Residuals:
 
 
 def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray,
-                fixed: Mapping[str, Term] | None = None) -> tuple[dict[str, Term], Residuals]:
+                fixed: Mapping[str, Term] | None = None,
+                kept_anyway: frozenset[str] = frozenset()) -> tuple[dict[str, Term], Residuals]:
     """Non-negative terms of `a x = y` in least squares, each row weighted by its own
     seconds (`ROW_FLOOR_S` at least): the `fixed` terms charged as given, absent and
-    unseparated columns settled first, stalls dropped (worst first), each term's standard
-    error. The residuals are reported relative to each row."""
+    unseparated columns settled first (but `kept_anyway`: a curve's slopes, each between
+    knots with forwards enough, their columns nested in one another by construction),
+    stalls dropped (worst first), each term's standard error. The residuals are reported
+    relative to each row."""
     fixed = fixed or {}
     terms: dict[str, Term] = dict(fixed)
     w = 1.0 / np.maximum(y, ROW_FLOOR_S)
@@ -280,7 +288,7 @@ def fit_columns(names: Sequence[str], a: np.ndarray, y: np.ndarray,
     present = [j for j in range(a.shape[1]) if np.any(a[:, j]) and j not in pinned]
     terms |= {names[j]: Term(names[j], 0.0, 0.0, "absent") for j in range(a.shape[1])
               if j not in present and j not in pinned}
-    kept_local, spanned = _separable([names[j] for j in present], a[:, present])
+    kept_local, spanned = _separable([names[j] for j in present], a[:, present], kept_anyway)
     terms |= {names[present[jl]]: Term(names[present[jl]], 0.0, 0.0, "unseparated", by)
               for jl, by in spanned.items()}
     cols = [present[j] for j in kept_local]
@@ -328,15 +336,18 @@ def fit_log(clock: LogClock) -> LogFit:
     segs = clock.segments
     if any(s.seconds <= 0 for s in segs):
         raise ValueError("calibrate: a segment of zero length (timestamps out of order)")
-    curve = knots_of([b for s in segs for b, _ in s.forwards]
-                     + [c.tokens for c in clock.chunks])
+    decoded = [b for s in segs for b, _ in s.forwards]
+    # the decode forwards give the curve over their sizes; a prompt's carry it beyond
+    curve = knots_of(decoded + [c.tokens for c in clock.chunks if c.tokens > max(decoded)])
     rows = ([r for s in segs for r in segment_rows(s, curve)]
             + [r for c in clock.chunks for r in chunk_rows(c, curve)])
-    names = [LAUNCH, *curve.terms, *FORWARD_TERMS, *ROUND_TERMS, *_drafter_terms(rows)]
+    names = [LAUNCH, *curve.terms, *FORWARD_TERMS, PROMPT, *ROUND_TERMS,
+             *_drafter_terms(rows)]
     a = np.array([[f.get(n, 0.0) for n in names] for _, f in rows])
     y = np.array([sec for sec, _ in rows])
     rebuilt = [r for s in segs for r in s.rebuilt]
-    terms, residuals = fit_columns(names, a, y, _rare_rebuilds(rebuilt))
+    terms, residuals = fit_columns(names, a, y, _rare_rebuilds(rebuilt),
+                                   frozenset(curve.terms))
     decode = sum(len(segment_rows(s, curve)) for s in segs)
     fitted = a[:decode] @ np.array([terms[n].value for n in names])
     fit = LogFit(terms=terms, residuals=residuals, curve=curve, graph_nodes=clock.graph_nodes,
@@ -414,17 +425,17 @@ def to_profile(fit: LogFit, name: str, description: str, clock: LogClock) -> Cos
     its batch at each knot (`forward_knots`, `forward_costs`: the curve through the sizes
     the log measured) plus `ctx_token_s` per cached token (as bytes per token over a
     bandwidth out of reach, so that the sim's state writes, which it measures in bytes
-    over the same bandwidth, cost nothing the log did not show); `launch_s` is a plain round's own cost (`loop_s` and its log
-    lines, the fit log's median plain round's), since the sim charges a plain round one
-    forward; a speculative round's own cost beyond it (`round_s` and the lines it adds)
-    is the round sync; a checkpoint (of the log's state size) in host memory costs
-    `save_s`; each cost times the fit's `level` (the log's stalls). The forward's fixed
-    cost is at the log's `n_rs_seq`, each kept position's share of it (`KEPT_NODES` per
-    recurrent layer, over the graph's nodes) `rs_seq_s`, so that a forecast of a server
-    keeping another number moves it. The sim charges a
-    restore as a save plus a replay forward, where the fit has `restore_s` (in the
-    report); it keeps no forward's batch history, so `rebuild_s` (in the report) is not
-    charged, nor the drafters' calls and passes (drafting is not a backend cost)."""
+    over the same bandwidth, cost nothing the log did not show); `launch_s` is a plain
+    round's own cost (`loop_s` and its log lines, the fit log's median plain round's),
+    since the sim charges a plain round one forward; a speculative round's own cost
+    beyond it (`round_s` and the lines it adds) is the round sync; a checkpoint (of the
+    log's state size) in host memory costs `save_s`; each cost times the fit's `level`
+    (the log's stalls). The forward's fixed cost is at the log's `n_rs_seq`, each kept
+    position's share of it (`KEPT_NODES` per recurrent layer, over the graph's nodes)
+    `rs_seq_s`, so that a forecast of a server keeping another number moves it. The sim
+    charges a restore as a save plus a replay forward, where the fit has `restore_s` (in
+    the report); it keeps no forward's batch history, so `rebuild_s` (in the report) is
+    not charged, nor the drafters' calls and passes (drafting is not a backend cost)."""
     level = fit.level
     ctx = fit.value("ctx_token_s") * level
     segs = clock.segments

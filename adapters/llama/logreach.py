@@ -11,6 +11,7 @@ and `outside` says why, in words, for `calibrate`, `whatif` and the cross-valida
 suite (specbench/calibration_llama_logs.py) to print beside the number.
 """
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -82,10 +83,17 @@ class Reach:
                 f"{drafters}, {ckpt}, {graph}, {self.build or 'build not logged'}")
 
 
+REACH_FORWARDS = 3
+"""A batch size is measured where the log timed at least this many forwards of it (the
+tail of an answer drafts less than the rest: one verify of 2 tokens is no measurement)."""
+
+
 def reach_of(clock: LogClock) -> Reach:
-    """What the log of `clock` measured."""
+    """What the log of `clock` measured: its forwards (decode and prompt) of the sizes it
+    ran `REACH_FORWARDS` times or more, and between them."""
     segs = clock.segments
-    sizes = [b for s in segs for b, _ in s.forwards] + [c.tokens for c in clock.chunks]
+    counts = Counter([b for s in segs for b, _ in s.forwards] + [c.tokens for c in clock.chunks])
+    sizes = [b for b, n in counts.items() if n >= REACH_FORWARDS] or list(counts)
     return Reach(smallest=min(sizes), largest=max(sizes), drafters=clock.drafters,
                  saves=any(s.saves for s in segs), restores=any(s.restores for s in segs),
                  plain=any(not s.speculative for s in segs),

@@ -175,7 +175,7 @@ def fit_tasks(timings: Sequence[TaskTiming], drafters: Sequence[str]) -> TaskFit
     names = [LAUNCH, *curve.terms, CTX]
     a = np.array([[f.get(n, 0.0) for n in names] for _, f in rows])
     y = np.array([s for s, _ in rows])
-    terms, _ = fit_columns(names, a, y)
+    terms, _ = fit_columns(names, a, y, kept_anyway=frozenset(curve.terms))
     drafted = sum(t.drafted for t in timings)
     rate = sum(t.drafting_s or 0.0 for t in timings) / drafted if drafted else None
     draft = max((t.verify - 1 for t in timings if t.speculative), default=0)

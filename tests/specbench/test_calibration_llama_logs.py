@@ -13,7 +13,7 @@ import pytest
 
 from adapters.llama.log.reader import read_log
 from adapters.llama.logclock import LogClock, log_clock
-from adapters.llama.logfit import fit_log
+from adapters.llama.logfit import fit_log, predict_tok_s
 from adapters.llama.logreach import reach_of
 from specbench.calibration_llama_capture import RECIPE, SETTINGS, Setting, log_paths
 from specbench.calibration_llama_logs import (
@@ -41,9 +41,10 @@ def test_the_fit_log_is_the_median_run() -> None:
 
 def test_each_fit_predicts_every_setting_flags_its_own_and_marks_what_it_never_measured(
 ) -> None:
+    # two passes; the second pass's ngram-mod run is another log of that server
     clocks = {"ngram-mod": [_clock("ngram-mod"), _clock("eog-in-block")],
-              "none": [_clock("plain")], "mtp": [_clock("mtp")]}
-    fits = {"ngram-mod": fit_log(clocks["ngram-mod"][0])}
+              "none": [_clock("plain")] * 2, "mtp": [_clock("mtp")] * 2}
+    fits = {"ngram-mod": [fit_log(c) for c in clocks["ngram-mod"]]}
     rows = predictions(fits, {"ngram-mod": reach_of(clocks["ngram-mod"][0])}, clocks)
     own, plain, mtp = (r["ngram-mod"] for r in rows)
     assert own["fitted_on_it"] and own["outside"] == []
@@ -52,6 +53,11 @@ def test_each_fit_predicts_every_setting_flags_its_own_and_marks_what_it_never_m
     assert rows[0]["measured"] == pytest.approx(sum(measured) / 2)
     assert rows[0]["noise"] == pytest.approx((measured[1] - measured[0]) / rows[0]["measured"])
     assert rows[1]["noise"] == 0.0
+    # pass by pass: each cell the median of its passes' errors
+    assert plain["error"] == pytest.approx(
+        sum(p / m - 1 for p, m in zip([predict_tok_s(f, clocks["none"][0])[1]
+                                        for f in fits["ngram-mod"]], rows[1]["runs"],
+                                       strict=True)) / 2)
     # a server without a drafter: one-token forwards and plain rounds, which the ngram-mod
     # log ran too, on the same graph: inside
     assert plain["outside"] == []

@@ -1,8 +1,8 @@
 """A published GPU log without -v, fitted request by request, against its author's other
 setting: the DGX Spark's draft-mtp n-max 2 log (99sono/DockerBuildFiles, read from the
 real-log corpus beside the checkout) predicts the n-max 3 log's requests, which its
-author tabled at 16.83 and 14.90 tok/s, within the 6% this test states (recorded: -3.9%
-and -4.1%, -5.3% for the third request); each request's counts are the log's own, and
+author tabled at 16.83 and 14.90 tok/s, within the 3% this test states (recorded: +1.3%
+and +1.1%, +0.7% for the third request); each request's counts are the log's own, and
 the prediction says what it needs beyond its log."""
 
 import pytest
@@ -12,9 +12,9 @@ from adapters.llama.taskfit import task_timings
 from specbench.calibration_llama_public import CORPUS, LOGS, run, text
 
 N2, N3 = "n-max 2, p-min 0.85", "n-max 3, p-min 0.75"
-BOUND = 0.06
+BOUND = 0.03
 """The held-out error this test allows a fit of the n-max 2 log on the n-max 3 log's
-requests (bench/results/calibration_llama/public.md records -3.9%, -4.1%, -5.3%)."""
+requests (bench/results/calibration_llama/public.md records +1.3%, +1.1%, +0.7%)."""
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +44,15 @@ def test_the_n_max_2_log_predicts_the_n_max_3_requests_its_author_tabled(doc: di
     assert all(abs(e) <= BOUND for e in errors)
     # the numbers themselves: a prediction forced to the measurement, or its error's sign
     # flipped, fails here (floats within a tolerance: CI runs on another CPU)
-    assert predicted == pytest.approx([16.17958, 14.29097, 20.80348], rel=1e-5)
-    assert errors == pytest.approx([-0.0387, -0.0410, -0.0532], abs=5e-4)
+    assert predicted == pytest.approx([17.05269, 15.06469, 22.11686], rel=1e-5)
+    assert errors == pytest.approx([0.0132, 0.0109, 0.0066], abs=5e-4)
     assert {w["beyond"] for w in fit["outside"]} == {"context", "graph"}
 
 
-def test_the_three_request_log_predicts_the_other_way_within_a_quarter(doc: dict) -> None:  # type: ignore[type-arg]
+def test_the_three_request_log_predicts_the_other_way_within_a_sixth(doc: dict) -> None:  # type: ignore[type-arg]
     # 3 requests at 47-50k tokens of context: the context's cost is not separated from the
-    # forward's, so the n-max 2 log's shallower requests come out slow, least so nearest
+    # forward's, so the n-max 2 log's shallower requests come out slow, the more so the
+    # shallower (recorded -13.5% at 14k tokens to +4.5% at 43k)
     errors = [r["error"] for r in doc["fits"][N3]["other"]]
-    assert all(-0.25 < e < 0 for e in errors) and errors[-1] == max(errors)
+    assert all(abs(e) < 1 / 6 for e in errors) and errors[0] < 0 < errors[-1]
     assert "Outside the fit's reach" in text(doc)

@@ -84,7 +84,7 @@ def _mtp_log(n: int = 200, noise: float = 0.0, seed: int = 0, top: int = 8) -> L
     return _clock(segs, (MTP,), rng, noise)
 
 
-def _ngram_log(n: int = 200, noise: float = 0.0, seed: int = 0) -> LogClock:
+def _ngram_log(n: int = 600, noise: float = 0.0, seed: int = 0) -> LogClock:
     """An ngram-mod server: plain rounds, and verifies of 9 with a checkpoint saved, half of
     them restored and a replay of what they kept."""
     rng = np.random.default_rng(seed)
@@ -100,7 +100,7 @@ def _ngram_log(n: int = 200, noise: float = 0.0, seed: int = 0) -> LogClock:
             saves = 1
         batches = [before, *(b for b, _ in fw)]
         rebuilt = tuple(a != b for a, b in itertools.pairwise(batches))
-        lines = 15 + int(rng.integers(0, 4)) + 10 * saves + 3 * kept  # a line per token
+        lines = 10 + int(rng.integers(0, 20)) + 6 * kept  # a line per token, and the lookups
         segs.append(_timed(fw, rebuilt, None, 0, ("ngram-mod",), saves, restores, lines,
                            "ngram-mod", rng, noise))
         before = fw[-1][0]

@@ -1,13 +1,16 @@
-"""What a fit log measured (its reach) and the reasons a prediction of another log lies
-beyond it: batch sizes it never ran, a drafter it never ran, checkpoints it never saved
-or restored, a kind of round it never ran, another graph, another build; a prediction
-inside its reach gives none. The reach survives the JSON a profile carries it in."""
+"""What a fit log measured (its reach: the batch sizes it ran three times or more, and
+between them) and the reasons a prediction of another log lies beyond it: batch sizes it
+never ran, a drafter it never ran, checkpoints it never saved or restored, a kind of
+round it never ran, another graph, another build; a prediction inside its reach gives
+none. The reach survives the JSON a profile carries it in."""
 
+from collections import Counter
 from dataclasses import replace
 
 from adapters.llama.log.reader import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logreach import (
+    REACH_FORWARDS,
     Beyond,
     Reach,
     drafter_outside,
@@ -28,8 +31,10 @@ def _clock(name: str) -> LogClock:
 def test_a_log_measured_its_own_sizes_drafters_checkpoints_rounds_and_graph() -> None:
     clock = _clock("ngram-mod")
     reach = reach_of(clock)
-    sizes = [b for s in clock.segments for b, _ in s.forwards] + [c.tokens for c in clock.chunks]
-    assert (reach.smallest, reach.largest) == (min(sizes), max(sizes)) == (1, max(sizes))
+    counts = Counter([b for s in clock.segments for b, _ in s.forwards]
+                     + [c.tokens for c in clock.chunks])
+    measured = [b for b, n in counts.items() if n >= REACH_FORWARDS]  # the prompt's once
+    assert (reach.smallest, reach.largest) == (min(measured), max(measured)) == (1, 9)
     assert reach.drafters == ("ngram-mod",) and reach.saves and reach.restores
     assert reach.plain and reach.speculative and reach.graph_nodes == clock.graph_nodes
     assert outside(reach, clock) == ()
@@ -39,8 +44,8 @@ def test_a_log_measured_its_own_sizes_drafters_checkpoints_rounds_and_graph() ->
 
 def test_each_thing_a_prediction_needs_beyond_the_fit_log_is_a_reason() -> None:
     ngram, mtp, plain = _clock("ngram-mod"), _clock("mtp"), _clock("plain")
-    kinds = {w.beyond for w in outside(reach_of(plain), ngram)}
-    assert kinds == {Beyond.DRAFTER, Beyond.CHECKPOINTS, Beyond.ROUNDS}
+    kinds = {w.beyond for w in outside(reach_of(plain), ngram)}  # it verifies 9 at once
+    assert kinds == {Beyond.SIZES, Beyond.DRAFTER, Beyond.CHECKPOINTS, Beyond.ROUNDS}
     kinds = {w.beyond for w in outside(reach_of(mtp), plain)}  # every round of mtp drafts
     assert kinds == {Beyond.SIZES, Beyond.ROUNDS, Beyond.GRAPH}
     other = replace(ngram, build="build 1 (e3a74b2)")
