@@ -146,6 +146,13 @@ def goal_met(doc: dict[str, Any]) -> bool:
                for c in _cells(b["rows"]) if not c["outside"])
 
 
+def _passes_clause(errors: list[float]) -> str:
+    """How far the passes' own predictions of one cell ran apart."""
+    within = sum(abs(e) <= BAND for e in errors)
+    return (f"pass by pass its error ran {100 * min(errors):+.0f}% to {100 * max(errors):+.0f}%"
+            f" ({within} of {len(errors)} passes within {100 * BAND:.0f}%)")
+
+
 def cross_validate(paths: dict[str, list[Path]]) -> dict[str, Any]:
     """Fit every run of every setting, predict every setting's run of the same pass, list
     the misses inside the fits' reach: one build's part of the results."""
@@ -157,8 +164,9 @@ def cross_validate(paths: dict[str, list[Path]]) -> dict[str, Any]:
     rows = predictions(fits, reaches, clocks)
     gap = functools.cache(line_gap_s)  # a fit log is named in many misses: read it once
     misses = [Miss(f, r["setting"], r[f]["error"],
-                   miss_reasons(typical[f], typical[r["setting"]], r["noise"], BAND,
-                                (gap(where[f]), gap(where[r["setting"]]))))
+                   (*miss_reasons(typical[f], typical[r["setting"]], r["noise"], BAND,
+                                  (gap(where[f]), gap(where[r["setting"]]))),
+                    _passes_clause(r[f]["errors"])))
               for r in rows for f in fits
               if not r[f]["fitted_on_it"] and not r[f]["outside"]
               and abs(r[f]["error"]) > BAND]
