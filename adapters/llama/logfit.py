@@ -32,8 +32,12 @@ speculative round; `rebuild_s` in a log that seldom changes batch), cannot be
 separated: it is fixed at 0 and the terms that carry it are named. Scheduler stalls of a
 shared machine are outliers, not costs: the row furthest from the fit is dropped while it
 lies beyond `OUTLIER_MADS` robust deviations (and `OUTLIER_FLOOR`), at most `MAX_DROPPED`
-of them; their count and excess are reported. Each term's spread is its standard error on
-the final fit.
+of them; their count and excess are reported, and what they took (with whatever else the
+fit leaves of the log's decode time) is the fit's `level`, the log's decode seconds over
+its fitted rounds', charged to every prediction alike: the machine stalled that much while
+the log was written. Each term's spread is its standard error on the final fit. A prompt
+forward is the curve at its batch, its context, and `prompt_s` (its graph built for its
+shape, the checkpoint around it); it carries the curve only beyond the decode sizes.
 
 llama.cpp reuses a forward's built and allocated graph only for a forward of the same
 batch (docs/design.md#llama-forward-costs), so `rebuild_s` is charged on each forward whose
@@ -66,6 +70,8 @@ from engine.sim.nnls import nnls
 FORWARD_TERMS = ("ctx_token_s", "rebuild_s")
 """A forward's terms beside the curve's (`launch_s` and its slopes)."""
 PROMPT = "prompt_s"
+"""A prompt forward's own fixed cost: the graph built for its shape, the checkpoint around
+it (no decode forward pays it)."""
 ROUND_TERMS = ("loop_s", "save_s", "restore_s", "round_s", "line_s")
 """A round's terms beside its forwards and its drafters', in the order they claim a column
 the others also span (a checkpoint saved every speculative round is named as such)."""
