@@ -216,6 +216,8 @@ class StartTurn(TypedDict):
                                                  "cache reused", _TOKENS)]]
     selected_by: NotRequired[Annotated[str, _f("how llama-server chose the slot")]]
     engine_f_keep: NotRequired[Annotated[float, _f("llama-server's own f_keep", "ratio")]]
+    log_begins_inside: NotRequired[Annotated[bool, _f(
+        "True: an imported log begins inside this request (its start is not in the log)")]]
     sampler: NotRequired[Annotated[dict[str, Any], _f(
         "imported with -v: the sampler llama-server used for the request, in our terms "
         "(temperature, top_k, top_p, min_p, the acting samplers we have no parameter for "
@@ -256,6 +258,13 @@ class CtxRestore(TypedDict):
     pos_min: NotRequired[Annotated[int | None, _f("llama-server: its first position", _POS)]]
     pos_max: NotRequired[Annotated[int | None, _f("llama-server: its last position", _POS)]]
     bytes: NotRequired[Annotated[int, _f("llama-server: its size", "bytes")]]
+    erased: NotRequired[Annotated[int, _f("llama-server: context checkpoints erased as "
+                                          "invalidated (they lie beyond `position`)")]]
+    newest_erased: NotRequired[Annotated[int, _f("llama-server: the slot length of the "
+                                                 "newest of them", _TOKENS)]]
+    inferred: NotRequired[Annotated[bool, _f(
+        "True: the log shows only the erasures (a piece): the rollback to `position` is "
+        "read from them")]]
 
 
 class TurnMetricsRow(TypedDict):
@@ -292,6 +301,8 @@ class TurnMetricsRow(TypedDict):
                                                  "give")]]
     task: NotRequired[Annotated[int, _f("imported: llama-server's task id")]]
     stop: NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]]
+    error: NotRequired[Annotated[str, _f("imported: the error llama-server sent the client "
+                                         "(`send_error`)")]]
     mean_accept_len: NotRequired[Annotated[float, _f(
         "imported, the rounds not in the log: llama-server's own mean accepted length "
         "(print_timing)", "tokens")]]
@@ -313,7 +324,12 @@ class Fail(TypedDict):
     """The run failed: the slot goes to `failed`."""
 
     error: Annotated[str, _f("the error, one line")]
-    truncated: NotRequired[Annotated[bool, _f("True: an imported log ends inside the task")]]
+    truncated: NotRequired[Annotated[bool, _f("True: an imported log does not show the "
+                                              "task's end")]]
+    cut: NotRequired[Annotated[str, _f("why not: `log_ends` (the log ends inside the task), "
+                                       "`slot_reused` (the slot takes another task first), "
+                                       "`server_died` (the server's run ends without its "
+                                       "shutdown)")]]
 
 
 class InvariantViolation(TypedDict):

@@ -10,14 +10,15 @@ from engine.errors import ConfigError
 from specbench.common import BenchOptions, Goal, SuiteResult
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
-          "converters", "ingest", "scale", "batching", "incidents", "engines", "watch")
+          "converters", "ingest", "scale", "batching", "incidents", "engines", "watch",
+          "real-logs")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:
     """Run one suite, write its files, return its result."""
     if name not in SUITES:
         raise ConfigError(f"bench: unknown suite '{name}' (known: {', '.join(SUITES)})")
-    module = import_module(f"specbench.{name}")
+    module = import_module(f"specbench.{name.replace('-', '_')}")
     result: SuiteResult = module.run(opts)
     result.write(opts)
     return result

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.errors import UnknownBuildError
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, fit_log, measured_tok_s, predict_tok_s
 from adapters.llama.logreach import Beyond, Reach, outside, reach_of

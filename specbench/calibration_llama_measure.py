@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.llama.client import Completion
-from adapters.llama.log.reader import read_log
 from adapters.llama.log.records import Checkpoint, RecordKind
+from adapters.llama.log.sources import read_log
 from adapters.llama.options import ServerOptions
 from adapters.llama.server import LlamaServer
 from adapters.llama.taskfold import fold_tasks

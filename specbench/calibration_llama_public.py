@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.log.reader import read_file
+from adapters.llama.log.sources import read_file
 from adapters.llama.taskfit import (
     TaskFit,
     TaskTiming,

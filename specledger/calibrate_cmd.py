@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, Term, fit_log, predict_tok_s, to_profile
 from adapters.llama.logreach import Reach, outside, reach_of

@@ -20,7 +20,8 @@ from typing import Any
 
 from adapters.llama.conversation import Exchange, converse
 from adapters.llama.ledger import LedgerResult
-from adapters.llama.log.reader import LogReading, read_log
+from adapters.llama.log.reader import LogReading
+from adapters.llama.log.sources import read_log
 from adapters.llama.options import (
     ChainOrderError,
     Drafter,

@@ -11,8 +11,10 @@ from typing import Any
 
 from adapters.llama.ledger import LedgerResult, record_log
 from adapters.llama.log.reader import LogFormatError, LogReading
+from adapters.llama.log.run import RunEnd
 from adapters.llama.provenance import BACKEND, Provenance, session_config
 from adapters.llama.responses import Responses
+from adapters.llama.tasks import CutReason
 from adapters.protocol import Recording, Sink
 from specledger.observed import UnitJournal, store_journal
 
@@ -33,17 +35,27 @@ def record_llama(reading: LogReading, prov: Provenance, sink: Sink, *,
     session to store. A log that holds no request is refused."""
     result = record_log(reading, sink, prompts=prompts,
                         responses=responses.facts if responses is not None else ())
-    if not result.fold.tasks:
+    if not result.fold.tasks and reading.ending is not RunEnd.DIED:
         raise LogFormatError(f"{prov.log_path} holds no request: llama-server started "
                              f"({reading.lines} line(s)) but logged no task; nothing "
                              "recorded (pass the log of a server that answered requests)")
     config = session_config(reading, result.fold, prov, responses, result.responses_matched)
     run = prov.run or {}
-    cut = result.truncated[0] if result.truncated else None
-    error = (f"the log ends inside task {cut.task} (slot {cut.slot}, line {cut.line})"
-             if cut is not None else None)
+    error = _run_error(reading, result)
     return result, Recording(config, BACKEND, run.get("seed"), prov.model_sha256,
                              result.turns, result.violations, result.events, error)
+
+
+def _run_error(reading: LogReading, result: LedgerResult) -> str | None:
+    """Why the session is `failed`: the server died, or the log does not show the end of
+    a task (None: neither)."""
+    if reading.ending is RunEnd.DIED:
+        return (f"the server's run ends at line {reading.last_line} without its shutdown "
+                "lines: it died")
+    cut = next((c for c in result.truncated if c.why is CutReason.LOG_ENDS), None)
+    if cut is None:
+        return None
+    return f"the log ends inside task {cut.task} (slot {cut.slot}, line {cut.line})"
 
 
 def store_llama_session(db: str, reading: LogReading, prov: Provenance, *,

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from adapters.llama.options import Drafter, our_drafter
 from adapters.llama.paths import cache_root
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "llama-builds.md"
+HISTORY_HEADING = "## Known incidents by upstream build"
+"""Where the doc's part that tools/llama_history.py writes begins: this script keeps it."""
 VENDOR = "vendor/llama.cpp/"
 SUBMODULE_GIT = ".git/modules/vendor/llama.cpp"
 
@@ -84,28 +87,37 @@ def fetch(version: str, folder: Path) -> Path:
     return path
 
 
-def drafters(src: Sdist) -> list[str]:
-    """Our drafters this build's server offers: its --spec-type values, and a draft model."""
+def drafters(text: Callable[[str], str]) -> list[str]:
+    """Our drafters a source tree's server offers (read through `text(file)`): its
+    --spec-type values, and a draft model."""
     names = set(re.findall(r'"(draft-mtp|ngram-simple|ngram-map-k|ngram-mod)"',
-                           src.text("common/arg.cpp") + src.text("common/speculative.cpp")))
+                           text("common/arg.cpp") + text("common/speculative.cpp")))
     offered = {Drafter(our_drafter(n)) for n in names} | {Drafter.DRAFT_MODEL}
     return [d.value for d in Drafter if d in offered]
 
 
-def build_facts(src: Sdist) -> dict[str, object]:
-    """Everything builds.json keeps of one build."""
-    commit, date, subject = src.commit()
-    arg, server = src.text("common/arg.cpp"), src.text("tools/server/server-context.cpp")
+def source_facts(text: Callable[[str], str]) -> dict[str, object]:
+    """What a llama.cpp source tree, read through `text(file)`, says of its server
+    (drafters, speculative checkpoints, chains, flag dialect) and of each known incident:
+    the same reading for an sdist here and for a commit of llama.cpp's history
+    (tools/llama_history.py)."""
+    arg, server = text("common/arg.cpp"), text("tools/server/server-context.cpp")
     doc: dict[str, object] = {
-        "version": src.version, "commit": commit, "date": date, "subject": subject,
-        "spec_types": drafters(src),
+        "spec_types": drafters(text),
         "spec_checkpoints": "speculative decoding will use checkpoints" in server,
         "chains": "comma-separated list of types of speculative decoding" in arg,
         "dialect": (Dialect.SPEC_DRAFT if '"--spec-draft-n-max"' in arg
                     else Dialect.LEGACY).value,
     }
-    doc["exposures"] = {i.key: exposure(i, doc, src.text).value for i in INCIDENTS}
+    doc["exposures"] = {i.key: exposure(i, doc, text).value for i in INCIDENTS}
     return doc
+
+
+def build_facts(src: Sdist) -> dict[str, object]:
+    """Everything builds.json keeps of one build."""
+    commit, date, subject = src.commit()
+    return {"version": src.version, "commit": commit, "date": date, "subject": subject,
+            **source_facts(src.text)}
 
 
 def table(builds: list[dict[str, object]]) -> str:
@@ -151,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     builds = [build_facts(Sdist(v, fetch(v, args.sdists))) for v in MATRIX]
     FACTS_FILE.write_text(json.dumps({"builds": builds}, indent=1) + "\n")
-    DOC.write_text(table(builds))
+    kept = DOC.read_text() if DOC.is_file() else ""
+    at = kept.find(HISTORY_HEADING)
+    DOC.write_text(table(builds) + ("\n" + kept[at:] if at >= 0 else ""))
     print(f"wrote {FACTS_FILE} and {DOC}")
     return 0
 

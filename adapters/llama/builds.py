@@ -8,12 +8,13 @@ its server has, which known incidents its source carries) are not typed here: th
 """
 
 import json
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from adapters.llama.banner import parse_banner
 
 MATRIX = ("0.3.20", "0.3.21", "0.3.24", "0.3.30", "0.3.36")
 """The pinned builds, oldest first: 0.3.20 refuses speculation on a hybrid model; 0.3.21
@@ -84,14 +85,11 @@ def facts(version: str) -> Build | None:
     return next((b for b in matrix() if b.version == version), None)
 
 
-_BANNER = re.compile(r"build:? *(\d+) *\(([0-9a-f]{7,40})\)")
-
-
 def match_banner(banner: str | None) -> Build | None:
     """The matrix build a server's banner (`build 1 (0c1e570) with GNU ...`, as the log
-    prints it) names by its commit, or None (no banner, or a commit outside the matrix)."""
-    m = _BANNER.search(banner or "")
-    if m is None:
+    prints it, or `build_info: b1-0c1e570`) names by its commit, or None (no banner, or
+    a commit outside the matrix)."""
+    parsed = parse_banner(banner)
+    if parsed is None:
         return None
-    commit = m.group(2)
-    return next((b for b in matrix() if b.commit.startswith(commit)), None)
+    return next((b for b in matrix() if b.commit.startswith(parsed.commit)), None)

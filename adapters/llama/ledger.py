@@ -24,15 +24,18 @@ from adapters.llama.ledger_prompt import SlotState, TurnState, start_steps
 from adapters.llama.ledger_rounds import Step, partial_steps, round_steps
 from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import RecordKind, StopReason, TimingPhase
+from adapters.llama.log.run import RunEnd
+from adapters.llama.provenance import shows_prompt_phase
 from adapters.llama.responses import ResponseFacts, match_responses
 from adapters.llama.taskfold import fold_tasks
-from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
+from adapters.llama.tasks import CutReason, LlamaTask, TaskFold, Truncation
 from adapters.protocol import Sink, end_metrics
 from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
+from fsm.payloads import Fail
 from fsm.states import Trigger
 
 K = RecordKind
@@ -61,6 +64,8 @@ class TaskLedger:
         self.journal = journal
         self.rounds_visible = any(r.kind in (K.DRAFT, K.DECODE, K.TOKEN)
                                   for r in reading.records)
+        self.ending = reading.ending
+        self.server_logs_checkpoints = shows_prompt_phase(reading)
         self.draft_reuse_logged = draft_reuse_logged
         self.now = 0.0
         self.events = 0
@@ -144,13 +149,25 @@ class TaskLedger:
             if cut.partial is not None:
                 m.round += 1
                 yield from partial_steps(m, cut.partial, self.server.spec_types)
-            what = (f"its last round was cut ({cut.dropped_tokens} emitted token(s) and "
-                    f"{len(cut.partial.restores)} restore(s) so far, nothing committed)"
-                    if cut.partial is not None else "it had no round open")
-            m.fire(Trigger.FAIL, 0.0, {"error": f"the log ends inside task {cut.task} (slot "
-                                         f"{cut.slot}, line {cut.line}): {what}",
-                                         "truncated": True})
+            m.fire(Trigger.FAIL, 0.0, self.cut_payload(cut))
+            s.length = None  # what the slot holds after a request the log lost is unknown
             self.journal.end_unit()
+
+    def cut_payload(self, cut: Truncation) -> Fail:
+        """The fail event of a task whose end the log does not show."""
+        what = (f"its last round was cut ({cut.dropped_tokens} emitted token(s) and "
+                f"{len(cut.partial.restores)} restore(s) so far, nothing committed)"
+                if cut.partial is not None else "it had no round open")
+        where = f"task {cut.task} (slot {cut.slot}, line {cut.line})"
+        if cut.why is CutReason.SLOT_REUSED:
+            why, head = CutReason.SLOT_REUSED.value, (
+                f"the log shows slot {cut.slot} take another task before the end of {where}")
+        elif self.ending is RunEnd.DIED:
+            why, head = "server_died", (f"the server died inside {where}: its run ends "
+                                        "without its shutdown lines")
+        else:
+            why, head = CutReason.LOG_ENDS.value, f"the log ends inside {where}"
+        return {"error": f"{head}: {what}", "truncated": True, "cut": why}
 
     def finish(self, task: LlamaTask, s: SlotState, turn: TurnState,
                resp: ResponseFacts | None) -> None:
@@ -163,7 +180,7 @@ class TaskLedger:
         evals = task.timings.get(TimingPhase.EVAL)
         found: list[Violation] = []
         reported: dict[str, Any] = {}
-        if self.rounds_visible:
+        if self.rounds_visible and not task.head_cut:
             emitted: list[int | None] = [task.first_token.token] if task.first_token else []
             for rnd in task.rounds:
                 emitted.extend(rnd.tokens)
@@ -182,12 +199,19 @@ class TaskLedger:
             found += totals_violations(self._fold.records[(task.slot, m.turn)].profile,
                                        task.totals, task.acc_per_pos)
         else:
+            # Without -v the log shows no round; a piece that begins inside the task shows
+            # only its last ones. The engine's own totals cover the task, where printed.
             stats.generated_tokens = evals.tokens if evals is not None else 0
             stats.drafted = task.totals.generated if task.totals is not None else 0
             stats.accepted = task.totals.accepted if task.totals is not None else 0
-            # Without -v the log shows no round and no context checkpoint.
-            turn.unknown |= {"stray_tokens", "rounds", "restores", "ctx_restores",
-                             "reprefill_tokens", "reprefill_s"}
+            turn.unknown |= {"stray_tokens", "rounds", "restores"}
+            if task.head_cut or not self.server_logs_checkpoints:
+                turn.unknown |= {"ctx_restores", "reprefill_tokens", "reprefill_s"}
+            if task.head_cut:
+                turn.unknown |= {"prefill_tokens", "prefill_s"}
+                turn.unknown |= {name for name, known in (
+                    ("generated_tokens", evals), ("drafted", task.totals),
+                    ("accepted", task.totals)) if known is None}
             if task.totals is not None:  # the engine's own figures, as it prints them
                 reported["mean_accept_len"] = task.totals.mean_len
             if task.acc_per_pos is not None:
@@ -202,6 +226,8 @@ class TaskLedger:
         stats.violations = counted.violations
         if evals is not None:
             stats.decode_s = evals.ms / 1e3
+        if task.error is not None:
+            reported["error"] = task.error
         metrics = end_metrics(stats, turn.unknown, task=task.task, stop=task.stop.value
                               if task.stop is not None else None, **reported)
         m.fire(Trigger.END_TURN, 0.0, {"metrics": metrics})

@@ -62,6 +62,10 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
                                 else [None] * (n_prompt or 0))
     turn = TurnState(TurnMetrics(slot=task.slot, turn=m.turn, prompt_tokens=n_prompt or 0),
                  prompt)
+    if task.prompt_loaded:
+        s.length = None  # the prompt cache put a saved prompt of unknown length in the slot
+    if task.past is not None and task.past.held is not None:
+        s.length = task.past.held  # what the slot holds, as the server says
     kept = kept_prefix(task, s.length, n_swa)
     if kept is not None and s.length is not None:
         f_keep: float | None = kept / s.length if s.length else 1.0
@@ -106,11 +110,15 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
                   now: Callable[[], float]
                   ) -> Generator[Step, None, tuple[int | None, float | None]]:
     """ctx_restore, prefill batches and ctx_save in log order; returns (the last
-    batch's start, its time)."""
+    batch's start, its time). The checkpoints a restore invalidates are erased on the lines
+    after it; a piece that shows only erasures shows the rollback they follow."""
     m = s.machine
     start: int | None = None
     start_t: float | None = None
-    for r in task.prompt_phase:
+    phase = task.prompt_phase
+    timing = task.timings.get(TimingPhase.PROMPT)
+    evaluated = timing.tokens if timing is not None else None
+    for i, r in enumerate(phase):
         yield r.line, r.t
         if isinstance(r, Count) and r.kind is K.CACHED:
             if start is not None and r.n > start:
@@ -119,24 +127,61 @@ def _prompt_phase(task: LlamaTask, s: SlotState, turn: TurnState, kept: int | No
                 turn.stats.prefill_tokens += r.n - start
             start, start_t = r.n, r.t
         elif r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS):
-            _ctx_restore(m, r, s, turn, kept)
+            _ctx_restore(m, r, s, turn, kept, _erasures(phase, i + 1), evaluated)
+        elif (_is_invalidated(r) and not (i and _is_invalidated(phase[i - 1]))
+              and not any(x.kind in (K.CTX_RESTORED, K.FULL_REPROCESS) for x in phase)):
+            _ctx_restore(m, None, s, turn, kept, _erasures(phase, i), evaluated)
         elif isinstance(r, Checkpoint) and r.kind is K.CTX_CREATED:
             m.fire(Trigger.CTX_SAVE, 0.0, {"at": r.n_tokens, "index": r.index, "limit": r.limit,
                                            "bytes": round((r.size_mib or 0.0) * MIB)})
     return start, start_t
 
-def _ctx_restore(m: RoundMachine, r: Record, s: SlotState, turn: TurnState,
-                 kept: int | None) -> None:
-    """A context-checkpoint restore, or a full re-processing (a reset)."""
+
+def _is_invalidated(r: Record) -> bool:
+    return isinstance(r, Checkpoint) and r.kind is K.CTX_ERASED and r.reason == "invalidated"
+
+
+def _erasures(phase: list[Record], at: int) -> list[Checkpoint]:
+    """The checkpoints erased as invalidated on the lines from `at` on, up to the next
+    line of another kind."""
+    out = []
+    for r in phase[at:]:
+        if not _is_invalidated(r):
+            break
+        assert isinstance(r, Checkpoint)
+        out.append(r)
+    return out
+
+
+def _ctx_restore(m: RoundMachine, r: Record | None, s: SlotState, turn: TurnState,
+                 kept: int | None, erased: list[Checkpoint], evaluated: int | None) -> None:
+    """A context-checkpoint restore, or a full re-processing (a reset), with the
+    checkpoints it invalidated; `r` None: a piece that shows only those erasures, whose
+    `pos_next` is where the slot goes on from."""
     ckpt = r if isinstance(r, Checkpoint) else None
-    position = ckpt.n_past or 0 if ckpt is not None else 0
+    if r is None:
+        position = next((e.pos_next for e in erased if e.pos_next is not None), None)
+        if position is None:
+            return  # an erasure that does not say where the slot goes on from
+    else:
+        position = ckpt.n_past or 0 if ckpt is not None else 0
     payload: CtxRestore = {"position": position, "from_position": s.length,
-                           "reset": ckpt is None}
+                           "reset": position == 0 if r is None else ckpt is None}
     if ckpt is not None:
         payload |= {"checkpoint": ckpt.n_tokens, "pos_min": ckpt.pos_min,
                     "pos_max": ckpt.pos_max, "bytes": round((ckpt.size_mib or 0.0) * MIB)}
-    if kept is not None and s.length is not None:
-        payload["reprefill"] = max(0, min(kept, s.length) - position)
+    if erased:
+        payload["erased"] = len(erased)
+        newest = max((e.n_tokens or (e.pos_max or 0) + 1) for e in erased)
+        payload["newest_erased"] = newest
+    if r is None:
+        payload["inferred"] = True
+    if kept is not None:
+        # The history the prompt shared with the slot, behind where the state went back to:
+        # never more than the prompt evaluation the server timed.
+        payload["reprefill"] = max(0, kept - position)
+        if evaluated is not None:
+            payload["reprefill"] = min(payload["reprefill"], evaluated)
         turn.stats.reprefill_tokens += payload["reprefill"]
     else:
         turn.unknown.add("reprefill_tokens")
@@ -157,7 +202,11 @@ def kept_prefix(task: LlamaTask, slot_length: int | None, n_swa: int | None) -> 
     if task.lcp is not None:
         return task.lcp.lcp
     if task.past is not None:
-        return task.past.n
-    if task.ckpt_threshold is not None and n_swa is not None:
+        return task.past.lcp
+    if n_swa is None:  # the erase lines print it where the log shows no model load
+        n_swa = next((r.n_swa for r in task.prompt_phase
+                      if isinstance(r, Checkpoint) and r.n_swa is not None), None)
+    if task.ckpt_threshold and n_swa is not None:
+        # A threshold of 0 is clamped: the prefix lies anywhere up to n_swa + 1.
         return task.ckpt_threshold + n_swa + 1
     return 0 if slot_length == 0 else None

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.exposed import build_exposure
 from adapters.llama.log.reader import LogReading
-from adapters.llama.log.records import RecordKind
+from adapters.llama.log.records import RecordKind, SamplerChain, SamplerParams, SpecStats
 from adapters.llama.options import our_drafter
 from adapters.llama.responses import Responses
-from adapters.llama.sampler import claimed
+from adapters.llama.sampler import DRAW, claimed
 from adapters.llama.tasks import TaskFold
 from engine.config import ReplayPolicy, Strategy
 
@@ -47,6 +48,22 @@ class Provenance:
     draft_model_sha256: str | None = None
     prompt_ids: bool = False
     run: dict[str, Any] | None = None
+    runs_in_file: int = 1
+    prefixes: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
+    """The log file's server runs, the shapes of the outer prefixes its lines carry, and
+    the files of a rotated set it was read from, oldest first (empty: one file)."""
+
+
+_PROMPT_PHASE = frozenset((RecordKind.CACHED, RecordKind.CTX_CREATED, RecordKind.CTX_RESTORED,
+                           RecordKind.FULL_REPROCESS))
+
+
+def shows_prompt_phase(reading: LogReading) -> bool:
+    """Whether the log shows each request's prompt phase (where its prefill starts, the
+    context checkpoints restored and made): with -v, and at the default verbosity of the
+    builds that log these lines as information and warnings."""
+    return any(r.kind in _PROMPT_PHASE for r in reading.records)
 
 
 def provides(reading: LogReading, prompt_ids: bool) -> dict[str, Any]:
@@ -61,7 +78,7 @@ def provides(reading: LogReading, prompt_ids: bool) -> dict[str, Any]:
         "draft_ids": "logged" if RecordKind.CANDIDATE in kinds else
                      "accepted only" if verbose else False,
         "targets": "through the first rejection" if verbose else False,
-        "context_checkpoints": verbose,
+        "context_checkpoints": shows_prompt_phase(reading),
         "select_restores": "inferred from n_rs_seq" if rs else False,
         "timestamps": any(r.t is not None for r in reading.records),
         "sampler": RecordKind.SAMPLER_CHAIN in kinds,
@@ -87,6 +104,51 @@ def drafter_name(reading: LogReading) -> str | None:
     return None
 
 
+def drafter_stats(reading: LogReading) -> dict[str, dict[str, int]]:
+    """Each drafter's cumulative statistics as the run's last `statistics` line of it
+    prints them (since the server started: a piece of a log counts what came before)."""
+    last: dict[str, SpecStats] = {}
+    for r in reading.records:
+        if isinstance(r, SpecStats):
+            last[r.spec_type] = r
+    return {name: {"line": s.line, "calls_draft": s.calls_draft, "calls_accept": s.calls_accept,
+                   "gen_drafts": s.gen_drafts, "acc_drafts": s.acc_drafts,
+                   "gen_tokens": s.gen_tokens, "acc_tokens": s.acc_tokens}
+            for name, s in last.items()}
+
+
+def sampling(reading: LogReading) -> dict[str, int]:
+    """How the run's requests sampled, as their `sampler chain` and (-v) `sampler params`
+    lines say: chains logged, how many draw (`dist`; at temperature 0 the temperature
+    sampler leaves one token to draw), how many of those leave the temperature sampler idle
+    (`?temp-ext`: temperature 1.0), and how many requests' parameters say temperature 0
+    (greedy) or above it (sampled)."""
+    chains = [r for r in reading.records if isinstance(r, SamplerChain)]
+    draws = [c for c in chains if DRAW in c.active]
+    temps = [p.get("temp") for p in reading.records if isinstance(p, SamplerParams)]
+    return {"chains": len(chains), "draws": len(draws),
+            "temperature_1": sum(1 for c in draws if {"temp-ext", "temp"} & set(c.idle)),
+            "greedy": sum(1 for t in temps if t is not None and t <= 0.0),
+            "sampled": sum(1 for t in temps if t is not None and t > 0.0)}
+
+
+ALL_ACCEPTED_MIN = 8
+"""A request counts towards `acceptance`'s all-accepted tally only with at least this many
+drafted tokens: one with two drafts accepted says nothing."""
+
+
+def acceptance(fold: TaskFold) -> dict[str, int]:
+    """The requests' own draft totals (print_timing): how many print them, how many of
+    those drafted at least ALL_ACCEPTED_MIN tokens, how many of these accepted every one,
+    and the tokens drafted and accepted in all."""
+    totals = [t.totals for t in fold.tasks if t.totals is not None]
+    sized = [x for x in totals if x.generated >= ALL_ACCEPTED_MIN]
+    return {"requests": len(totals), "sized": len(sized),
+            "all_accepted": sum(1 for x in sized if x.accepted == x.generated),
+            "generated": sum(x.generated for x in totals),
+            "accepted": sum(x.accepted for x in totals), "min_drafts": ALL_ACCEPTED_MIN}
+
+
 def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
                    responses: Responses | None, matched: int) -> dict[str, Any]:
     """The session's stored configuration."""
@@ -103,6 +165,18 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         "tasks": len(fold.tasks),
         "truncated_tasks": [t.to_dict() for t in fold.truncated], "orphan_records": fold.orphans,
         "drafter_resets": fold.resets,
+        "head_cut_tasks": [t.task for t in fold.tasks if t.head_cut],
+        "unknown_shapes": reading.unknown_shapes.most_common(10),
+        "prefixes": list(prov.prefixes), "parts": list(prov.parts),
+        "run": {"index": reading.index + 1, "of": prov.runs_in_file,
+                "first_line": reading.first_line, "last_line": reading.last_line,
+                "pid": reading.pid, "wall_start": reading.wall_start,
+                "ending": reading.ending.value, "last_lines": reading.last_lines},
+        "server_log": reading.server_log.to_dict(),
+        "overflows": [o.to_dict() for o in fold.overflows],
+        "drafter_stats": drafter_stats(reading),
+        "sampling": sampling(reading),
+        "acceptance": acceptance(fold),
     }
     if responses is not None:
         source["responses"] = {"path": prov.responses_path, "sha256": responses.sha256,
@@ -112,7 +186,7 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
     fingerprints = sorted({f.fingerprint for f in responses.facts if f.fingerprint}
                           ) if responses is not None else []
     run = prov.run or {}
-    return {
+    config = {
         "backend": BACKEND, "engine": ENGINE, "build": server.build,
         "version": prov.version, "fingerprint": fingerprints[0] if fingerprints else None,
         "flags": list(prov.flags) if prov.flags is not None else None,
@@ -123,6 +197,7 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         else None,
         "eog_policy": None, "slots": server.n_slots, "n_ctx_slot": server.n_ctx_slot,
         "ctx_checkpoints": server.ctx_checkpoints, "n_rs_seq": server.n_rs_seq,
+        "n_ctx": server.n_ctx, "kv_unified": server.kv_unified,
         "spec_refused": server.spec_refused,  # the build refused speculation on this model
         "model": server.model, "model_sha256": prov.model_sha256,
         "draft_model": server.draft_model, "draft_model_sha256": prov.draft_model_sha256,
@@ -131,5 +206,17 @@ def session_config(reading: LogReading, fold: TaskFold, prov: Provenance,
         if run else None,
         "turns": run.get("turns"), "source": source,
         "log_verbose": server.verbose, "provides": provides(reading, prov.prompt_ids),
-        "run": prov.run,
+        "run": prov.run, "structured_log": server.structured_log,
     }
+    config["known_incidents"] = known_incidents(config)
+    return config
+
+
+def known_incidents(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each known incident's verdict for the session's build (adapters/llama/exposed.py),
+    stored with the session so its postmortem can name a bug the build is known for."""
+    exposure = build_exposure(config)
+    if exposure is None:
+        return []
+    return [{"key": j.incident.key, "title": j.incident.title, "finding": j.incident.finding,
+             "fix": j.incident.fix, "status": j.verdict.value} for j in exposure.judged]

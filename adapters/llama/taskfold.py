@@ -35,11 +35,13 @@ from adapters.llama.log.records import (
     DraftReuse,
     DraftTotals,
     LcpCheck,
+    Past,
     Record,
     RecordKind,
     Released,
     SamplerChain,
     SamplerParams,
+    Server,
     SlotSelected,
     SpecStats,
     Stopped,
@@ -47,24 +49,32 @@ from adapters.llama.log.records import (
     Token,
     Verdict,
 )
+from adapters.llama.log.server_lines import ServerEventKind
 from adapters.llama.tasks import (
     PROMPT_PHASE,
     CutReason,
     LlamaRound,
     LlamaTask,
+    Overflow,
     TaskFold,
     Truncation,
 )
 
 K = RecordKind
 _PENDING = 64  # drafter lines kept while their batches are awaited
+_BURST = 64  # lines between two KV-cache overflow lines of one burst, or its failed tasks
+_OVERFLOW = (ServerEventKind.KV_FULL, ServerEventKind.CONTEXT_EXCEEDED)
 
 
 class TaskFolder:
     """The per-slot state of the fold, record by record (`specledger watch` folds a live
-    log with one, forgetting each task once it is recorded)."""
+    log with one, forgetting each task once it is recorded). `adopt`: a record of a task
+    the log never showed starting opens that task as one the log begins inside (an
+    import's piece); a watch, which resumes at the start of the oldest request it had open,
+    counts such records as orphans of requests it recorded before."""
 
-    def __init__(self) -> None:
+    def __init__(self, adopt: bool = True) -> None:
+        self.adopt = adopt
         self.out = TaskFold()
         self.by_id: dict[int, LlamaTask] = {}
         self.current: dict[int, LlamaTask] = {}
@@ -79,12 +89,15 @@ class TaskFolder:
         self.draft_begin: dict[int, float | None] = {}  # each slot's drafter call, begun
         self.chain: dict[int, SamplerChain] = {}  # logged as the slot launches its task
         self.params: dict[int, SamplerParams] = {}
+        self.prompt_loaded = False  # the prompt cache loaded a prompt for the next task
 
     def apply(self, r: Record) -> None:
         """Fold one record."""
         if r.kind is K.COMPUTE:
             return  # the server loop's, no slot's: the clock reads it (logclock)
-        if r.kind is K.DRAFTER_RESET:
+        if isinstance(r, Server):
+            self._server(r)
+        elif r.kind is K.DRAFTER_RESET:
             self.out.resets += 1
         elif isinstance(r, DrafterCalled):
             # One per slot drafting now; older ones drafted batches that never ran.
@@ -111,21 +124,43 @@ class TaskFolder:
         elif isinstance(r, SamplerParams):
             assert r.slot is not None
             self.params[r.slot] = r
+        elif r.kind is K.PROMPT_LOADED:
+            self.prompt_loaded = True
         elif r.kind is K.TASK_STARTED:
             self._start(r, head_cut=False)
-        elif r.kind is K.PAST and r.task is None:
+        elif isinstance(r, Past) and r.task is None:
             last = self.out.tasks[-1] if self.out.tasks else None
             if last is not None and last.past is None and not last.prompt_phase:
                 last.past = r
         else:
             task = self.by_id.get(r.task if r.task is not None else -1)
             if task is None:
-                if r.task is None or r.task < 0 or r.slot is None:
+                if not self.adopt or r.task is None or r.task < 0 or r.slot is None:
                     self.out.orphans += 1
                     return
                 task = self._start(r, head_cut=True)
             task.last_line = r.line
             self._task_record(task, r)
+
+    def _server(self, r: Server) -> None:
+        """An error sent to a task; a KV cache with no room, and the tasks it failed."""
+        last = self.out.overflows[-1] if self.out.overflows else None
+        near = last is not None and r.line - last.last_line <= _BURST
+        if r.what is ServerEventKind.ERROR and r.task is not None:
+            task = self.by_id.get(r.task)
+            if task is not None and task.error is None:
+                task.error = r.text
+            if near and last is not None and last.exceeded:
+                last.failed.append(r.task)
+        elif r.what in _OVERFLOW:
+            if not near or last is None:
+                last = Overflow(r.line, r.t, r.line, in_flight=[
+                    (t.slot, t.task, t.tokens_seen) for t in self.current.values()
+                    if t.released is None])
+                self.out.overflows.append(last)
+            last.last_line = r.line
+            last.retries += r.what is ServerEventKind.KV_FULL
+            last.exceeded = last.exceeded or r.what is ServerEventKind.CONTEXT_EXCEEDED
 
     def _start(self, r: Record, head_cut: bool) -> LlamaTask:
         """A task the log shows starting, or (`head_cut`) one it shows a record of first."""
@@ -135,6 +170,7 @@ class TaskFolder:
             self._cut(prev, CutReason.SLOT_REUSED)
         task = LlamaTask(r.slot, r.task, r.line, r.t, last_line=r.line, head_cut=head_cut)
         if not head_cut:
+            task.prompt_loaded, self.prompt_loaded = self.prompt_loaded, False
             task.selection = self.selection.pop(r.slot, None)
             task.lcp = self.lcp.pop(r.slot, None)
             task.sampler_chain = self.chain.pop(r.slot, None)
@@ -150,8 +186,7 @@ class TaskFolder:
         if r.kind is K.PROMPT:
             assert isinstance(r, Count)
             task.prompt_tokens = r.n
-        elif r.kind is K.PAST:
-            assert isinstance(r, Count)
+        elif isinstance(r, Past):
             if task.past is None:
                 task.past = r
         elif r.kind is K.CKPT_CHECK:

@@ -12,6 +12,7 @@ from adapters.llama.log.records import (
     Count,
     DraftTotals,
     LcpCheck,
+    Past,
     Record,
     RecordKind,
     Released,
@@ -102,7 +103,7 @@ class LlamaTask:
     ckpt_threshold: int | None = None
     """The first `Checking checkpoint ... against T` threshold (T = the common prefix less
     n_swa + 1): the kept prefix where the log has no LCP line (builds before 0.3.36)."""
-    past: Count | None = None
+    past: Past | None = None
     """The prompt's common prefix with the slot's tokens where the server logs it without
     -v (its `n_past = N, slot.prompt.tokens.size() = M` warning; ik_llama.cpp's prompt-cache
     line): the kept prefix where the log has no LCP line."""
@@ -119,6 +120,19 @@ class LlamaTask:
     head_cut: bool = False
     """The log begins inside this task: its start, prompt phase and first rounds are
     before the log's first line, so only what the log shows of it is known."""
+    error: str | None = None
+    """The error the server sent the task's client (`send_error`), if any."""
+    prompt_loaded: bool = False
+    """The prompt cache put a saved prompt into the slot as the task started: what the slot
+    holds is not what its last task left."""
+
+    @property
+    def tokens_seen(self) -> int:
+        """The most tokens the log shows the task's slot holding: where a prompt batch
+        began, a restore left it, or its release found it."""
+        sizes = [r.n for r in self.prompt_phase if isinstance(r, Count)]
+        sizes += [self.released.n_tokens] if self.released is not None else []
+        return max(sizes, default=0)
 
     @property
     def n_past(self) -> int | None:
@@ -175,14 +189,39 @@ class Truncation:
 
 
 @dataclass
+class Overflow:
+    """A KV cache with no room for a batch (a burst of `failed to find free space` lines
+    from `first_line` to `last_line`, `exceeded` when the server gave up on the batch:
+    `Context size has been exceeded`): the tasks in flight then, with the tokens each slot
+    was seen to hold (slot, task, tokens), and the tasks the server failed for it."""
+
+    first_line: int
+    t: float | None
+    last_line: int
+    retries: int = 0
+    exceeded: bool = False
+    in_flight: list[tuple[int, int, int]] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON form (the stored source's `overflows`)."""
+        return {"first_line": self.first_line, "t": self.t, "last_line": self.last_line,
+                "retries": self.retries, "exceeded": self.exceeded,
+                "in_flight": [{"slot": s, "task": t, "tokens": n} for s, t, n in self.in_flight],
+                "failed": self.failed}
+
+
+@dataclass
 class TaskFold:
-    """The tasks in the order they started, what the log ends inside, records that
+    """The tasks in the order they started, what the log ends inside, the KV cache's
+    overflows, records that
     belong to no started task (a log that begins mid-request), ngram-mod resets, and
     whether the log shows the draft model's prefix reuse (0.3.21 -v: then each round's
     `draft_recomputed` is known, else it is 0 for want of a line)."""
 
     tasks: list[LlamaTask] = field(default_factory=list)
     truncated: list[Truncation] = field(default_factory=list)
+    overflows: list[Overflow] = field(default_factory=list)
     orphans: int = 0
     resets: int = 0
     draft_reuse_logged: bool = False

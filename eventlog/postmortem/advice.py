@@ -1,7 +1,8 @@
 """What to do about each kind of finding (its `fix`): one text per failure pattern, fitted to
 what that pattern means, so no finding carries another's advice. A kind with more than one
-cause (a failed run against a log cut short, our engine against an imported log) has one
-text per cause; an invariant violation, one per invariant."""
+cause (an incomplete session our engine left against one an import left, a re-prefill the
+client caused against one the server did) has one text per cause; an invariant violation,
+one per invariant."""
 
 from enum import StrEnum
 
@@ -12,11 +13,12 @@ from fsm.invariants import Invariant
 class Cause(StrEnum):
     """The second cause of a kind that has two."""
 
-    CUT_LOG = "cut_log"                    # RUN_FAILED: an imported log ends mid-request
     IMPORTED = "imported"                  # INCOMPLETE_LOG: the importer died, not a run
     DRAFT_STATE_NOT_SAVED = "draft_state"  # DRAFT_CHECKPOINT_DISCARD: too-small checkpoints
     SAMPLED = "sampled"                    # OUTPUT_MISMATCH: a sampled run's answers
     NO_PREFIX_CACHE = "no_prefix_cache"    # HISTORY_REPREFILL: the engine keeps no prefix
+    SERVER_ROLLBACK = "server_rollback"    # HISTORY_REPREFILL: the whole history matched
+    KNOWN_BUILD_BUG = "known_build_bug"    # HISTORY_REPREFILL: the build has #24055
 
 
 ADVICE: dict[Kind, str] = {
@@ -88,20 +90,57 @@ ADVICE: dict[Kind, str] = {
                          "ends.",
     Kind.CHECK_SKIPPED: "Record the session with the fields the checks need (llama-server -v; "
                         "our own engines record everything).",
+    Kind.SERVER_CRASH: "Read the server's last lines above for the crash's cause (an assert, a "
+                       "GPU fault, memory), reproduce it on the request it served, and report "
+                       "it upstream with them; until then restart the server with the "
+                       "setting that request needed turned off (e.g. --ctx-checkpoints 0 when "
+                       "it died restoring a checkpoint).",
+    Kind.KV_CACHE_EXHAUSTED: "Give the KV cache room for the longest prompts that run at once: "
+                             "with one pool shared by all slots (kv_unified, -np auto) one "
+                             "long prompt starves the others, so raise --ctx-size, lower "
+                             "--parallel, or give each slot its own cells (--no-kv-unified, "
+                             "--ctx-size N x slots); quantize the cache (-ctk/-ctv q8_0) to "
+                             "fit more.",
+    Kind.HTTP_ERRORS: "Fix each cause the server logged beside its HTTP error: a request the "
+                      "server could not parse is the client's; a context exceeded is the "
+                      "server's room (see kv_cache_exhausted); an error with no cause logged "
+                      "needs the server's -v log of that request.",
+    Kind.CHECKPOINTS_ERASED: "Keep a context checkpoint inside the history the next prompt "
+                             "shares (llama.cpp #25023: every checkpoint invalidated sends the "
+                             "slot back to position 0): save them more often (--ctx-checkpoint"
+                             "s, --ctx-checkpoint-every) and send the conversation back "
+                             "unchanged.",
+    Kind.ACCEPTANCE_IMPLAUSIBLE: "Do not compare drafters or builds by this acceptance: the "
+                                 "counts exceed what a verifier accepts when it samples. Check "
+                                 "the build's accounting (draft tokens counted as accepted "
+                                 "before verification, a draft verified against itself) with "
+                                 "a greedy run against plain decoding (`specledger run "
+                                 "--backend llama --temperature 0` beside --drafter none) "
+                                 "and report it with these lines.",
+    Kind.DRAFTER_STATS: "Drop a drafter of the chain that drafts nothing (its calls cost time "
+                        "for no draft), and compare drafters by these totals, not by one "
+                        "request's rate.",
+    Kind.PARTIAL_REQUEST: "Import the whole log to judge these requests too: this piece "
+                          "begins or ends inside them, so what they did outside it is "
+                          "unknown, not zero.",
 }
 """Each kind's advice (OUTPUT_MISMATCH's names the `{reference}` session)."""
 
 CAUSE_ADVICE: dict[Cause, str] = {
-    Cause.CUT_LOG: "Import the whole log: this one ends while llama-server was still working "
-                   "on the request (rotate or copy the log after the server answered or "
-                   "stopped). If the server died there, its last round is what it was doing: "
-                   "a restore storm there reads as a replay livelock.",
     Cause.IMPORTED: "Import the log again (`specledger import`): the importer stopped before "
                     "it closed the session; the log file itself is whole.",
     Cause.DRAFT_STATE_NOT_SAVED: "Save and restore the draft model's state with every context "
                                  "checkpoint (llama.cpp PR 22521; --draft-checkpoints keep on "
                                  "our engine).",
     Cause.SAMPLED: "Compare greedy runs (--temperature 0) for a token-level check.",
+    Cause.SERVER_ROLLBACK: "Nothing in the history changed: the prompt matched the whole "
+                           "slot, yet the server went back to an older checkpoint. That "
+                           "rollback is the server's (llama.cpp #24055 and PR 22929 are of "
+                           "this kind): use a build that restores only a checkpoint the "
+                           "history needs, and report it with these lines.",
+    Cause.KNOWN_BUILD_BUG: "This build carries a known bug that prefills history again "
+                           "(named beside the finding, with its fix): upgrade to a build "
+                           "with the fix before changing the client.",
     Cause.NO_PREFIX_CACHE: "Expect every turn to prefill the conversation again while the "
                            "engine keeps no prefix cache: on vLLM's CPU build, decode plain "
                            "(--drafter none) to keep it, or run speculation on a build whose "

@@ -30,6 +30,7 @@ from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
 from eventlog.postmortem.inflation import AcceptanceInflation
 from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.sampler import SamplerCheck
+from eventlog.postmortem.server_log import ServerLogCheck
 from eventlog.postmortem.storms import RestoreStorms
 from eventlog.postmortem.unknowns import UnknownInputs
 from eventlog.postmortem.violations import Violations
@@ -94,7 +95,7 @@ def detectors(config: dict[str, Any], path_of: PathOf) -> list[Detector]:
     return [EogTail(config), RestoreStorms(config, path_of), Contamination(config),
             DraftCheckpoints(config), AcceptanceCollapse(config), inflation,
             Violations(config, inflation), DraftStateSizes(config), SamplerCheck(config),
-            UnknownInputs(config)]
+            UnknownInputs(config), ServerLogCheck(config)]
 
 
 class _Pass:

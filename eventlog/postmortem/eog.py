@@ -4,7 +4,10 @@ A legacy EOG policy commits the whole accepted block and looks for the stop toke
 afterwards, so accepted drafts behind EOG stay in the slot. The next prompt then no
 longer extends the slot, the recurrent state (which cannot be trimmed) falls back to an
 older context checkpoint, and the whole previous answer is prefilled again. Context
-restores that stray tokens do not explain are reported on their own.
+restores that stray tokens do not explain are reported on their own: what the prompt
+shared with the slot, where the state went back to, the tokens and seconds prefilled
+again, and whose doing it was (the client's changed history, or a server that rolled back
+a history the prompt matched whole, or a build known for that).
 """
 
 from collections import defaultdict
@@ -27,6 +30,17 @@ from fsm.invariants import Invariant
 from fsm.states import Trigger
 
 T = Trigger
+REPREFILL_SLACK = 8
+"""A restore that prefills at most this many shared tokens again is how checkpoints work
+(llama.cpp places them a few tokens before a prompt's end: 4 in ggerganov's reference log of
+PR 23269), not a finding, unless the
+prompt matched everything the slot held: then any rollback is the server's own."""
+
+
+def _whole(kept: int | None, held: int | None) -> bool:
+    """Whether a prompt shared everything its slot held (llama.cpp's common prefix stops one
+    short of the slot's last token, which it evaluates again)."""
+    return kept is not None and held is not None and kept >= held - 1
 
 
 @dataclass
@@ -73,7 +87,11 @@ class EogTail:
         self._eog: dict[int, int | None] = {}
         self._turn: dict[int, _StrayTurn] = {}
         self._awaiting: dict[int, _StrayTurn] = {}  # stray turns whose next turn has begun
-        self._start: dict[int, tuple[int, int, float]] = {}  # slot -> (kept, old length, f_keep)
+        self._start: dict[int, dict[str, Any]] = {}  # slot -> the turn's start_turn
+        self._reprefill_s: dict[tuple[int, int], float] = {}
+        self.known_bug = next((i for i in config.get("known_incidents", [])
+                               if i.get("finding") == Kind.HISTORY_REPREFILL.value
+                               and i.get("status") == "exposed"), None)
         self.strays: list[_StrayTurn] = []
         self.stop_strays: list[_StrayTurn] = []
         self.other: list[dict[str, Any]] = []
@@ -108,6 +126,8 @@ class EogTail:
 
     def _on_end(self, row: Row, end: pl.EndTurn) -> None:
         slot = row[SLOT]
+        if end["metrics"].get("reprefill_s"):
+            self._reprefill_s[(slot, row[TURN])] = end["metrics"]["reprefill_s"]
         cur = self._turn.pop(slot, None)
         if cur is not None and cur.stray:
             cur.answer = end["metrics"]["generated_tokens"] or 0
@@ -134,7 +154,7 @@ class EogTail:
         seq, slot, turn = row[:3]
         old = self._len[slot]
         self._len[slot] = p.get("trim", old) + len(p.get("append", ()))
-        self._start[slot] = (p["kept"], old, p["f_keep"])
+        self._start[slot] = dict(p)
         waiting = self._awaiting.get(slot)
         if waiting is not None and waiting.turn == turn - 1:
             waiting.f_keep = p["f_keep"]
@@ -151,10 +171,15 @@ class EogTail:
             waiting.checkpoint = p["position"]
             waiting.last_seq = seq
             return
-        kept, old, f_keep = self._start.get(slot, (0, 0, 1.0))
+        start = self._start.get(slot, {})
+        held = p.get("from_position")
+        if not reprefill or (reprefill <= REPREFILL_SLACK and not _whole(start.get("kept"),
+                                                                          held)):
+            return
         self.other.append({"seq": seq, "slot": slot, "turn": turn, "round": rnd,
-                           "reprefill": reprefill, "kept": kept, "slot_len": old,
-                           "f_keep": f_keep, "checkpoint": p["position"],
+                           "reprefill": reprefill, "kept": start.get("kept"),
+                           "prompt": start.get("prompt_tokens"), "task": start.get("task"),
+                           "slot_len": held, "checkpoint": p["position"],
                            "reset": p["reset"]})
 
     def finish(self) -> list[Finding]:
@@ -205,20 +230,45 @@ class EogTail:
 
     def _reprefill_finding(self) -> Finding:
         o = self.other
+        for r in o:
+            r["seconds"] = self._reprefill_s.get((r["slot"], r["turn"]))
         total = sum(r["reprefill"] for r in o)
-        ex = o[0]
-        why = ("the live state had consumed tokens the new prompt does not share" if
-               self.no_prefix is None else
-               f"{self.engine} kept no prefix in this configuration ({self.no_prefix})")
+        seconds = sum(r["seconds"] or 0.0 for r in o)
+        ex = max(o, key=lambda r: r["reprefill"])
+        whole = [r for r in o if _whole(r["kept"], r["slot_len"])]
+        where = ("re-processed it from the start" if ex["reset"] else
+                 f"went back to the checkpoint at {ex['checkpoint']:,}")
+        text = (f"{len(o)} turn(s) prefilled history again: {total:,} tokens the prompts "
+                f"shared with their slots" + (f" ({seconds:.1f} s at each prompt's prefill "
+                                              "rate)" if seconds else "") + ". The largest: "
+                f"turn {ex['turn']} (slot {ex['slot']}"
+                + (f", task {ex['task']}" if ex["task"] is not None else "")
+                + f"): its prompt shared {ex['kept']:,} tokens with the slot"
+                + (f" (of {ex['slot_len']:,} it held)" if ex["slot_len"] else "")
+                + f", yet the state {where}, so {ex['reprefill']:,} were prefilled again"
+                + (f" ({ex['seconds']:.1f} s)." if ex["seconds"] else "."))
+        if self.no_prefix is not None:
+            text += f" {self.engine} kept no prefix in this configuration ({self.no_prefix})."
+            fix = CAUSE_ADVICE[Cause.NO_PREFIX_CACHE]
+        elif self.known_bug is not None:
+            text += (f" This build has {self.known_bug['key']} ({self.known_bug['title']}); "
+                     f"its fix: {self.known_bug['fix']}.")
+            fix = CAUSE_ADVICE[Cause.KNOWN_BUILD_BUG]
+        elif len(whole) == len(o):
+            text += (" Each of these prompts matched everything the slot held: the rollback "
+                     "was the server's, not a changed history.")
+            fix = CAUSE_ADVICE[Cause.SERVER_ROLLBACK]
+        else:
+            if whole:
+                text += (f" In {len(whole)} of them the prompt matched everything the slot "
+                         "held (a rollback of the server's); in the rest the history the "
+                         "client sent differed from what the slot held.")
+            fix = ADVICE[Kind.HISTORY_REPREFILL]
         return Finding(
-            Kind.HISTORY_REPREFILL, Severity.WARNING, ex["seq"], o[-1]["seq"],
-            f"{len(o)} turn(s) began with a context restore that stray tokens do not explain: "
-            f"{why}, so {total} history tokens were prefilled again (turn {ex['turn']}: kept "
-            f"{ex['kept']} of {ex['slot_len']}, back to the checkpoint at {ex['checkpoint']}, "
-            f"{ex['reprefill']} tokens).",
-            ADVICE[Kind.HISTORY_REPREFILL] if self.no_prefix is None
-            else CAUSE_ADVICE[Cause.NO_PREFIX_CACHE],
-            {"restores": len(o), "reprefill_tokens": total, "per_turn": examples(o)},
+            Kind.HISTORY_REPREFILL, Severity.WARNING, o[0]["seq"], o[-1]["seq"], text, fix,
+            {"restores": len(o), "reprefill_tokens": total,
+             "reprefill_s": round(seconds, 3) if seconds else None,
+             "whole_history_matched": len(whole), "per_turn": examples(o)},
             ex["slot"], ex["turn"], ex["round"])
 
 

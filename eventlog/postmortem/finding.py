@@ -37,6 +37,13 @@ class Kind(StrEnum):
     RUN_FAILED = "run_failed"
     INCOMPLETE_LOG = "incomplete_log"
     CHECK_SKIPPED = "check_skipped"                        # an imported log lacks the input
+    SERVER_CRASH = "server_crash"                          # a server run that died
+    KV_CACHE_EXHAUSTED = "kv_cache_exhausted"              # no KV cells left for a batch
+    HTTP_ERRORS = "http_errors"                            # answers other than success
+    CHECKPOINTS_ERASED = "checkpoints_erased"              # llama.cpp #25023
+    ACCEPTANCE_IMPLAUSIBLE = "acceptance_implausible"      # am17an/llama.cpp PR 6
+    DRAFTER_STATS = "drafter_stats"                        # each drafter's own statistics
+    PARTIAL_REQUEST = "partial_request"                    # a log's piece cuts a request
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ PR 26320's replayed corrections (`inflation.py`) are named there instead."""
 
 from typing import Any
 
-from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, INVARIANT_ADVICE, Cause
+from eventlog.postmortem.advice import ADVICE, INVARIANT_ADVICE
 from eventlog.postmortem.detector import Handler, Row, examples
 from eventlog.postmortem.finding import Finding, Kind, Noted, Severity
 from eventlog.postmortem.inflation import AcceptanceInflation, is_counter_mismatch
@@ -80,11 +80,13 @@ class Violations:
                 first.slot, first.turn, first.round))
         for ev in self.failures:
             fail: Fail = ev.detail
+            if fail.get("truncated"):
+                continue  # a request the log cuts, or a server that died: server_log.py
             out.append(Finding(
                 Kind.RUN_FAILED, Severity.ERROR, ev.seq, ev.seq,
                 f"The run failed in turn {ev.turn} round {ev.round} (slot {ev.slot}): "
                 f"{fail['error']}",
-                CAUSE_ADVICE[Cause.CUT_LOG] if fail.get("truncated") else ADVICE[Kind.RUN_FAILED],
+                ADVICE[Kind.RUN_FAILED],
                 {"error": fail["error"]}, ev.slot, ev.turn, ev.round))
         return out
 

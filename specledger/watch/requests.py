@@ -82,7 +82,7 @@ class RequestRecorder:
         self.server, self.path, self.dev, self.ino = server, path, dev, ino
         self.answers, self.known = answers, known
         self.waiting: list[tuple[LlamaTask, float]] = []  # released, in order, since when
-        self.folder = TaskFolder()
+        self.folder = TaskFolder(adopt=False)
         self.ledger = TaskLedger(LogReading(records=[], server=server), UnitJournal(),
                                  draft_reuse_logged=False)
         self.ledger.rounds_visible = False

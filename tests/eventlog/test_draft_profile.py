@@ -5,7 +5,7 @@ imported logs, and to our engine's own turn counts on a sim session."""
 import pytest
 
 from adapters.llama.ledger import record_log
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.taskfold import fold_tasks
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session

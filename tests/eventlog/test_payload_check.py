@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import Engine
 
 from adapters.llama.ledger import record_log
-from adapters.llama.log.reader import parse_log, read_log
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.responses import read_responses
 from engine.config import EogPolicy, ReplayPolicy, Strategy
 from engine.session import Session

@@ -27,10 +27,18 @@ SUBJECT = {
     Kind.RUN_FAILED: "error",
     Kind.INCOMPLETE_LOG: "Re-run",
     Kind.CHECK_SKIPPED: "fields the checks need",
+    Kind.SERVER_CRASH: "last lines",
+    Kind.KV_CACHE_EXHAUSTED: "KV cache",
+    Kind.HTTP_ERRORS: "HTTP error",
+    Kind.CHECKPOINTS_ERASED: "checkpoint",
+    Kind.ACCEPTANCE_IMPLAUSIBLE: "accounting",
+    Kind.DRAFTER_STATS: "drafts nothing",
+    Kind.PARTIAL_REQUEST: "whole log",
 }
-CAUSE_SUBJECT = {Cause.CUT_LOG: "whole log", Cause.IMPORTED: "Import the log again",
+CAUSE_SUBJECT = {Cause.IMPORTED: "Import the log again",
                  Cause.DRAFT_STATE_NOT_SAVED: "draft model's state",
-                 Cause.SAMPLED: "greedy", Cause.NO_PREFIX_CACHE: "prefix cache"}
+                 Cause.SAMPLED: "greedy", Cause.NO_PREFIX_CACHE: "prefix cache",
+                 Cause.SERVER_ROLLBACK: "whole slot", Cause.KNOWN_BUILD_BUG: "known bug"}
 
 
 def test_every_kind_and_cause_has_advice_about_its_subject() -> None:

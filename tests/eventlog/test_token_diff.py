@@ -179,7 +179,7 @@ def test_sessions_of_different_backends_compare_tokens() -> None:
 def _imported(name: str) -> list[Event]:
     """A captured llama-server log (tests/adapters/llama/fixtures) imported into memory."""
     from adapters.llama.ledger import record_log
-    from adapters.llama.log.reader import read_log
+    from adapters.llama.log.sources import read_log
     from engine.session import MemoryJournal
     from tests.adapters.llama.test_logread import FIXTURES
 

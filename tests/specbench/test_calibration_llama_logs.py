@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import fit_log, predict_tok_s
 from adapters.llama.logreach import reach_of

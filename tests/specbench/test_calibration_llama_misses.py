@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from specbench.calibration_llama_misses import (
     Miss,

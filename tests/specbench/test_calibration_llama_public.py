@@ -7,7 +7,7 @@ the prediction says what it needs beyond its log."""
 
 import pytest
 
-from adapters.llama.log.reader import read_file
+from adapters.llama.log.sources import read_file
 from adapters.llama.taskfit import task_timings
 from specbench.calibration_llama_public import CORPUS, LOGS, run, text
 

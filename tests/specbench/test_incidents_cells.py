@@ -61,7 +61,7 @@ def test_the_report_built_livelock_is_named() -> None:
                            ).decode(errors="surrogateescape")
     c = cell("#28060", "0.3.36", text)
     assert c.verdict is Verdict.NAMED and c.numbers["worst_restores"] == 5362
-    assert "run_failed" in c.others  # the log ends inside the loop
+    assert c.others == ()  # the log ends inside the loop: a note, not another error
 
 
 def test_a_reprefill_is_named_with_its_size() -> None:

@@ -66,7 +66,8 @@ def test_an_imported_session_is_calibrated_from_its_log(
     db = str(tmp_path / "l.db")
     log = tmp_path / "ngram.log"
     log.write_text(fixture_text("ngram-mod"), errors="surrogateescape")
-    session = _json(["import", "llama-server", str(log), "--db", db], capsys)["session"]
+    [imported] = _json(["import", "llama-server", str(log), "--db", db], capsys)["sessions"]
+    session = imported["session"]
     doc = _json(["calibrate", str(session), "--db", db], capsys)
     assert doc["log"] == str(log) and doc["tasks"] == 2
     log.unlink()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.paths import require_converter, require_server
 from adapters.llama.provenance import file_sha256
 from engine.config import RunConfig

@@ -1,6 +1,8 @@
-"""`show` of a llama.cpp session names the matrix build its log's banner names and the
-known incidents that build is exposed to, each with its fix; a commit outside the matrix
-is said to be so; a session of our own engine says nothing of llama.cpp builds."""
+"""`show` of a llama.cpp session names the build its log's banner names and, for every
+known incident, whether that build is exposed, fixed or cannot run into it (a matrix
+build by its own source), each with its first bug and fixed builds upstream; a commit no
+upstream build has is said to be so, its incidents unknown; a session of our own engine
+says nothing of llama.cpp builds."""
 
 import gzip
 import json
@@ -25,7 +27,8 @@ def _show(db: str, session: int, capsys: pytest.CaptureFixture[str]) -> tuple[di
 def _import(log: Path, db: str, capsys: pytest.CaptureFixture[str]) -> int:
     capsys.readouterr()
     assert main(["import", "llama-server", str(log), "--db", db, "--json"]) == 0
-    return int(json.loads(capsys.readouterr().out)["session"])
+    [doc] = json.loads(capsys.readouterr().out)["sessions"]
+    return int(doc["session"])
 
 
 def test_the_banner_names_the_build_and_its_incidents(
@@ -40,15 +43,17 @@ def test_the_banner_names_the_build_and_its_incidents(
     exposed = {i.key for i in INCIDENTS if build.exposures[i.key] is Exposure.BUG}
     assert {i["key"] for i in shown["incidents"]} == exposed
     assert "PR 26320" not in exposed and "#28049" in exposed  # fixed; not fixed
-    assert "0.3.36 (llama.cpp 0c1e570" in text
-    for incident in INCIDENTS:
-        if incident.key in exposed:
-            assert f"{incident.key} {incident.title}" in text and incident.fix in text
-        else:
-            assert f"{incident.key} {incident.title}" not in text
+    assert "0.3.36 (llama.cpp 0c1e570" in text and "upstream b11312" in text
+    said = {"bug": "exposed", "fixed": "fixed", "absent": "absent"}
+    for incident, verdict in zip(INCIDENTS, shown["verdicts"], strict=True):
+        assert verdict["key"] == incident.key
+        assert verdict["verdict"] == said[build.exposures[incident.key]]
+        assert f"{incident.key} {incident.title}: {verdict['verdict']}" in text
+        assert (incident.fix in text) == (incident.key in exposed)
+    assert "fixed (upstream: bug from b8842, fixed in b10210)" in text  # PR 26320
 
 
-def test_a_commit_outside_the_matrix_is_said_to_be(
+def test_a_commit_no_upstream_build_has_is_said_to_be(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "other.log.gz"
     log.write_bytes(gzip.compress(fixture_text("plain").replace(
@@ -58,7 +63,9 @@ def test_a_commit_outside_the_matrix_is_said_to_be(
     shown = doc["llama_build"]
     assert shown["in_matrix"] is False and shown["version"] is None
     assert shown["incidents"] == [] and "(1234abc)" in shown["banner"]
-    assert "not in the build matrix" in text
+    assert shown["upstream_build"] is None and shown["judged_by"] == "none"
+    assert {v["verdict"] for v in shown["verdicts"]} == {"unknown"}
+    assert "not upstream llama.cpp's b1 " in text and "incidents are unknown" in text
 
 
 def test_our_own_engine_names_no_llama_build(tmp_path: Path,

@@ -15,6 +15,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # common_params_print_info (0.3.36), log_info (0.3.24, 0.3.30); none before
         ("verbosity", r"\w+: verbosity = (\d+) \(adjust"),
         ("loaded", r"(?:llama_server|main): (model loaded)"),  # main: before 0.3.24
+        ("router", r"main: (starting router server)"),  # its children log behind `[pid]`
         ("model", r"load_model: loading model '(.*)'"),
         ("draft_model", r"loading draft model '(.*)'"),
         # Before 0.3.36 the slot length is not on this line.
@@ -28,6 +29,9 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20
         ("n_rs_seq", r"llama_context: n_rs_seq\s+= (\d+)"),
+        # The context's KV cells, and whether its slots share them (one pool for all).
+        ("n_ctx", r"llama_context: n_ctx\s+= (\d+)"),
+        ("kv_unified", r"kv_unified\s+= (true|false)"),
         # "graph: nodes = N" from 0.3.36, "graph nodes  = N" before
         ("graph_nodes", r"sched_reserve: graph:? nodes\s*= (\d+)"),
         ("loading", r"llama_model_loader: loaded meta data with .* from (.*) \(version"),
@@ -47,7 +51,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 _SHAPE = frozenset(("n_swa", "n_layer", "nextn_layers", "block_count", "attention_interval",
                     "n_embd", "n_vocab", "model_params"))
-_FLAGS = frozenset(("spec_checkpoints", "spec_refused", "loaded"))  # facts a line makes true
+_FLAGS = frozenset(("spec_checkpoints", "spec_refused", "loaded", "router"))  # a line makes true
+_TARGET_FIRST = frozenset(("n_ctx", "kv_unified"))  # the target's context prints them first
 _LARGEST = frozenset(("n_rs_seq", "graph_nodes"))  # the largest of several lines counts
 
 
@@ -83,6 +88,11 @@ class ServerInfo:
     """The nodes of the target's forward graph as its context reserves it: the largest
     graph the server reserves (a drafter's context, an MTP head or a smaller draft model,
     reserves a smaller one, before the target's in 0.3.24 and 0.3.30)."""
+    n_ctx: int | None = None
+    kv_unified: bool | None = None
+    """The target context's KV cells and whether its slots share them as one pool
+    (`kv_unified`, what `-np auto` picks): then one slot's long prompt leaves the others
+    less room."""
     n_swa: int | None = None
     """The target's sliding window (0: none), which the prompt phase's checkpoint check
     subtracts from the common prefix."""
@@ -99,6 +109,9 @@ class ServerInfo:
     count (`2.00 M`)."""
     loading: str | None = None
     """The model file whose load the log is printing (None: before the first)."""
+    router: bool = False
+    """The process is a router (`--models`): it serves no request itself but starts a
+    server process per model, whose lines it relays behind their `[pid]`."""
     structured_log: bool = False
     """The server logs with the structured logger (`INFO [ function] message | k=v`), as
     ik_llama.cpp does and llama.cpp did before its 2024 logger: its build number is not
@@ -119,6 +132,9 @@ class ServerInfo:
                 self.build = f"build {value} ({m.group(2)})"
         elif name == "verbosity":
             self.verbosity = int(value)
+        elif name in _TARGET_FIRST:
+            if getattr(self, name) is None:
+                setattr(self, name, value == "true" if name == "kv_unified" else int(value))
         elif name == "n_slots":
             if self.n_slots is None:
                 self.n_slots = int(value)

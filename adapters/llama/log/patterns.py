@@ -26,6 +26,7 @@ from adapters.llama.log.records import (
     DraftReuse,
     DraftTotals,
     LcpCheck,
+    Past,
     Record,
     RecordKind,
     Released,
@@ -109,7 +110,7 @@ SLOT_PATTERNS: Patterns = tuple(
          rf"pos_next = {_INT}, size = {_NUM} MiB\)",
          lambda m, c: Checkpoint(kind=K.CTX_ERASED, pos_min=_i(m, 1), pos_max=_i(m, 2),
                                  n_tokens=_i(m, 3), size_mib=_f(m, 6), reason="invalidated",
-                                 **c)),
+                                 pos_next=_i(m, 5), n_swa=_i(m, 4), **c)),
         # ik_llama.cpp's names no slot length.
         (rf"^erased invalidated context checkpoint \(pos_min = {_INT}, pos_max = {_INT}, "
          rf"size = {_NUM} MiB\)",
@@ -128,9 +129,10 @@ SLOT_PATTERNS: Patterns = tuple(
         # The common prefix where the cache cannot be used as it is (a warning, any
         # verbosity, before 0.3.36 and in forks; n_swa is not printed by ik_llama.cpp).
         (rf"^n_past = {_INT}, slot\.prompt\.tokens\.size\(\) = {_INT}",
-         lambda m, c: Count(kind=K.PAST, n=_i(m, 1), **c)),
+         lambda m, c: Past(kind=K.PAST, lcp=_i(m, 1), held=_i(m, 2), **c)),
         (rf"^n_past was set to {_INT}", lambda m, c: Count(kind=K.N_PAST_SET, n=_i(m, 1), **c)),
-        (rf"^Checking checkpoint with \[{_INT}, {_INT}\] against {_INT}\.\.\.",
+        # `checking` in builds after 0.3.36.
+        (rf"^[Cc]hecking checkpoint with \[{_INT}, {_INT}\] against {_INT}\.\.\.",
          lambda m, c: Count(kind=K.CKPT_CHECK, n=_i(m, 3), **c)),
         # The draft model's share is logged from 0.3.24 on.
         (rf"^created speculative checkpoint \({_GEOM}, size = {_NUM} MiB"

@@ -74,6 +74,7 @@ class Prefixes:
     """The prefix shapes of one file, as learned so far, and how many lines showed each."""
 
     counts: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
     _pattern: re.Pattern[str] | None = None
 
     def learn(self, lines: Iterable[str]) -> None:
@@ -91,6 +92,7 @@ class Prefixes:
         new = s not in self.counts
         self.counts[s] += 1
         if new:
+            self.examples[s] = line[:at]
             self._pattern = None
         return new
 
@@ -113,9 +115,10 @@ class Prefixes:
             return "", line
         return line[:m.end()], line[m.end():]
 
-    def shapes(self) -> list[str]:
-        """The learned shapes, most frequent first (what the import reports)."""
-        return [s for s, _ in self.counts.most_common()]
+    def shown(self) -> list[str]:
+        """An example of each learned prefix, the most frequent shape first (what the
+        import reports)."""
+        return [self.examples[s] for s, _ in self.counts.most_common()]
 
 
 def learn_prefixes(lines: list[str]) -> Prefixes:

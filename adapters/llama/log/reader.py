@@ -1,5 +1,5 @@
-"""Read a llama-server log file into its server runs: `read_file(path)` / `parse_text(text)`
-give a `LogFile`; `read_log` / `parse_log` the one run of a file that holds one.
+"""Read a llama-server log into its server runs: `parse_text(text)` gives a `LogFile`,
+`parse_log` the one run of a log that holds one (files: adapters/llama/log/sources.py).
 
 A file is whatever a user kept: the server's own output, or what a log shipper made of it,
 its lines behind a prefix of any shape (adapters/llama/log/prefix.py), with CRLF line ends
@@ -17,15 +17,13 @@ read (after gzip decompression).
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from adapters.llama.errors import LlamaError
-from adapters.llama.log.compressed import GZIP_MAGIC, GzipCut, gunzip
+from adapters.llama.log.compressed import GzipCut
 from adapters.llama.log.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
 from adapters.llama.log.run import LineKind, LogReading, RunEnd, RunReader, clean
 
-__all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
-           "read_file", "read_log"]
+__all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text"]
 
 
 class LogFormatError(LlamaError):
@@ -35,7 +33,7 @@ class LogFormatError(LlamaError):
 @dataclass
 class LogFile:
     """A log file read into its server runs, in the order each began. `lines` counts the
-    file's physical lines; `prefixes` the shapes of the outer prefixes its lines carry."""
+    file's physical lines; `prefixes` an example of each outer prefix its lines carry."""
 
     name: str
     runs: list[LogReading]
@@ -135,6 +133,10 @@ class LogReader:
                 ending = (RunEnd.SHUTDOWN if run.shut_down else
                           RunEnd.DIED if fatal else RunEnd.LOG_ENDS)
             out.append(run.finish(ending))
+        router = next((r for r in out if r.server.router and r.pid is None), None)
+        for r in out:
+            if router is not None and r.pid is not None and r.server.build is None:
+                r.server.build = router.server.build  # a child runs its router's binary
         return out
 
 
@@ -163,39 +165,11 @@ def parse_text(text: str, name: str = "input") -> LogFile:
     runs = reader.finish()
     digest = hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
     for run in runs:
-        run.lines, run.sha256, run.partial_line = len(physical), digest, partial
+        run.lines, run.sha256, run.partial_line = run.run_lines, digest, partial
     return LogFile(name, runs, len(physical), digest, partial,
-                   prefixes=reader.prefixes.shapes())
+                   prefixes=reader.prefixes.shown())
 
 
 def parse_log(text: str, name: str = "input") -> LogReading:
     """The one server run of a log held in `text` (several are refused)."""
     return parse_text(text, name).only()
-
-
-def read_file(path: str | Path) -> LogFile:
-    """Read the log file at `path` (plain, or gzip-compressed as rotated logs are; a cut
-    gzip file is read as far as it goes); unreadable or non-log files raise
-    LogFormatError."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LogFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-    cut = None
-    if data.startswith(GZIP_MAGIC):
-        data, cut = gunzip(data)
-        if cut is not None and not data:
-            raise LogFormatError(f"cannot read {path}: its gzip stream is {cut.why} at byte "
-                                 f"{cut.at} of {cut.size}, before any text")
-    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
-    log = parse_text(data.decode("utf-8", errors="surrogateescape"), str(path))
-    log.gzip_cut = cut
-    for run in log.runs:
-        run.gzip_cut = cut
-    return log
-
-
-def read_log(path: str | Path) -> LogReading:
-    """The one server run of the log file at `path` (several are refused)."""
-    return read_file(path).only()

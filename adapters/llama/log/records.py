@@ -11,6 +11,8 @@ numbers, never derived ones.
 from dataclasses import dataclass
 from enum import StrEnum
 
+from adapters.llama.log.server_lines import ServerEventKind
+
 
 class RecordKind(StrEnum):
     """What one parsed line records."""
@@ -51,6 +53,8 @@ class RecordKind(StrEnum):
     DRAFT_CKPT_LOST = "draft_ckpt_lost"    # 0.3.21: "no checkpoint available, no reuse"
     DRAFT_CKPT_DELETED = "draft_ckpt_deleted"  # 0.3.21: "begin: delete checkpoint"
     COMPUTE = "compute"                    # que: "yielding to queue" .. "done yielding"
+    SERVER = "server"                      # srv: an error, an HTTP error, KV cache full, ...
+    PROMPT_LOADED = "prompt_loaded"        # srv: "- found better prompt with f_keep = ..."
 
 
 class StopReason(StrEnum):
@@ -102,8 +106,7 @@ class LcpCheck(Record):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Count(Record):
     """A record whose content is one count: PROMPT (task.n_tokens), CACHED (n_tokens
-    kept when a prompt batch begins), PAST (the prompt's common prefix with the slot's
-    tokens, where the cache cannot be used as it is), N_PAST_SET, CKPT_CHECK (the
+    kept when a prompt batch begins), N_PAST_SET, CKPT_CHECK (the
     threshold a context checkpoint is checked against: the common prefix less n_swa + 1),
     TASK_STARTED (is_child), DRAFT_CKPT_DELETED (the new request's prompt size; 0.3.21's
     draft model, no slot), DRAFT_BEGIN (the most the slot may draft: its drafter is called next)."""
@@ -112,12 +115,25 @@ class Count(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Past(Record):
+    """The prompt's common prefix with the slot's tokens (`lcp`) and what the slot held
+    (`held`; None where the line does not say), as the server warns of it when its cache
+    cannot be used as it is (`n_past = N, slot.prompt.tokens.size() = M`, any verbosity),
+    or ik_llama.cpp's prompt cache line (`cache_size = M, n_past = N`)."""
+
+    lcp: int
+    held: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoint(Record):
     """A context or speculative checkpoint created, restored or erased. `n_tokens` is the
     slot length it belongs to (None where the line omits it); `size_mib` the saved
     state (a spec restore logs bytes, converted); `draft_mib` the draft model's share
-    of a speculative one; `reason` why a context checkpoint was erased; `n_past` the
-    prefix kept after a context restore; `index`/`limit` of a created context one."""
+    of a speculative one; `reason` why a context checkpoint was erased (and `pos_next`, the
+    position the slot goes on from, which it lies beyond, and the target's sliding window
+    `n_swa` the line prints); `n_past` the prefix kept after
+    a context restore; `index`/`limit` of a created context one."""
 
     pos_min: int | None = None
     pos_max: int | None = None
@@ -128,6 +144,8 @@ class Checkpoint(Record):
     reason: str = ""
     index: int | None = None
     limit: int | None = None
+    pos_next: int | None = None
+    n_swa: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -324,3 +342,15 @@ class Compute(Record):
 
     t_begin: float | None
     chained: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Server(Record):
+    """A server-level line that bears on the run's requests (an error sent to a task, an
+    HTTP answer other than success, a KV cache with no room, a crash, the shutdown): what
+    it says (`what`), an HTTP status where it gives one, its text; `task` is the task the
+    line names (None: none)."""
+
+    what: ServerEventKind
+    status: int | None = None
+    text: str = ""

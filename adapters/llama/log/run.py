@@ -30,7 +30,8 @@ from adapters.llama.log.patterns import (
     slot_record,
     spec_record,
 )
-from adapters.llama.log.records import Compute, Record, RecordKind, SamplerParams
+from adapters.llama.log.prefix import tag_at
+from adapters.llama.log.records import Compute, Record, RecordKind, SamplerParams, Server
 from adapters.llama.log.server_lines import (
     ServerEvent,
     ServerEventKind,
@@ -75,6 +76,8 @@ _STARTUP = re.compile(
     r"|warn: LLAMA_ARG|main: build|main: loading model|INFO \[\s*main\] build info)")
 _ONCE = ("ggml_cuda_init:", "build_info:", "build: ", "system_info:", "version: ",
          "common_params_print_info: build", "INFO [                    main] build info")
+# The prompt cache (--cache-ram) puts a saved prompt into the slot the next task takes.
+_PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
 
 
@@ -357,16 +360,26 @@ class RunReader:
             return LineKind.PARSED
         http = structured_http(s)
         if http is not None:
-            self.out.server_log.add(ServerEvent(ServerEventKind.HTTP, number, t,
-                                                status=http[1], text=http[0]))
+            self._server_event(ServerEvent(ServerEventKind.HTTP, number, t, status=http[1],
+                                           text=http[0]))
             return LineKind.PARSED
         if s.message == "HTTP server listening":
             self.serving = True
         event = server_line(s.message, number, t)
         if event is not None:
-            self.out.server_log.add(event)
+            self._server_event(event)
             return LineKind.PARSED
         return LineKind.SKIPPED
+
+    def _server_event(self, event: ServerEvent) -> None:
+        """Keep a server-level event in the run's log, and as a record where it bears on
+        the requests (every one but a successful answer)."""
+        self.out.server_log.add(event)
+        if not (event.kind is ServerEventKind.HTTP and (event.status or 0) < 400):
+            self.out.records.append(Server(kind=RecordKind.SERVER, line=event.line,
+                                           t=event.t, slot=None, task=event.task,
+                                           what=event.kind, status=event.status,
+                                           text=event.text))
 
     def _server_line(self, number: int, text: str, prefixed: bool,
                      t: float | None) -> LineKind | None:
@@ -379,19 +392,23 @@ class RunReader:
         if _LISTENING.search(text):
             self.serving = True
         tagged = _TAGGED.match(text) is not None
-        self._llama_lines += bool(prefixed or tagged)
+        self._llama_lines += bool(prefixed or tag_at(text) == 0)
         if any(o in text for o in _QUOTE_OPENERS) and not text.endswith("'"):
             self._quote = _MAX_QUOTE
         event = server_line(text, number, t)
         if event is not None:
-            self.out.server_log.add(event)
+            self._server_event(event)
             self.shut_down = self.shut_down or event.shutdown
             return LineKind.PARSED
         if server_fact(text, self.out.server):
             return LineKind.PARSED
+        if _PROMPT_LOADED.match(text):
+            self.out.records.append(Record(kind=RecordKind.PROMPT_LOADED, line=number, t=t,
+                                           slot=None, task=None))
+            return LineKind.PARSED
         crash = crash_line(text, number, t)
         if crash is not None:
-            self.out.server_log.add(crash)
+            self._server_event(crash)
             return LineKind.PARSED
         if tagged or prefixed or _UNTAGGED.match(text):
             return LineKind.SKIPPED

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 _EXAMPLES = 20  # events of each kind a run keeps (their count is kept whole)
+_CAUSE_LINES = 20  # an HTTP error's cause: an error logged at most this many lines before it
 
 
 class ServerEventKind(StrEnum):
@@ -60,8 +61,7 @@ _LINES: tuple[tuple[re.Pattern[str], ServerEventKind], ...] = tuple(
         (r"log_server_r: (?:done )?request: (\S+ \S+) \S+ (\d{3})\s*$", ServerEventKind.HTTP),
         (rf"send_error: task id = {_I}, error: (.*)$", ServerEventKind.ERROR),
         (r"got exception: (.*)$", ServerEventKind.EXCEPTION),
-        (r"failed to find free space in the KV cache|failed to find a memory slot for batch",
-         ServerEventKind.KV_FULL),
+        (r"failed to find free space in the KV cache", ServerEventKind.KV_FULL),
         (r"^(?:srv\s+\w+: )?Context size has been exceeded", ServerEventKind.CONTEXT_EXCEEDED),
         (rf"stop: cancel task, id_task = {_I}", ServerEventKind.CANCEL),
         (r"cleaning up before exit|^(?:srv\s+)?main: exiting due to|received (?:SIGINT|SIGTERM)"
@@ -107,24 +107,57 @@ def crash_line(text: str, line: int, t: float | None) -> ServerEvent | None:
 
 
 @dataclass
+class HttpError:
+    """An HTTP answer other than success and the error logged just before it, if any
+    (`cause`: a `send_error` or an exception; None: the log gives none)."""
+
+    answer: ServerEvent
+    cause: ServerEvent | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        c = self.cause
+        return {"status": self.answer.status, "request": self.answer.text,
+                "line": self.answer.line, "t": self.answer.t,
+                "cause": c.text if c is not None else None,
+                "task": c.task if c is not None else None}
+
+
+@dataclass
 class ServerLog:
-    """A run's server-level events: how many of each kind, the HTTP statuses answered, and
-    the first events of each kind (every one but the 2xx answers)."""
+    """A run's server-level events: how many of each kind, the HTTP statuses answered, the
+    first events of each kind (every one but the 2xx answers), and the HTTP errors with
+    their causes."""
 
     counts: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
     events: list[ServerEvent] = field(default_factory=list)
+    http_errors: list[HttpError] = field(default_factory=list)
+    error_causes: Counter[tuple[int, str]] = field(default_factory=Counter)
+    _pending: list[ServerEvent] = field(default_factory=list)
 
     def add(self, event: ServerEvent) -> None:
         """Keep one event."""
         self.counts[event.kind.value] += 1
+        if event.kind in (ServerEventKind.ERROR, ServerEventKind.EXCEPTION):
+            self._pending = [*self._pending[-7:], event]
         if event.kind is ServerEventKind.HTTP:
             assert event.status is not None
             self.statuses[event.status] += 1
             if event.status < 400:
                 return
+            self._http_error(event)
         if self.counts[event.kind.value] <= _EXAMPLES:
             self.events.append(event)
+
+    def _http_error(self, answer: ServerEvent) -> None:
+        recent = [e for e in self._pending if answer.line - e.line <= _CAUSE_LINES]
+        cause = recent[0] if recent else None
+        if cause is not None:
+            self._pending.remove(cause)
+        self.error_causes[(answer.status or 0, cause.text if cause else "not logged")] += 1
+        if len(self.http_errors) < _EXAMPLES:
+            self.http_errors.append(HttpError(answer, cause))
 
     def of(self, kind: ServerEventKind) -> list[ServerEvent]:
         """The kept events of one kind, in line order."""
@@ -134,4 +167,7 @@ class ServerLog:
         """JSON form (the stored source's `server_log`)."""
         return {"counts": dict(self.counts),
                 "statuses": {str(s): n for s, n in sorted(self.statuses.items())},
-                "events": [e.to_dict() for e in self.events]}
+                "events": [e.to_dict() for e in self.events],
+                "http_errors": [h.to_dict() for h in self.http_errors],
+                "error_causes": [{"status": st, "cause": c, "count": n}
+                                 for (st, c), n in self.error_causes.most_common()]}

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.llama.log.records import Count, Record, RecordKind, Released
+from adapters.llama.log.records import Count, Past, Record, RecordKind, Released
 
 K = RecordKind
 _TEXT = re.compile(r"^(INFO|WARN|ERR|ERROR|VERB|DEBUG|WARNING) \[\s*([\w~]+)\] (.*?)(?: \|(.*))?$")
@@ -87,13 +87,14 @@ def structured_record(s: StructuredLine, line: int, t: float | None) -> Record |
     return None
 
 
-def cache_prefix(text: str, line: int, t: float | None) -> Count | None:
+def cache_prefix(text: str, line: int, t: float | None) -> Past | None:
     """ik_llama.cpp's prompt-cache line: the common prefix (`n_past`) of the next task's
     prompt with its slot's tokens, as a PAST record of no slot yet (None: not that line)."""
     m = _CACHE.match(text)
     if m is None:
         return None
-    return Count(kind=K.PAST, n=int(m.group(2)), line=line, t=t, slot=None, task=None)
+    return Past(kind=K.PAST, lcp=int(m.group(2)), held=int(m.group(1)), line=line, t=t,
+                slot=None, task=None)
 
 
 def structured_build(s: StructuredLine) -> str | None:

@@ -20,8 +20,9 @@ import pytest
 from adapters.llama.builds import Exposure, facts, match_banner
 from adapters.llama.ledger import LedgerResult, record_log
 from adapters.llama.ledger_rounds import accepted_drafts
-from adapters.llama.log.reader import LogReading, read_log
+from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import StopReason, TimingPhase
+from adapters.llama.log.sources import read_log
 from adapters.llama.options import our_drafter
 from adapters.llama.provenance import Provenance, provides
 from adapters.llama.responses import parse_responses, read_responses
@@ -253,8 +254,8 @@ def test_an_imported_log_has_the_findings_of_the_recorded_run(
                               prompts=json.loads(Path(base + ".prompts.json").read_text()))
     assert run.config["spec_refused"] is case.reading.server.spec_refused
     recorded = postmortem_session(open_db(db, create=False), run.session_id).to_dict()
-    doc = _cli_json(["import", "llama-server", str(path), "--responses",
-                     base + ".responses.json", "--db", db, "--json"], capsys)
+    [doc] = _cli_json(["import", "llama-server", str(path), "--responses",
+                       base + ".responses.json", "--db", db, "--json"], capsys)["sessions"]
     assert doc["lines"]["unknown"] == 0
     post = _cli_json(["postmortem", str(doc["session"]), "--db", db, "--json"], capsys)
     assert _findings(post) == _findings(recorded)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from adapters.llama.ledger import record_log
-from adapters.llama.log.reader import parse_log, read_log
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.responses import parse_responses, read_responses
 from engine.session import MemoryJournal
 from eventlog.projection import project

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from adapters.llama.log.reader import parse_log, read_log
+from adapters.llama.log.reader import parse_log
 from adapters.llama.log.records import Timing, TimingPhase
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClockError, log_clock
 from tests.adapters.llama.test_logread import FIXTURES, fixture_text
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logfit import LogFit, fit_log, predict_tok_s
 from adapters.llama.logreach import outside, reach_of

@@ -7,7 +7,7 @@ none. The reach survives the JSON a profile carries it in."""
 from collections import Counter
 from dataclasses import replace
 
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClock, log_clock
 from adapters.llama.logreach import (
     REACH_FORWARDS,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.log.reader import LogFormatError, parse_log, read_log
+from adapters.llama.log.reader import LogFormatError, parse_log
 from adapters.llama.log.records import Candidate, Compute, RecordKind, StopReason
+from adapters.llama.log.sources import read_log
 
 FIXTURES = Path(__file__).with_name("fixtures")
 NAMES = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet", "chain-sampled", "plain",

@@ -4,7 +4,7 @@ it gives: one layer and the head over the target's layers and the head."""
 import pytest
 
 from adapters.llama.log.facts import ServerInfo
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.modelshape import ModelShape, model_shape
 from tests.adapters.llama.test_logread import FIXTURES
 

@@ -7,11 +7,11 @@ import re
 
 from adapters.llama.ledger import record_log
 from adapters.llama.log.reader import parse_log
-from adapters.llama.provenance import drafter_name, provides
+from adapters.llama.provenance import Provenance, session_config
 from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
-from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
+from eventlog.postmortem.advice import ADVICE
 from fsm.event import Event
 from tests.adapters.llama.test_logread import fixture_text, with_number
 
@@ -21,9 +21,8 @@ def imported_text(text: str) -> tuple[list[Finding], list[Event]]:
     stores) and the events."""
     reading = parse_log(text)
     journal = MemoryJournal()
-    record_log(reading, journal)
-    config = {"provides": provides(reading, False), "drafter": drafter_name(reading),
-              "engine": "llama.cpp", "replay_policy": "reverify"}
+    result = record_log(reading, journal)
+    config = session_config(reading, result.fold, Provenance(), None, 0)
     return analyze(journal.events, config)[0], list(journal.events)
 
 
@@ -35,7 +34,9 @@ def findings(text: str) -> dict[Kind, Finding]:
 def test_real_logs_have_no_warning_and_say_what_was_not_checked() -> None:
     for name in ("mtp", "ngram-mod", "draft-simple", "two-slots", "chain-sampled", "plain"):
         found = findings(fixture_text(name))
-        assert set(found) == {Kind.CHECK_SKIPPED}, (name, found)
+        # Each drafter's own statistics lines are a note; a plain run prints none.
+        notes = {Kind.CHECK_SKIPPED} | ({Kind.DRAFTER_STATS} if name != "plain" else set())
+        assert set(found) == notes, (name, found)
         assert found[Kind.CHECK_SKIPPED].numbers["skipped"] == ["state_truth"]
     quiet = findings(fixture_text("quiet"))[Kind.CHECK_SKIPPED]
     assert quiet.severity is Severity.INFO
@@ -76,7 +77,9 @@ def test_a_log_ending_inside_a_storm_is_a_livelock() -> None:
     found = findings(stormy[:cut])
     lock = found[Kind.REPLAY_LIVELOCK]
     assert lock.severity is Severity.ERROR and lock.numbers["worst_restores"] == 4
-    assert Kind.RUN_FAILED in found  # the log ends there
+    # The log ends there: a request the piece cuts, a note, not the run's error.
+    partial = found[Kind.PARTIAL_REQUEST]
+    assert partial.severity is Severity.INFO and Kind.RUN_FAILED not in found
 
 
 def test_context_checkpoints_without_the_draft_state() -> None:
@@ -103,7 +106,7 @@ def test_an_eog_inside_the_block_leaves_nothing_behind_it() -> None:
               and len(t.rounds[-1].tokens) < t.rounds[-1].kept.ids]
     assert inside  # the EOG was a verified draft, not the last kept token
     assert all(m.stray_tokens == 0 for m in result.turns)
-    assert set(findings(text)) == {Kind.CHECK_SKIPPED}
+    assert set(findings(text)) == {Kind.CHECK_SKIPPED, Kind.DRAFTER_STATS}  # nothing wrong
 
 
 def test_a_token_kept_behind_eog_is_a_stray_token() -> None:
@@ -141,6 +144,6 @@ def test_each_finding_of_a_log_carries_the_advice_that_fits_it() -> None:
     assert storm.fix == ADVICE[Kind.RESTORE_STORM]
     assert lock[Kind.REPLAY_LIVELOCK].fix == ADVICE[Kind.REPLAY_LIVELOCK] != storm.fix
     # A log cut mid-request: the advice is about the log, not an error to fix.
-    assert lock[Kind.RUN_FAILED].fix == CAUSE_ADVICE[Cause.CUT_LOG]
+    assert lock[Kind.PARTIAL_REQUEST].fix == ADVICE[Kind.PARTIAL_REQUEST]
     edited = findings(fixture_text("edited-history"))[Kind.HISTORY_REPREFILL]
     assert "exactly as the server produced it" in edited.fix

@@ -7,8 +7,9 @@ import pytest
 
 from adapters.llama.crosscheck import totals_violations
 from adapters.llama.ledger_rounds import accepted_drafts
-from adapters.llama.log.reader import parse_log, read_log
+from adapters.llama.log.reader import parse_log
 from adapters.llama.log.records import AccPerPos, DraftTotals, RecordKind
+from adapters.llama.log.sources import read_log
 from adapters.llama.taskfold import fold_tasks
 from adapters.llama.tasks import LlamaTask
 from fsm.draft_profile import DraftProfile

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.llama.ledger import record_log
-from adapters.llama.log.reader import read_log
+from adapters.llama.log.sources import read_log
 from adapters.llama.responses import read_responses
 from eventlog import get_session, open_db
 from eventlog.postmortem.analyze import postmortem_session

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from adapters.llama.ledger import record_log
-from adapters.llama.log.reader import parse_log, read_log
+from adapters.llama.log.reader import parse_log
+from adapters.llama.log.sources import read_log
 from eventlog import list_sessions, open_db
 from eventlog.postmortem.analyze import postmortem_session
 from eventlog.postmortem.finding import Severity

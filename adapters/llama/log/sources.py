@@ -1,0 +1,112 @@
+"""What a user's disk holds, as log sources: files, folders of logs, and rotated sets.
+
+A rotated set is one server's log cut by logrotate (`server.log.2.gz server.log.1
+server.log`, or dated `server.log-20260514.gz`): its files are read in order, oldest first,
+as one stream, so a request that spans a rotation is one request. Files given on the command
+line or found in a folder are grouped into sets by their name less the rotation suffix; any
+other file is a source of its own. A folder contributes its files (not hidden ones, not
+sub-folders), in name order.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.llama.log.compressed import GZIP_MAGIC, GzipCut, gunzip
+from adapters.llama.log.reader import LogFile, LogFormatError, LogReading, parse_text
+
+# `name.N` / `name.N.gz` (numbered: a higher N is older) and `name-YYYYMMDD[.gz]` (dateext).
+_NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<n>\d+)$")
+_DATED = re.compile(r"^(?P<base>.+)-(?P<date>\d{8}(?:\d{2})?)$")
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One stream of log text: its files, oldest first (one for a plain file)."""
+
+    parts: tuple[Path, ...]
+
+    @property
+    def name(self) -> str:
+        """How the import names it: the newest file, with the count of older parts."""
+        last = str(self.parts[-1])
+        older = len(self.parts) - 1
+        return last if not older else f"{last} (+{older} rotated)"
+
+
+def _rotation(path: Path) -> tuple[str, int, int]:
+    """(base name, kind, order) of a file: kind 0 for a rotated part, 1 for the live file;
+    a part's order sorts oldest first."""
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    m = _NUMBERED.match(name)
+    if m is not None:
+        return str(path.with_name(m.group("base"))), 0, -int(m.group("n"))
+    m = _DATED.match(name)
+    if m is not None:
+        return str(path.with_name(m.group("base"))), 0, int(m.group("date"))
+    return str(path.with_name(name)), 1, 0
+
+
+def expand(paths: list[Path]) -> list[LogSource]:
+    """The sources the paths name: each folder's files, then files grouped into rotated
+    sets. A missing path raises LogFormatError."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(f for f in p.iterdir() if f.is_file()
+                                and not f.name.startswith(".")))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise LogFormatError(f"cannot read {p}: no such file or folder")
+    groups: dict[str, list[Path]] = {}
+    for f in files:
+        groups.setdefault(_rotation(f)[0], []).append(f)
+    out = []
+    for members in groups.values():
+        members.sort(key=lambda f: _rotation(f)[1:])
+        out.append(LogSource(tuple(members)))
+    return out
+
+
+def _read_bytes(path: Path) -> tuple[bytes, GzipCut | None]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LogFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not data.startswith(GZIP_MAGIC):
+        return data, None
+    text, cut = gunzip(data)
+    if cut is not None and not text:
+        raise LogFormatError(f"cannot read {path}: its gzip stream is {cut.why} at byte "
+                             f"{cut.at} of {cut.size}, before any text")
+    return text, cut
+
+
+def read_source(source: LogSource) -> LogFile:
+    """Read a source's files as one stream (a part that does not end in a newline is
+    joined to the next as the logger wrote it); a cut gzip part is read as far as it
+    goes, and the last cut is reported."""
+    chunks, cut = [], None
+    for part in source.parts:
+        data, part_cut = _read_bytes(part)
+        chunks.append(data)
+        cut = part_cut or cut
+    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
+    log = parse_text(b"".join(chunks).decode("utf-8", errors="surrogateescape"), source.name)
+    log.gzip_cut = cut
+    for run in log.runs:
+        run.gzip_cut = cut
+    return log
+
+
+def read_file(path: str | Path) -> LogFile:
+    """Read the log file at `path` (plain, or gzip-compressed as rotated logs are; a cut
+    gzip file is read as far as it goes); unreadable or non-log files raise
+    LogFormatError."""
+    return read_source(LogSource((Path(path),)))
+
+
+def read_log(path: str | Path) -> LogReading:
+    """The one server run of the log file at `path` (several are refused)."""
+    return read_file(path).only()
