@@ -228,13 +228,16 @@ SPEC_PATTERNS: Patterns = tuple(
         (rf"^low acceptance streak \({_INT}\) [-\u2013] resetting ngram_mod",
          _reset("low_acceptance_streak")),
         (rf"^ngram_mod occupancy {_NUM} exceeds threshold", _reset("occupancy")),
+        # `dur(b,g,a)`: the milliseconds of each kind of call (0.3.36 prints the mean
+        # accepted length and the acceptance by position before it).
         (rf"^statistics\s+([\w-]+): #calls\(b,g,a\) =\s*{_INT}\s+{_INT}\s+{_INT}, "
          rf"#gen drafts =\s*{_INT}, #acc drafts =\s*{_INT}, #gen tokens =\s*{_INT}, "
-         rf"#acc tokens =\s*{_INT}",
+         rf"#acc tokens =\s*{_INT}(?:.*?, dur\(b,g,a\) =\s*{_NUM},\s*{_NUM},\s*{_NUM} ms)?",
          lambda m, c: SpecStats(kind=K.SPEC_STATS, spec_type=m.group(1), calls_begin=_i(m, 2),
                                 calls_draft=_i(m, 3), calls_accept=_i(m, 4),
                                 gen_drafts=_i(m, 5), acc_drafts=_i(m, 6), gen_tokens=_i(m, 7),
-                                acc_tokens=_i(m, 8), **c)),
+                                acc_tokens=_i(m, 8),
+                                draft_ms=_f(m, 10) if m.group(10) is not None else None, **c)),
         # 0.3.21's draft model (common_speculative_state_draft, LOG_DBG): its prefix reuse,
         # the reuse it drops when its checkpoint is gone, and the checkpoint deleted at each
         # request.
