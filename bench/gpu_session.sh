@@ -111,8 +111,9 @@ llama_steps() {  # 3: the CUDA server's logs, sessions and postmortems
     fi
     repeat=3
     [ "$device" = cpu ] && repeat=1
+    # only the default build's server is built here
     step calibration_llama 150 "$py" -m specbench.calibration_llama_logs $quick \
-        --device "$device" --repeat "$repeat" --out "$res/calibration_llama"
+        --device "$device" --repeat "$repeat" --builds 0.3.36 --out "$res/calibration_llama"
     cp -r "$SPECLEDGER_CACHE/logs/calibration_llama_logs" "$res/calibration_logs" 2>/dev/null
     mkdir -p "$res/runs"
     for drafter in mtp ngram-mod; do  # the server's log and answers land in runs/

@@ -20,6 +20,7 @@ job, a drafting server's -v log at times takes ~13 µs a line where a plain serv
 stays at ~0, and a round prints ~20 lines.
 """
 
+import gzip
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,10 +72,11 @@ LINE_GAP_DIFFERS = 5e-6  # seconds a line: beyond the log clock's microsecond re
 
 
 def line_gap_s(path: Path) -> float | None:
-    """The median seconds between the server loop's two back-to-back lines (None: the
-    log has no such pair with timestamps)."""
+    """The median seconds between the server loop's two back-to-back lines of a log file
+    (plain or gzip; None: the log has no such pair with timestamps)."""
     gaps, before = [], None
-    with path.open(errors="replace") as f:
+    gz = path.read_bytes()[:2] == b"\x1f\x8b"
+    with (gzip.open(path, "rt", errors="replace") if gz else path.open(errors="replace")) as f:
         for text in f:
             t = line_time(text)
             if before is not None and t is not None and _IDLE[1] in text:

@@ -196,9 +196,7 @@ def print_postmortem(pm: Postmortem) -> None:
 def print_finding(f: Finding) -> None:
     """One finding as a short block."""
     colour = _COLOUR[f.severity.value]
-    place = f"seq {f.first_seq}..{f.last_seq}"
-    if f.turn is not None:
-        place += f", slot {f.slot} turn {f.turn}" + (f" round {f.round}" if f.round else "")
-    console.print(f"\n[bold {colour}]{f.severity.value}[/] [bold]{f.kind.value}[/] ({place})")
+    console.print(f"\n[bold {colour}]{f.severity.value}[/] [bold]{f.kind.value}[/] "
+                  f"({f.place()})")
     console.print(f"  {f.explanation}")
     console.print(f"  [bold]fix:[/] {f.fix}")

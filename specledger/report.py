@@ -121,9 +121,7 @@ def _batching(s: BatchSummary) -> str:
 
 
 def _finding(f: Finding) -> str:
-    place = f"seq {f.first_seq}..{f.last_seq}"
-    if f.turn is not None:
-        place += f", slot {f.slot}, turn {f.turn}" + (f", round {f.round}" if f.round else "")
+    place = f.place()
     numbers = ", ".join(f"{k}: {v}" for k, v in f.numbers.items()
                         if not isinstance(v, list | dict))
     return (f"<div class='finding {f.severity.value}'><span class='sev'>"

@@ -112,12 +112,16 @@ class LlamaClient(Connection):
         generation header)."""
         return str(self.post("/apply-template", {"messages": list(messages)})["prompt"])
 
-    def complete(self, prompt: Sequence[int], n_predict: int, n_probs: int = 0) -> Completion:
+    def complete(self, prompt: Sequence[int], n_predict: int, n_probs: int = 0,
+                 cache_prompt: bool = False) -> Completion:
         """The greedy continuation of the token ids `prompt`: at most `n_predict` tokens,
         ending after an end-of-generation token; with the `n_probs` likeliest ids and their
-        log-probabilities (before sampling) at every generated position."""
+        log-probabilities (before sampling) at every generated position. `cache_prompt`:
+        the slot keeps what it already holds of the prompt and processes only the rest (a
+        conversation's next turn), else the whole prompt is processed again."""
         body = {"prompt": list(prompt), "n_predict": n_predict, "temperature": 0.0,
-                "samplers": ["temperature"], "cache_prompt": False, "return_tokens": True,
+                "samplers": ["temperature"], "cache_prompt": cache_prompt,
+                "return_tokens": True,
                 "stream": False}
         if n_probs:
             body["n_probs"] = n_probs

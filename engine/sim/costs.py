@@ -11,7 +11,10 @@ plus a cost per token, a one-token forward takes the recurrent step while a long
 sets up the chunked form, and replaying the recurrence steps it position by position in
 small operators. A few optional terms say so (`token_s`, `multi_token_s`,
 `state_step_s`, `recurrence_launch_s`); their defaults (0, None) leave the GPU view's
-times unchanged to the last bit, and `specledger bench calibration` fits them.
+times unchanged to the last bit, and `specledger bench calibration` fits them. A profile
+fitted from a llama-server log (`specledger calibrate`) gives instead the forward's cost
+at the batch sizes the log measured (`forward_knots`, `forward_costs`), a curve through
+them: the cost per token falls from a verify of a few tokens to a prompt's hundreds.
 
 Where a whole-state checkpoint lives is a term too (`checkpoint_place`, `Placement`).
 llama.cpp keeps its speculative and context checkpoints in host memory and copies the
@@ -35,8 +38,10 @@ below, and measured ones stored as JSON in `engine/sim/profiles/` (`specledger b
 calibration` writes them).
 """
 
+import itertools
 import json
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from enum import StrEnum
@@ -126,14 +131,24 @@ class CostProfile:
     tensor_copy_s: float = 0.0
     # llama.cpp's per-position recurrent states (`n_rs_seq`): each kept position adds this
     # to every forward's fixed cost (a conv-state copy per recurrent layer, on the graph);
-    # `launch_s` is a forward's keeping `launch_rs_seq` of them (`keeping` moves it).
+    # `launch_s` (or the measured curve) is a forward's keeping `launch_rs_seq` of them
+    # (`keeping` moves it).
     rs_seq_s: float = 0.0
     launch_rs_seq: int = 0
+    # A forward's cost measured at batch sizes (ascending) and interpolated between them:
+    # above the largest the last slope goes on, below the smallest it is charged in
+    # proportion to its tokens (adapters/llama/forwardcurve.py). Empty: no such curve.
+    forward_knots: tuple[int, ...] = ()
+    forward_costs: tuple[float, ...] = ()
 
     def keeping(self, n_rs_seq: int) -> "CostProfile":
-        """This profile for a server whose target keeps `n_rs_seq` per-position states."""
-        launch = self.launch_s + (n_rs_seq - self.launch_rs_seq) * self.rs_seq_s
-        return replace(self, launch_s=max(launch, 0.0), launch_rs_seq=n_rs_seq)
+        """This profile for a server whose target keeps `n_rs_seq` per-position states: the
+        forward's fixed cost moved (the measured curve's, where it has one)."""
+        shift = (n_rs_seq - self.launch_rs_seq) * self.rs_seq_s
+        if self.forward_knots:
+            return replace(self, launch_rs_seq=n_rs_seq,
+                           forward_costs=tuple(max(c + shift, 0.0) for c in self.forward_costs))
+        return replace(self, launch_s=max(self.launch_s + shift, 0.0), launch_rs_seq=n_rs_seq)
 
     def forward_s(self, batch: int, ctx: int) -> float:
         """One target forward over `batch` new tokens with `ctx` tokens already cached."""
@@ -152,7 +167,17 @@ class CostProfile:
         weights = self.weight_bytes / self.hbm_bw
         compute = tokens * self.flops_per_token / self.peak_flops
         fixed = self.launch_s + (self.multi_token_s if multi else 0.0)
-        return fixed + tokens * self.token_s + max(weights, compute) + kv_read
+        curve = self.curve_s(tokens) if self.forward_knots else 0.0
+        return fixed + curve + tokens * self.token_s + max(weights, compute) + kv_read
+
+    def curve_s(self, tokens: int) -> float:
+        """The measured curve's cost of a forward of `tokens` (`forward_knots`)."""
+        knots, costs = self.forward_knots, self.forward_costs
+        if tokens <= knots[0] or len(knots) == 1:
+            return costs[0] * min(tokens / knots[0], 1.0)
+        i = min(bisect_left(knots, tokens), len(knots) - 1)
+        a, b, ca, cb = knots[i - 1], knots[i], costs[i - 1], costs[i]
+        return ca + (cb - ca) * (tokens - a) / (b - a)
 
     def copy_s(self, n_states: float = 1.0) -> float:
         """Copying `n_states` whole recurrent + conv states device to device."""
@@ -279,6 +304,7 @@ _RATES = ("hbm_bw", "peak_flops", "copy_bw", "host_bw")
 _TEXT = ("name", "description")
 _CHOICES = {"checkpoint_place": tuple(p.value for p in Placement)}
 _OPTIONAL = ("recurrence_launch_s", "host_bw")  # null: the default rule (see the field)
+_CURVE = ("forward_knots", "forward_costs")  # lists in JSON: checked apart
 _METADATA = "calibration"  # free-form: how a measured profile was obtained
 
 
@@ -306,8 +332,11 @@ def profile_from_dict(data: Any, source: str) -> CostProfile:
     if missing:
         raise ConfigError(f"profile {source}: missing {', '.join(missing)}")
     given = [name for name in known if name in data]
+    curve = _curve_from(data, source)
     for name in given:
         value = data[name]
+        if name in _CURVE:
+            continue
         if name in _TEXT:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"profile {source}: {name} must be a non-empty string")
@@ -322,7 +351,22 @@ def profile_from_dict(data: Any, source: str) -> CostProfile:
             bound = "positive" if name in _RATES else "non-negative"
             raise ConfigError(f"profile {source}: {name} = {value!r} must be a finite "
                               f"{bound} number")
-    return CostProfile(**{name: data[name] for name in given})
+    return CostProfile(**{name: data[name] for name in given if name not in _CURVE}, **curve)
+
+
+def _curve_from(data: dict[str, Any], source: str) -> dict[str, tuple[Any, ...]]:
+    """A profile's forward curve from its JSON lists: knots positive ascending integers,
+    as many costs, each a finite non-negative number."""
+    knots, costs = (data.get(name, []) for name in _CURVE)
+    ok = (isinstance(knots, list) and isinstance(costs, list) and len(knots) == len(costs)
+          and all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in knots)
+          and all(a < b for a, b in itertools.pairwise(knots))
+          and all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c)
+                  and c >= 0 for c in costs))
+    if not ok:
+        raise ConfigError(f"profile {source}: forward_knots and forward_costs must be lists "
+                          "of one length: ascending positive integers, non-negative seconds")
+    return {"forward_knots": tuple(knots), "forward_costs": tuple(float(c) for c in costs)}
 
 
 def load_profile_file(path: Path) -> CostProfile:
@@ -344,6 +388,20 @@ def save_profile(profile: CostProfile, folder: Path,
     path = folder / f"{profile.name}.json"
     write_file(path, json.dumps(profile_to_dict(profile, calibration), indent=2) + "\n")
     return path
+
+
+def profile_calibration(name: str, folder: Path = PROFILE_DIR) -> dict[str, Any] | None:
+    """How the named profile was measured: its JSON file's `calibration` block (None: a
+    built-in profile, or a file without one)."""
+    if name in PROFILES:
+        return None
+    path = Path(name) if name.endswith(".json") else folder / f"{name}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    block = data.get(_METADATA) if isinstance(data, dict) else None
+    return block if isinstance(block, dict) else None
 
 
 def profile_names(folder: Path = PROFILE_DIR) -> list[str]:
@@ -375,6 +433,7 @@ __all__ = [
     "RoundCopies",
     "get_profile",
     "load_profile_file",
+    "profile_calibration",
     "profile_from_dict",
     "profile_names",
     "profile_to_dict",

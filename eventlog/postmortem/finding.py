@@ -63,6 +63,18 @@ class Finding:
     turn: int | None = None
     round: int | None = None
 
+    def place(self) -> str:
+        """Where the finding is, as `postmortem` and the report say it: its stretch of the
+        session's events, the log line it starts at (an imported log's server-level
+        findings), its slot, turn and round."""
+        parts = [f"seq {self.first_seq}..{self.last_seq}"] if self.first_seq else []
+        if isinstance(self.numbers.get("first_line"), int):
+            parts.append(f"log line {self.numbers['first_line']}")
+        if self.turn is not None:
+            parts.append(f"slot {self.slot} turn {self.turn}"
+                         + (f" round {self.round}" if self.round else ""))
+        return ", ".join(parts) or "the whole session"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the `postmortem --json` contract)."""
         return {"kind": self.kind.value, "severity": self.severity.value,

@@ -10,6 +10,7 @@ whose end the log does not show, a `ctx_restore` that erased checkpoints). A ses
 own engines stores no such source, and this detector says nothing about it.
 """
 
+import time
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
@@ -38,6 +39,7 @@ class ServerLogCheck:
         src = config.get("source") or {}
         self.src: dict[str, Any] = src if "server_log" in src else {}
         self.n_ctx, self.kv_unified = config.get("n_ctx"), config.get("kv_unified")
+        self.wall_start = (self.src.get("run") or {}).get("wall_start")
         self.cuts: list[Noted] = []
         self.erased: list[Noted] = []
         self._selected: dict[int, str | None] = {}  # slot -> how its turn's slot was chosen
@@ -114,7 +116,8 @@ class ServerLogCheck:
             held = sum(f["tokens"] for f in o["in_flight"])
             flight = ", ".join(f"task {f['task']} on slot {f['slot']} ({_n(f['tokens'])})"
                                for f in o["in_flight"])
-            text = (f"At line {o['first_line']} the KV cache had no room for a batch: "
+            text = (f"At line {o['first_line']}{self._clock(o['t'])} the KV cache had no room "
+                    f"for a batch: "
                     f"{o['retries']} retries with smaller batches"
                     + (", then `Context size has been exceeded`" if o["exceeded"] else ""))
             if o["failed"]:
@@ -128,6 +131,14 @@ class ServerLogCheck:
                 {**o, "in_flight_tokens": held, "n_ctx": self.n_ctx,
                  "kv_unified": self.kv_unified}))
         return out
+
+    def _clock(self, t: float | None) -> str:
+        """` (2026-05-15 18:45:45 by the log's clock)` where the lines carry a wall-clock
+        prefix, else nothing."""
+        if self.wall_start is None or t is None:
+            return ""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.wall_start + t))
+        return f" ({stamp} by the log's clock)"
 
     def _http(self) -> Finding | None:
         log = self.src["server_log"]

@@ -251,3 +251,32 @@ def test_public_hardware_profiles_say_they_are_predictions(name: str) -> None:
     assert p.checkpoint_place in ("host", "unified")
     assert p.checkpoint_s() > replace(p, checkpoint_place="device").checkpoint_s()
     assert p.state_tensors > 0 and p.tensor_copy_s > 0  # fitted: engine/sim/published.py
+
+
+CURVED = replace(MEASURED, name="my-curve", forward_knots=(1, 2, 9, 400),
+                 forward_costs=(0.4e-3, 1.2e-3, 2.25e-3, 41.35e-3), token_s=0.0)
+
+
+def test_a_measured_forward_curve_is_interpolated_extended_and_scaled_below() -> None:
+    plain = replace(CURVED, forward_knots=(), forward_costs=())
+    extra = [CURVED.forward_s(b, 0) - plain.forward_s(b, 0) for b in (1, 5, 9, 130, 500)]
+    assert extra == pytest.approx([0.4e-3, 1.65e-3, 2.25e-3, 14.35e-3, 51.35e-3])
+    # below the smallest size measured, in proportion to its tokens
+    low = replace(CURVED, forward_knots=(4, 9), forward_costs=(2e-3, 3e-3))
+    assert low.curve_s(2) == pytest.approx(1e-3)
+    # per-position states move the curve's fixed cost, not the round's own launch_s
+    kept = replace(CURVED, rs_seq_s=1e-5, launch_rs_seq=4)
+    none = kept.keeping(0)
+    assert none.launch_s == kept.launch_s
+    assert none.forward_costs == pytest.approx(tuple(c - 4e-5 for c in kept.forward_costs))
+
+
+def test_a_curve_round_trips_and_a_broken_one_is_a_config_error(tmp_path: Path) -> None:
+    assert get_profile(str(save_profile(CURVED, tmp_path))) == CURVED
+    path = tmp_path / "bad.json"
+    for change in ({"forward_knots": [2, 1, 3, 4]}, {"forward_costs": [0.1]},
+                   {"forward_knots": [0, 1, 2, 3]}, {"forward_costs": [1, -1, 1, 1]}):
+        data = json.loads((tmp_path / "my-curve.json").read_text()) | change | {"name": "bad"}
+        path.write_text(json.dumps(data))
+        with pytest.raises(ConfigError, match="forward_knots and forward_costs"):
+            load_profile_file(path)

@@ -101,7 +101,8 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     path = folder / "llama-tiny-cpu-measured.json"
     profile = load_profile_file(path)
     assert profile.checkpoint_place == "host" and profile.forward_s(1, 0) > 0
-    assert data["constants"] == asdict(profile)  # the results say what the file holds
+    # the results say what the file holds (JSON lists for its tuples)
+    assert data["constants"] == json.loads(json.dumps(asdict(profile)))
     # the sim runs on it by its path, as `specledger run --profile PATH` does
     assert get_profile(str(path)) == profile
     assert SimBackend(RunConfig(profile=str(path))).costs == profile
@@ -117,19 +118,18 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     assert all(load >= 0 for load in data["calibration"]["load_average"])
     assert (folder / "llama_fit.png").stat().st_size > 0
     logs = json.loads((folder / "logs.json").read_text())
-    assert {r["setting"] for r in logs["rows"]} >= {"none", "ngram-mod k=8", "mtp k=4"}
-    # the fit log's rounds cover its decode time: the fit's seconds plus the stalls it
-    # dropped (least squares with a fixed cost in every row adds up to the rounds' seconds)
-    # against print_timing's eval span, which differs by a few log lines; the fit itself is
-    # checked on synthetic logs (tests/adapters/llama/test_logfit.py) and fixed ones
-    # (tests/specledger/test_calibrate_cmd.py)
-    for r in logs["rows"]:
-        for name, terms in logs["fits"].items():
+    part = logs["builds"]["0.3.36"]  # quick: the default build alone
+    assert {r["setting"] for r in part["rows"]} >= {"none", "ngram-mod k=8", "mtp k=4"}
+    # a fit predicts its own log as measured (its stalls charged back as its level): the
+    # fit is checked on synthetic logs (tests/adapters/llama/test_logfit.py), committed
+    # ones (test_logfit_heldout.py) and fixed ones (tests/specledger/test_calibrate_cmd.py)
+    for r in part["rows"]:
+        for name in part["fits"]:
             assert r[name]["predicted"] > 0
-            if r[name]["fitted_on_it"]:  # quick: one run, the fit log
-                fitted_s = r["first_eval_s"] * r["runs"][0] / r[name]["predicted"]
-                stalls_s = terms["residuals"]["stall_s"]
-                assert abs((fitted_s + stalls_s) / r["first_eval_s"] - 1) <= 0.03
+            if r[name]["fitted_on_it"]:  # quick: one run, the fit log (print_timing's
+                assert abs(r[name]["error"]) <= 0.03  # span is its rounds' within lines)
+            else:
+                assert isinstance(r[name]["outside"], list)
     assert len(result.goals) == 2
 
 

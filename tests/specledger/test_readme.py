@@ -75,6 +75,22 @@ def test_cli_walkthrough_runs_verbatim_in_an_empty_directory(tmp_path: Path) -> 
     assert (tmp_path / "bench-results" / "goals.md").exists()
 
 
+def test_the_log_section_runs_verbatim_in_an_empty_directory(tmp_path: Path) -> None:
+    commands = _commands("Read the log you have")
+    assert commands[0][0].startswith("specledger import llama-server shipped:")
+    for command, status in commands:
+        r = subprocess.run([*_specledger(), *shlex.split(command)[1:]], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, check=False)
+        assert r.returncode == status, (command, r.returncode, r.stderr[-2000:])
+        assert "Traceback" not in r.stdout + r.stderr, command
+    # What the section quotes is what the postmortem says.
+    quoted = _blocks(_section("Read the log you have"), "")[-1]
+    said = " ".join(r.stdout.split())
+    for finding in re.findall(r"^(?:error|warning) (\w+)", quoted, flags=re.M):
+        assert finding in said, finding
+    assert "130,842 tokens of the 131,072 cells" in said
+
+
 def test_synopsis_lists_exactly_the_run_flags() -> None:
     synopsis = _blocks(_section("CLI"), "text")
     assert len(synopsis) == 1

@@ -90,3 +90,30 @@ def test_an_unknown_profile_is_a_config_error(tmp_path: Path, ledger: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["whatif", "1", "--profile", "nope", "--db", ledger]) != 0
     assert "unknown 'nope'" in capsys.readouterr().err
+
+
+def test_a_calibrated_profile_marks_each_mode_beyond_its_logs_reach(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a profile fitted from an ngram-mod log, a session imported from a draft-mtp log of
+    # the same build: plain decoding lies inside the n-gram log's reach (one-token
+    # forwards, plain rounds, no per-position state); the speculative modes need the MTP
+    # head it never ran, and n_rs_seq the states it never kept
+    from tests.adapters.llama.test_logread import FIXTURES
+
+    build = FIXTURES / "builds" / "0.3.36"
+    db, profile = str(tmp_path / "l.db"), tmp_path / "ngram.json"
+    assert main(["calibrate", str(build / "ngram-mod.log.gz"), "--out", str(profile)]) == 0
+    assert main(["import", "llama-server", str(build / "mtp.log.gz"), "--db", db,
+                 "--json"]) == 0
+    capsys.readouterr()
+    assert main(["whatif", "1", "--profile", str(profile), "--db", db, "--json"]) == 0
+    beyond = json.loads(capsys.readouterr().out)["outside"]
+    assert beyond["plain"] == []
+    assert any("draft-mtp never ran in the fit log" in c for c in beyond["host"])
+    assert any("it keeps 4 per-position state(s)" in c for c in beyond["n_rs_seq"])
+    assert any(c.startswith("on-device checkpoints") for c in beyond["device"])
+    assert main(["whatif", "1", "--profile", str(profile), "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert "(extrapolated)" in text and "beyond the profile's log:" in text
+    # a profile no log fitted carries no reach: nothing is marked
+    assert _whatif(db, capsys)["outside"] is None

@@ -190,9 +190,14 @@ _ECHO_FACTS = (("build", re.compile(r"^srv\s+log_server_r: response: .*\"system_
                                     r"\"b(\d+)-([0-9a-f]+)\"")),)
 
 
-def server_fact(body: str, server: ServerInfo) -> bool:
-    """Note a server-level fact found in `body`; whether there was one."""
-    for name, pattern in _ECHO_FACTS if _ECHO.match(body) else _FACTS:
+def server_fact(body: str, server: ServerInfo, serving: bool = False) -> bool:
+    """Note a server-level fact found in `body`; whether there was one. A server that is
+    serving prints none but the build in its answers' echo (-v), so only that is looked
+    for then."""
+    echo = _ECHO.match(body) is not None
+    if serving and not echo:
+        return False
+    for name, pattern in _ECHO_FACTS if echo else _FACTS:
         m = pattern.search(body)
         if m is not None:
             server.note(name, m)

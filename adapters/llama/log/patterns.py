@@ -13,6 +13,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from adapters.llama.log.dispatch import Dispatch
 from adapters.llama.log.records import (
     Accepted,
     AccPerPos,
@@ -227,13 +228,16 @@ SPEC_PATTERNS: Patterns = tuple(
         (rf"^low acceptance streak \({_INT}\) [-\u2013] resetting ngram_mod",
          _reset("low_acceptance_streak")),
         (rf"^ngram_mod occupancy {_NUM} exceeds threshold", _reset("occupancy")),
+        # `dur(b,g,a)`: the milliseconds of each kind of call (0.3.36 prints the mean
+        # accepted length and the acceptance by position before it).
         (rf"^statistics\s+([\w-]+): #calls\(b,g,a\) =\s*{_INT}\s+{_INT}\s+{_INT}, "
          rf"#gen drafts =\s*{_INT}, #acc drafts =\s*{_INT}, #gen tokens =\s*{_INT}, "
-         rf"#acc tokens =\s*{_INT}",
+         rf"#acc tokens =\s*{_INT}(?:.*?, dur\(b,g,a\) =\s*{_NUM},\s*{_NUM},\s*{_NUM} ms)?",
          lambda m, c: SpecStats(kind=K.SPEC_STATS, spec_type=m.group(1), calls_begin=_i(m, 2),
                                 calls_draft=_i(m, 3), calls_accept=_i(m, 4),
                                 gen_drafts=_i(m, 5), acc_drafts=_i(m, 6), gen_tokens=_i(m, 7),
-                                acc_tokens=_i(m, 8), **c)),
+                                acc_tokens=_i(m, 8),
+                                draft_ms=_f(m, 10) if m.group(10) is not None else None, **c)),
         # 0.3.21's draft model (common_speculative_state_draft, LOG_DBG): its prefix reuse,
         # the reuse it drops when its checkpoint is gone, and the checkpoint deleted at each
         # request.
@@ -263,18 +267,20 @@ def sampler_params(lines: list[str]) -> tuple[tuple[str, float], ...]:
     return tuple((m.group(1), float(m.group(2))) for ln in lines for m in _PARAM.finditer(ln))
 
 
+_SLOTS: Dispatch[Builder] = Dispatch(SLOT_PATTERNS)
+_SPECS: Dispatch[Builder] = Dispatch(SPEC_PATTERNS)
+
+
 def slot_record(message: str, ctx: dict[str, Any]) -> Record | None:
     """The record of one slot line's message (`ctx`: line, t, slot, task), or None when
     no pattern matches."""
-    return _first_match(SLOT_PATTERNS, message, ctx)
+    return _first_match(_SLOTS, message, ctx)
 
 
-def _first_match(patterns: Patterns, message: str, ctx: dict[str, Any]) -> Record | None:
-    for pattern, build in patterns:
-        m = pattern.match(message)
-        if m is not None:
-            return build(m, ctx)
-    return None
+def _first_match(patterns: Dispatch[Builder], message: str, ctx: dict[str, Any]
+                 ) -> Record | None:
+    found = patterns.first(message)
+    return None if found is None else found[1](found[0], ctx)
 
 
 def is_slot_noise(message: str) -> bool:
@@ -315,8 +321,7 @@ def spec_record(message: str, line: int, t: float | None) -> Record | None:
     drafter of the chain that drafted, an ngram-mod reset, a drafter's statistics, or
     0.3.21's draft-model reuse and checkpoint lines (all but candidates name no slot); None
     for the other spec lines."""
-    return _first_match(SPEC_PATTERNS, message, {"line": line, "t": t, "slot": None,
-                                                 "task": None})
+    return _first_match(_SPECS, message, {"line": line, "t": t, "slot": None, "task": None})
 
 
 _PIECE = re.compile(r"(?:next token:\s*-?\d+|draft candidate.*\(\s*-?[\d.]+\)) '(.*)$")

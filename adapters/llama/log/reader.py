@@ -88,34 +88,38 @@ class LogReader:
         """Read physical line `number`; how it was counted."""
         line = clean(raw)
         prefix, body = self.prefixes.split(line)
-        run = self._run(prefix, body, number)
-        kind = run.feed(number, body, prefix_time(prefix) if prefix else None)
+        kind, run = self._feed(number, prefix, body)
         if kind is LineKind.UNKNOWN and self.prefixes.learn_line(line):
             prefix, body = self.prefixes.split(line)
-            run = self._run(prefix, body, number)
-            kind = run.feed(number, body, prefix_time(prefix) if prefix else None)
+            kind, run = self._feed(number, prefix, body)
         if kind is LineKind.UNKNOWN:
             run.count_unknown(number, body)
         return kind
 
-    def skip(self, number: int) -> None:
-        """Count line `number` as skipped in the latest run (a line cut mid-write)."""
-        if not self.runs:
-            self._run("", "", number)
-        self.runs[-1].out.skipped += 1
-
-    def _run(self, prefix: str, body: str, number: int) -> RunReader:
-        """The run a line belongs to: its process's (the prefix's pid), a new one where the
+    def _feed(self, number: int, prefix: str, body: str) -> tuple[LineKind, RunReader]:
+        """Feed a line to its process's run (the prefix's pid), or to a new run where the
         line starts a server again."""
         pid = prefix_pid(prefix) if prefix else None
+        wall = prefix_time(prefix) if prefix else None
         run = self._current.get(pid)
-        if run is None or run.starts_anew(body):
-            if run is not None:
-                self.ended[run.out.index] = RunEnd.SHUTDOWN if run.shut_down else RunEnd.DIED
-            run = RunReader(len(self.runs), number, pid)
-            self.runs.append(run)
-            self._current[pid] = run
+        if run is not None:
+            kind = run.feed(number, body, wall)
+            if kind is not LineKind.NEW_RUN:
+                return kind, run
+            self.ended[run.out.index] = RunEnd.SHUTDOWN if run.shut_down else RunEnd.DIED
+        run = self._new_run(number, pid)
+        return run.feed(number, body, wall), run
+
+    def _new_run(self, number: int, pid: int | None) -> RunReader:
+        run = RunReader(len(self.runs), number, pid)
+        self.runs.append(run)
+        self._current[pid] = run
         return run
+
+    def skip(self, number: int) -> None:
+        """Count line `number` as skipped in the latest run (a line cut mid-write)."""
+        run = self.runs[-1] if self.runs else self._new_run(number, None)
+        run.out.skipped += 1
 
     @property
     def llama_lines(self) -> int:

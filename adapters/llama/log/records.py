@@ -305,7 +305,8 @@ class SamplerParams(Record):
 class SpecStats(Record):
     """One drafter's cumulative statistics since the server started, printed after each
     task (`statistics T: ...`): calls to begin/draft/accept, drafts made and accepted
-    (at least partly), tokens drafted and accepted (as the server passed them to accept)."""
+    (at least partly), tokens drafted and accepted (as the server passed them to accept);
+    `draft_ms` the milliseconds its draft calls took (None: the build does not print it)."""
 
     spec_type: str
     calls_begin: int
@@ -315,6 +316,7 @@ class SpecStats(Record):
     acc_drafts: int
     gen_tokens: int
     acc_tokens: int
+    draft_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

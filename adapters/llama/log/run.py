@@ -78,6 +78,8 @@ _ONCE = ("ggml_cuda_init:", "build_info:", "build: ", "system_info:", "version: 
          "common_params_print_info: build", "INFO [                    main] build info")
 # The prompt cache (--cache-ram) puts a saved prompt into the slot the next task takes.
 _PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
+_LOOP_TAGS = ("que ", "res ", "srv ")  # the server loop's tags, by the line's first 4 characters
+_STRUCTURED_FIRST = frozenset("IWEVD{=")  # how a structured logger's line can begin
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
 
 
@@ -87,6 +89,7 @@ class LineKind(StrEnum):
     PARSED = "parsed"
     SKIPPED = "skipped"
     UNKNOWN = "unknown"
+    NEW_RUN = "new_run"  # not read: it starts another server process
 
 
 class RunEnd(StrEnum):
@@ -137,10 +140,10 @@ class LogReading:
 
 def own_time(m: re.Match[str]) -> float | None:
     """The seconds a matched `M.ss.mmm.uuu` logger prefix gives (None: the line has none)."""
-    if m.group(1) is None:
+    minutes, sec, ms, us = m.group(1, 2, 3, 4)
+    if minutes is None:
         return None
-    minutes, sec, ms, us = (int(m.group(i)) for i in range(1, 5))
-    return minutes * 60 + sec + ms / 1e3 + us / 1e6
+    return int(minutes) * 60 + int(sec) + int(ms) / 1e3 + int(us) / 1e6
 
 
 def line_time(line: str) -> float | None:
@@ -154,11 +157,6 @@ def clean(raw: str) -> str:
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     return raw[:-1] if raw.endswith("\r") else raw
-
-
-def is_startup(body: str) -> bool:
-    """Whether a line body is one a server prints as it starts."""
-    return _STARTUP.match(_OWN_PREFIX.sub("", body, count=1)) is not None
 
 
 class RunReader:
@@ -182,33 +180,38 @@ class RunReader:
         self._wall0: float | None = None
         self._last: deque[str] = deque(maxlen=_LAST_LINES)
 
-    def starts_anew(self, body: str) -> bool:
-        """Whether `body` begins another process's run rather than continuing this one."""
-        if not is_startup(body):
+    def _starts_anew(self, text: str) -> bool:
+        """Whether a line (its prefixes off) begins another process's run rather than
+        continuing this one."""
+        if _STARTUP.match(text) is None:
             return False
-        stripped = _OWN_PREFIX.sub("", body, count=1)
-        once = next((o for o in _ONCE if stripped.startswith(o)), None)
+        once = next((o for o in _ONCE if text.startswith(o)), None)
         return self.serving or self.shut_down or (once is not None and once in self._once)
 
     def feed(self, number: int, body: str, wall: float | None) -> LineKind:
-        """Read one line (its outer prefix off; `wall` the prefix's wall-clock time)."""
-        self.out.last_line = number
-        if wall is not None and self._wall0 is None:
-            self._wall0 = self.out.wall_start = wall
-        if body.startswith("."):  # a loader's progress dots, the next message glued on
+        """Read one line (its outer prefix off; `wall` the prefix's wall-clock time); a line
+        that starts another server process is not read (NEW_RUN)."""
+        if body[:1] == ".":  # a loader's progress dots, the next message glued on
             body = body.lstrip(".")
         own = _OWN_PREFIX.match(body)
         assert own is not None  # every part of it is optional
-        text = body[own.end():]
-        t = own_time(own)
-        if own.group(1) is not None:
+        end = own.end()
+        text = body[end:] if end else body
+        if self._starts_anew(text):
+            return LineKind.NEW_RUN
+        self.out.last_line = number
+        if wall is not None and self._wall0 is None:
+            self._wall0 = self.out.wall_start = wall
+        t = None
+        if end and own.group(1) is not None:
             self._own_prefixed = True
-        if t is None and wall is not None and self._wall0 is not None:
+            t = own_time(own)
+        elif wall is not None and self._wall0 is not None:
             t = round(wall - self._wall0, 6)
-        kind = self._classify(number, text, own.end() > 0, t)
+        kind = self._classify(number, text, end > 0, t)
         if kind is not LineKind.UNKNOWN:
             self._count(kind)
-            if text.strip():
+            if text:
                 self._last.append(text)
         return kind
 
@@ -229,18 +232,40 @@ class RunReader:
             self.out.unknown += 1
 
     def _classify(self, number: int, text: str, prefixed: bool, t: float | None) -> LineKind:
-        for step in (self._params_line, self._continuation_line):
-            kind = step(text, prefixed)
+        if self._params is not None:
+            kind = self._params_line(text, prefixed)
             if kind is not None:
                 return kind
-        slot_m = _SLOT.match(text)
-        if slot_m is not None:
-            return self._slot_line(number, t, slot_m)
-        for read in (self._timing_line, self._compute_line, self._spec_line,
-                     self._structured_line, self._server_line):
-            kind = read(number, text, prefixed, t)
+        if self._quote or self._continuation:
+            kind = self._continuation_line(text, prefixed)
             if kind is not None:
                 return kind
+        head = text[:4]
+        if head == "slot":
+            slot_m = _SLOT.match(text)
+            if slot_m is not None:
+                return self._slot_line(number, t, slot_m)
+        elif head in _LOOP_TAGS and self.serving:
+            # The server loop's lines while it serves: compute brackets, else noise, but for
+            # the server-level lines (HTTP answers, errors, a prompt-cache load).
+            kind = self._compute_line(number, text, prefixed, t)
+            if kind is not None:
+                return kind
+            if head == "srv ":
+                return self._server_line(number, text, prefixed, t) or LineKind.SKIPPED
+            return LineKind.SKIPPED
+        kind = (self._timing_line(number, text, prefixed, t)
+                if self._timing_ctx is not None and not prefixed else None)
+        if kind is None and head in _LOOP_TAGS:
+            kind = self._compute_line(number, text, prefixed, t)
+        if kind is None:
+            kind = self._spec_line(number, text, prefixed, t)
+        if kind is None and text[:1] in _STRUCTURED_FIRST:
+            kind = self._structured_line(number, text, prefixed, t)
+        if kind is None:
+            kind = self._server_line(number, text, prefixed, t)
+        if kind is not None:
+            return kind
         if not text.strip() or (self._own_prefixed and not prefixed):
             # With the logger's prefix on, an unprefixed line continues the message before it.
             return LineKind.SKIPPED
@@ -277,9 +302,10 @@ class RunReader:
 
     def _slot_line(self, number: int, t: float | None, m: re.Match[str]) -> LineKind:
         self._llama_lines += 1
-        self.serving = True
-        message = m.group(3)
-        ctx = {"line": number, "t": t, "slot": int(m.group(1)), "task": int(m.group(2))}
+        slot, task, message = m.group(1, 2, 3)
+        ctx = {"line": number, "t": t, "slot": int(slot), "task": int(task)}
+        if ctx["task"] >= 0:
+            self.serving = True  # a slot line of a task; `task -1` ones come at load too
         self._timing_ctx = ctx if not message.strip() else None
         record = slot_record(message, ctx)
         if isinstance(record, SamplerParams):
@@ -385,12 +411,12 @@ class RunReader:
                      t: float | None) -> LineKind | None:
         """A server-level line: a fact about the server, an HTTP answer, an error, a crash,
         the run's start, serving or shutdown, or a known line of llama.cpp's logger."""
-        stripped = text.lstrip()
-        once = next((o for o in _ONCE if stripped.startswith(o)), None)
-        if once is not None:
-            self._once.add(once)
-        if _LISTENING.search(text):
-            self.serving = True
+        if not self.serving:  # what a process prints as it starts, once
+            once = next((o for o in _ONCE if text.startswith(o)), None)
+            if once is not None:
+                self._once.add(once)
+            if _LISTENING.search(text):
+                self.serving = True
         tagged = _TAGGED.match(text) is not None
         self._llama_lines += bool(prefixed or tag_at(text) == 0)
         if any(o in text for o in _QUOTE_OPENERS) and not text.endswith("'"):
@@ -400,7 +426,7 @@ class RunReader:
             self._server_event(event)
             self.shut_down = self.shut_down or event.shutdown
             return LineKind.PARSED
-        if server_fact(text, self.out.server):
+        if server_fact(text, self.out.server, self.serving):
             return LineKind.PARSED
         if _PROMPT_LOADED.match(text):
             self.out.records.append(Record(kind=RecordKind.PROMPT_LOADED, line=number, t=t,

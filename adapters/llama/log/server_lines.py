@@ -78,24 +78,32 @@ _CRASH = re.compile(
     r"|cudaMalloc failed|fatal error|Killed$")
 
 
+# Words one of _LINES holds: most lines hold none, and a substring test costs less than
+# a search of each pattern.
+_WORDS = ("request: ", "send_error", "got exception", "free space", "Context size",
+          "cancel task", "cleaning up", "exiting", "received SIG", "server is stopped",
+          "shutting down")
+
+
 def server_line(text: str, line: int, t: float | None) -> ServerEvent | None:
     """The server-level event a line body holds, or None."""
-    for pattern, kind in _LINES:
-        m = pattern.search(text)
-        if m is None:
-            continue
-        if kind is ServerEventKind.HTTP:
-            return ServerEvent(kind, line, t, status=int(m.group(2)), text=m.group(1))
-        if kind in (ServerEventKind.ERROR, ServerEventKind.CANCEL):
-            return ServerEvent(kind, line, t, task=int(m.group(1)),
-                               text=m.group(2).strip() if kind is ServerEventKind.ERROR else "")
-        if kind is ServerEventKind.EXCEPTION:
-            body = m.group(1)
-            code, message = _CODE.search(body), _MESSAGE.search(body)
-            return ServerEvent(kind, line, t, status=int(code.group(1)) if code else None,
-                               text=message.group(1) if message else body[:200])
-        return ServerEvent(kind, line, t, text=text.strip()[:200])
-    return None
+    if not any(w in text for w in _WORDS):
+        return None
+    found = next(((m, k) for p, k in _LINES if (m := p.search(text)) is not None), None)
+    if found is None:
+        return None
+    m, kind = found
+    if kind is ServerEventKind.HTTP:
+        return ServerEvent(kind, line, t, status=int(m.group(2)), text=m.group(1))
+    if kind in (ServerEventKind.ERROR, ServerEventKind.CANCEL):
+        return ServerEvent(kind, line, t, task=int(m.group(1)),
+                           text=m.group(2).strip() if kind is ServerEventKind.ERROR else "")
+    if kind is ServerEventKind.EXCEPTION:
+        body = m.group(1)
+        code, message = _CODE.search(body), _MESSAGE.search(body)
+        return ServerEvent(kind, line, t, status=int(code.group(1)) if code else None,
+                           text=message.group(1) if message else body[:200])
+    return ServerEvent(kind, line, t, text=text.strip()[:200])
 
 
 def crash_line(text: str, line: int, t: float | None) -> ServerEvent | None:

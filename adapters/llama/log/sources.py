@@ -15,6 +15,9 @@ from pathlib import Path
 from adapters.llama.log.compressed import GZIP_MAGIC, GzipCut, gunzip
 from adapters.llama.log.reader import LogFile, LogFormatError, LogReading, parse_text
 
+SHIPPED = "shipped:"
+SHIPPED_DIR = Path(__file__).with_name("shipped")
+"""Real logs users published that the package carries (`shipped:NAME`; SOURCE.md there)."""
 # `name.N` / `name.N.gz` (numbered: a higher N is older) and `name-YYYYMMDD[.gz]` (dateext).
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<n>\d+)$")
 _DATED = re.compile(r"^(?P<base>.+)-(?P<date>\d{8}(?:\d{2})?)$")
@@ -25,10 +28,14 @@ class LogSource:
     """One stream of log text: its files, oldest first (one for a plain file)."""
 
     parts: tuple[Path, ...]
+    label: str | None = None
 
     @property
     def name(self) -> str:
-        """How the import names it: the newest file, with the count of older parts."""
+        """How the import names it: its label (a shipped log's `shipped:NAME`), else the
+        newest file, with the count of older parts."""
+        if self.label is not None:
+            return self.label
         last = str(self.parts[-1])
         older = len(self.parts) - 1
         return last if not older else f"{last} (+{older} rotated)"
@@ -47,12 +54,27 @@ def _rotation(path: Path) -> tuple[str, int, int]:
     return str(path.with_name(name)), 1, 0
 
 
+def shipped(name: str) -> Path:
+    """The shipped log `shipped:NAME` names; an unknown name raises LogFormatError listing
+    the shipped ones."""
+    path = SHIPPED_DIR / f"{name.removeprefix(SHIPPED)}.log.gz"
+    if not path.is_file():
+        known = ", ".join(SHIPPED + p.name.removesuffix(".log.gz")
+                          for p in sorted(SHIPPED_DIR.glob("*.log.gz")))
+        raise LogFormatError(f"no shipped log '{name}' (shipped: {known})")
+    return path
+
+
 def expand(paths: list[Path]) -> list[LogSource]:
-    """The sources the paths name: each folder's files, then files grouped into rotated
-    sets. A missing path raises LogFormatError."""
+    """The sources the paths name (`shipped:NAME` a log the package carries): each
+    folder's files, then files grouped into rotated sets. A missing path raises
+    LogFormatError."""
     files: list[Path] = []
+    named: list[LogSource] = []
     for p in paths:
-        if p.is_dir():
+        if str(p).startswith(SHIPPED):
+            named.append(LogSource((shipped(str(p)),), str(p)))
+        elif p.is_dir():
             files.extend(sorted(f for f in p.iterdir() if f.is_file()
                                 and not f.name.startswith(".")))
         elif p.exists():
@@ -62,7 +84,7 @@ def expand(paths: list[Path]) -> list[LogSource]:
     groups: dict[str, list[Path]] = {}
     for f in files:
         groups.setdefault(_rotation(f)[0], []).append(f)
-    out = []
+    out = named
     for members in groups.values():
         members.sort(key=lambda f: _rotation(f)[1:])
         out.append(LogSource(tuple(members)))

@@ -1,7 +1,8 @@
 """A real llama-server -v log cut into timed rounds by its own clock: the rounds add up
 to the decode time print_timing reports, carry the log's checkpoints, restores and
-drafter; a log without timestamps, without rounds, or with slots running at once says
-so in one line."""
+drafters, and the prompts' forwards the tokens print_timing says it processed; a log
+without timestamps, without rounds, or with slots running at once says so in one
+line."""
 
 import gzip
 import re
@@ -9,6 +10,7 @@ import re
 import pytest
 
 from adapters.llama.log.reader import parse_log
+from adapters.llama.log.records import Timing, TimingPhase
 from adapters.llama.log.sources import read_log
 from adapters.llama.logclock import LogClockError, log_clock
 from tests.adapters.llama.test_logread import FIXTURES, fixture_text
@@ -21,7 +23,22 @@ def test_rounds_add_up_to_print_timings_decode_time(name: str) -> None:
     for t in clock.tasks:
         assert t.segments_s == pytest.approx(t.eval_s, rel=0.01, abs=2e-4)
         assert all(s.seconds > 0 for s in t.segments)
-    assert len(clock.prompts) == len(clock.tasks)
+
+
+@pytest.mark.parametrize("log", ["ngram-mod", "mtp", "plain", "builds/0.3.30/mtp",
+                                 "builds/0.3.21/ngram-mod", "builds/0.3.36/chain"])
+def test_a_prompts_forwards_carry_the_tokens_print_timing_says_it_processed(log: str) -> None:
+    reading = read_log(FIXTURES / f"{log}.log.gz")
+    clock = log_clock(reading)
+    processed = {r.task: r.tokens for r in reading.records
+                 if isinstance(r, Timing) and r.phase is TimingPhase.PROMPT}
+    chunks: dict[int, int] = {}
+    for c in clock.chunks:
+        assert c.tokens > 0 and c.seconds > 0 and c.ctx >= 0
+        chunks[c.task] = chunks.get(c.task, 0) + c.tokens
+    assert chunks == {t.task: processed[t.task] for t in clock.tasks}
+    # a turn that keeps its history forwards only what the slot does not hold
+    assert len({c.tokens for c in clock.chunks}) >= 3
 
 
 def test_the_rounds_hold_the_logs_checkpoints_restores_and_replays() -> None:
@@ -52,13 +69,25 @@ def test_a_model_drafters_call_is_timed_inside_its_round(log: str) -> None:
     segs = log_clock(read_log(BUILDS / f"{log}.log.gz")).segments
     drafting = [s for s in segs if s.drafter is not None]
     assert drafting and all(s.draft_s is not None and 0 < s.draft_s < s.seconds
-                            for s in drafting)
-    assert all(s.draft_s is None for s in segs if s.drafter is None)
+                            and s.drafter in s.called for s in drafting)
 
 
-def test_an_ngram_lookup_is_not_timed_apart() -> None:
-    assert all(s.draft_s is None
-               for s in log_clock(read_log(BUILDS / "0.3.36/ngram-mod.log.gz")).segments)
+def test_a_lookup_is_timed_apart_where_the_build_brackets_it() -> None:
+    # 0.3.36 brackets the drafters' call whatever they are; 0.3.30 logs the ends of a
+    # model drafter's call only
+    segs = log_clock(read_log(BUILDS / "0.3.36/ngram-mod.log.gz")).segments
+    assert all(s.called == ("ngram-mod",) for s in segs if s.speculative)
+    assert all(s.draft_s is not None and 0 < s.draft_s < s.seconds for s in segs if s.called)
+    older = log_clock(read_log(BUILDS / "0.3.30/ngram-mod.log.gz")).segments
+    assert any(s.called for s in older) and all(s.draft_s is None for s in older)
+
+
+def test_a_chain_names_the_drafters_its_round_asked() -> None:
+    # ngram-mod first; draft-mtp only where ngram-mod drafted nothing
+    segs = log_clock(read_log(BUILDS / "0.3.36/chain.log.gz")).segments
+    assert {s.called for s in segs if s.speculative} == {
+        ("ngram-mod",), ("ngram-mod", "draft-mtp")}
+    assert all(s.called == ("ngram-mod", "draft-mtp") for s in segs if s.drafter == "draft-mtp")
 
 
 def test_a_log_without_timestamps_names_the_flag() -> None:
@@ -96,23 +125,24 @@ def test_no_pass_without_a_drafter_or_without_the_builds_brackets(log: str) -> N
                for s in log_clock(read_log(BUILDS / f"{log}.log.gz")).segments)
 
 
-def test_the_drafters_pass_over_the_prompt_is_timed_within_it() -> None:
-    mtp = log_clock(read_log(BUILDS / "0.3.36/mtp.log.gz")).prompts
-    assert mtp and all(0 < p.pass_s < p.seconds for p in mtp)
-    assert all(p.pass_s == 0 for p in log_clock(read_log(BUILDS / "0.3.36/plain.log.gz")).prompts)
+def test_the_drafters_pass_over_the_prompt_is_timed_apart_from_its_forward() -> None:
+    mtp = log_clock(read_log(BUILDS / "0.3.36/mtp.log.gz")).chunks
+    assert mtp and all(c.pass_drafter == "draft-mtp" and c.pass_s and c.pass_s > 0
+                       for c in mtp)
+    assert all(c.pass_s is None for c in log_clock(read_log(BUILDS / "0.3.36/plain.log.gz")).chunks)
 
 
 def test_a_model_drafters_unanswered_call_is_timed_in_its_plain_round() -> None:
     text = fixture_text("mtp-pmin")
     segs = log_clock(read_log(FIXTURES / "mtp-pmin.log.gz")).segments
-    attempts = [s for s in segs if not s.speculative and s.drafter is not None]
+    attempts = [s for s in segs if not s.speculative and s.called]
     # every call that drafted nothing: asked (a draft was possible), no `called impl`
     asked = text.count("max possible draft") - len(re.findall(r"max possible draft: 0\n", text))
     assert attempts and len(attempts) == asked - text.count("called impl")
-    assert all(s.drafter == "draft-mtp" and s.drafted == 0 and s.forwards[0][0] == 1
+    assert all(s.called == ("draft-mtp",) and s.drafted == 0 and s.forwards[0][0] == 1
                and s.draft_s is not None and 0 < s.draft_s < s.seconds for s in attempts)
     # a plain round with no call (the answer's last token: no draft possible) names none
-    assert [s.draft_s for s in segs if s.drafter is None] == [None]
+    assert [s.draft_s for s in segs if not s.called] == [None]
 
 
 @pytest.mark.parametrize("log", ["builds/0.3.36/ngram-mod", "builds/0.3.36/mtp",

@@ -188,3 +188,15 @@ def test_a_compute_bracket_is_chained_only_right_after_another() -> None:
     assert [(r.t_begin, r.t, r.chained) for r in brackets] == [
         (0.101, 0.102, False), (0.103, 0.104, True), (0.106, 0.107, False)]
     assert reading.parsed == 6 and reading.skipped == 2
+
+
+@pytest.mark.parametrize("log", ["0.3.21/ngram-mod", "0.3.24/mtp", "0.3.30/mtp", "0.3.36/mtp"])
+def test_a_drafters_statistics_carry_its_draft_calls_milliseconds(log: str) -> None:
+    # `dur(b,g,a) = b, g, a ms` closes the line; 0.3.36 prints its acceptance by position
+    # before it
+    text = gzip.decompress((FIXTURES / "builds" / f"{log}.log.gz").read_bytes()).decode(
+        errors="replace")
+    printed = [float(g) for g in re.findall(r"dur\(b,g,a\) = [\d.]+, ([\d.]+),", text)]
+    stats = [r for r in read_log(FIXTURES / "builds" / f"{log}.log.gz").records
+             if r.kind is RecordKind.SPEC_STATS]
+    assert printed and [getattr(r, "draft_ms", None) for r in stats] == printed
