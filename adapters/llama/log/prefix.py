@@ -30,7 +30,7 @@ _TAG = re.compile(
     r"|graph|init_batch|decode|~llama)\w*: "             # loaders and the server's main
     r"|(?:INFO|WARN|ERR|VERB|DEBUG) \[\s*\w+\] "        # ik_llama.cpp
     r")")
-_SHAPE_TOKEN = re.compile(r"\d+|[^\W\d_]+|[ \t]+|.", re.S)
+_SHAPE_TOKEN = re.compile(r"\d+|[^\W\d_]+| +|\t+|.", re.S)
 _LEARN_LINES = 5000  # a prefix shows on the first lines; later ones are learned as met
 _PID = re.compile(r"\[(\d+)\]")
 # Wall-clock times a prefix may hold: ISO 8601 (docker, kubectl, most shippers) and syslog.
@@ -43,15 +43,15 @@ _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun",
 
 def shape(prefix: str) -> str:
     """A prefix's shape as a regular expression: digit runs `\\d+`, letter runs
-    `[^\\W\\d_]+`, space runs ` +`, anything else itself."""
+    `[^\\W\\d_]+`, space runs ` +`, anything else (a tab too) itself."""
     out = []
     for tok in _SHAPE_TOKEN.findall(prefix):
         if tok[0].isdigit():
             out.append(r"\d+")
         elif tok[0].isalpha():
             out.append(r"[^\W\d_]+")
-        elif tok[0] in " \t":
-            out.append(r"[ \t]+")
+        elif tok[0] == " ":
+            out.append(" +")  # a tab after a prefix is the line's own (sampler params)
         else:
             out.append(re.escape(tok))
     return "".join(out)

@@ -70,12 +70,16 @@ _LAST_LINES = 12
 UNKNOWN_EXAMPLES = 5
 # What starts a server process, and what a process prints once: a new run begins at one of
 # them once the current run is serving or has shut down, or when a once-line repeats.
+# From 0.3.36 on these come behind a `cmn  <function>: ` or `srv  <function>: ` tag.
 _STARTUP = re.compile(
-    r"^(?:ggml_cuda_init:|ggml_vulkan:|load_backend:|build_info:|build: \d+ \(|system_info:"
-    r"|system info:|common_params_print_info: build|(?:srv\s+)?main: n_parallel|version: \d+"
-    r"|warn: LLAMA_ARG|main: build|main: loading model|INFO \[\s*main\] build info)")
-_ONCE = ("ggml_cuda_init:", "build_info:", "build: ", "system_info:", "version: ",
-         "common_params_print_info: build", "INFO [                    main] build info")
+    r"^(?:(?:cmn|srv)\s+[\w~]+: )?(?:ggml_cuda_init:|ggml_vulkan:|load_backend:|build_info:"
+    r"|build: \d+ \(|system_info:|system info:|common_params_print_info: build"
+    r"|(?:srv\s+)?main: n_parallel|version: \d+|warn: LLAMA_ARG|main: build|main: loading model"
+    r"|(?:srv\s+)?llama_server: initializing|INFO \[\s*main\] build info)")
+_ONCE = re.compile(
+    r"^(?:(?:cmn|srv)\s+[\w~]+: )?(ggml_cuda_init:|build_info:|build: |system_info:|version: "
+    r"|common_params_print_info: build|(?:srv\s+)?llama_server: initializing"
+    r"|INFO \[\s*main\] build info)")
 # The prompt cache (--cache-ram) puts a saved prompt into the slot the next task takes.
 _PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LOOP_TAGS = ("que ", "res ", "srv ")  # the server loop's tags, by the line's first 4 characters
@@ -185,8 +189,9 @@ class RunReader:
         continuing this one."""
         if _STARTUP.match(text) is None:
             return False
-        once = next((o for o in _ONCE if text.startswith(o)), None)
-        return self.serving or self.shut_down or (once is not None and once in self._once)
+        once = _ONCE.match(text)
+        return self.serving or self.shut_down or (once is not None
+                                                  and once.group(1) in self._once)
 
     def feed(self, number: int, body: str, wall: float | None) -> LineKind:
         """Read one line (its outer prefix off; `wall` the prefix's wall-clock time); a line
@@ -381,7 +386,9 @@ class RunReader:
             return LineKind.PARSED
         build = structured_build(s)
         if build is not None:
-            self._once.add(_ONCE[-1])
+            once = _ONCE.match(text)
+            if once is not None:
+                self._once.add(once.group(1))
             self.out.server.build = self.out.server.build or build
             return LineKind.PARSED
         http = structured_http(s)
@@ -412,9 +419,9 @@ class RunReader:
         """A server-level line: a fact about the server, an HTTP answer, an error, a crash,
         the run's start, serving or shutdown, or a known line of llama.cpp's logger."""
         if not self.serving:  # what a process prints as it starts, once
-            once = next((o for o in _ONCE if text.startswith(o)), None)
+            once = _ONCE.match(text)
             if once is not None:
-                self._once.add(once)
+                self._once.add(once.group(1))
             if _LISTENING.search(text):
                 self.serving = True
         tagged = _TAGGED.match(text) is not None
