@@ -37,12 +37,14 @@ Identity = tuple[int, int]
 
 
 class Switch(StrEnum):
-    """Why the follower started reading another file from its start."""
+    """Why reading moved on to another server's lines: another file from its start (the
+    follower's switches), or a server started again within the file (the reader's)."""
 
     ROTATED = "rotated"      # the path names a new file (the old one was renamed)
     TRUNCATED = "truncated"  # the file is shorter than what had been read
     REWRITTEN = "rewritten"  # the bytes before the offset changed (reopened with O_TRUNC)
     APPEARED = "appeared"    # the path had no file, now it has
+    RESTARTED = "restarted"  # a new server run in the same file (a restart appending)
 
 
 class Loss(StrEnum):

@@ -41,7 +41,7 @@ from specledger.watch.store import (
     store_request,
     taken_answers,
 )
-from specledger.watch.stream import RecordStream, merge_facts
+from specledger.watch.stream import Piece, RecordStream, merge_facts
 
 _HEADER_BYTES = 1 << 21  # the server's start-up lines are read again on resume, up to this
 LAGS_KEPT = 10_000
@@ -204,14 +204,29 @@ class Watcher:
 
     def _take(self, force: bool) -> None:
         while self.recorder is not None:
-            piece = self.stream.take(force)
-            if piece is None:
+            pieces = self.stream.take(force)
+            if not pieces:
                 return
-            if self.stream.server.build is None and piece.records:
-                merge_facts(self.stream.server, self._last_facts)  # a log with no start-up
-            self._handle(self.recorder.feed(piece, self.stream.counts))
+            for piece in pieces:
+                if piece.restart:
+                    self._restarted(piece)
+                if piece.server.build is None and piece.records:
+                    merge_facts(piece.server, self._last_facts)  # a log with no start-up
+                self._handle(self.recorder.feed(piece, self.stream.counts))
             if force:
                 return
+
+    def _restarted(self, piece: Piece) -> None:
+        """A server started again in the file being read: the requests the one before left
+        unfinished are recorded as incomplete (it is gone), and the new one's are folded
+        from its own empty slots."""
+        assert self.recorder is not None
+        self.tally.switches.append(Switch.RESTARTED.value)
+        self._handle(self.recorder.stop(self.stream.counts))
+        self._last_facts = self.recorder.server
+        self.recorder = RequestRecorder(piece.server, self.log, self.recorder.dev,
+                                        self.recorder.ino, False, self.answers,
+                                        self._seen.__contains__)
 
     def _handle(self, done: list[Request]) -> None:
         """Record (or hold) each request, judge it, report what is reported (a request cut

@@ -89,20 +89,15 @@ class RequestRecorder:
         self.ledger.rounds_visible = False
         self.resumed = resumed
         self.kinds: dict[RecordKind, Record] = {}  # one record of each kind seen (provides)
-        # Each task's first line: (offset, line, key), by the task object's id, not its
-        # number: a server restarted into the same file numbers its tasks from 0 again.
-        # The folder holds the task until it is fired, which drops its entry.
-        self.starts: dict[int, tuple[int, int, str]] = {}
+        self.starts: dict[int, tuple[int, int, str]] = {}  # task id -> (offset, line, key)
 
     def open_lines(self) -> list[tuple[int, int]]:
         """Where the requests being served now (not yet released) start: (offset, line)."""
-        return [self.starts[id(t)][:2] for t in self.folder.out.tasks if id(t) in self.starts]
+        return [self.starts[t.task][:2] for t in self.folder.out.tasks if t.task in self.starts]
 
     def feed(self, piece: Piece, counts: LineCounts) -> list[Request]:
-        """Fold `piece`; the requests it completed. Each is fired as its release line is
-        folded, before any later line: a task number a restarted server uses again then
-        names the new task only."""
-        done: list[Request] = []
+        """Fold `piece` (lines of one server run: each has a recorder of its own); the
+        requests it completed."""
         for r in piece.records:
             self.kinds.setdefault(r.kind, r)
             if r.kind in _ROUND_KINDS:
@@ -114,14 +109,12 @@ class RequestRecorder:
                 raise
             if r.kind is K.TASK_STARTED and r.task is not None and r.line in piece.starts:
                 at, raw = piece.starts[r.line]
-                self.starts[id(self.folder.by_id[r.task])] = (
-                    at, r.line, request_key(self.dev, self.ino, at, raw))
+                self.starts[r.task] = (at, r.line, request_key(self.dev, self.ino, at, raw))
             elif r.kind is K.RELEASED and r.task is not None:
                 task = self.folder.by_id.get(r.task)
                 if task is not None and task.released is not None:
                     self.waiting.append((task, time.monotonic()))
-                    done += self.ready(counts)
-        return done
+        return self.ready(counts)
 
     def ready(self, counts: LineCounts, force: bool = False) -> list[Request]:
         """The released requests that can be recorded now: each whose answer is there,
@@ -132,7 +125,7 @@ class RequestRecorder:
         for task, since in list(self.waiting):
             if task.slot in blocked:
                 continue
-            answers = None if self.known(self.starts.get(id(task), (0, 0, ""))[2]) else (
+            answers = None if self.known(self.starts.get(task.task, (0, 0, ""))[2]) else (
                 self.answers)
             answer = answers.take(task) if answers is not None else None
             if answer is None and answers is not None and not force and (
@@ -169,7 +162,7 @@ class RequestRecorder:
         metrics = ledger.turns.pop() if ledger.turns else None
         rounds = [RoundTally(rnd.spec_type or "unnamed", rnd.drafted, accepted_drafts(rnd))
                   for rnd in task.rounds if rnd.complete and rnd.speculative]
-        start, _, key = self.starts.pop(id(task), (-1, 0, ""))
+        start, _, key = self.starts.pop(task.task, (-1, 0, ""))
         fold = TaskFold(tasks=[task], truncated=[cut] if cut is not None else [])
         reading = LogReading(records=list(self.kinds.values()), server=self.server,
                              lines=counts.lines, parsed=counts.parsed,

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.llama.ledger import record_log
 from adapters.llama.ledger_rounds import accepted_drafts
-from adapters.llama.log.reader import parse_log
+from adapters.llama.log.reader import parse_log, parse_text
 from adapters.llama.log.sources import read_log
 from adapters.llama.taskfold import fold_tasks
 from eventlog import list_sessions, open_db
@@ -341,9 +341,9 @@ def test_a_resume_re_reads_a_recorded_request_and_skips_it(tmp_path: Path) -> No
 
 def test_a_server_restarted_into_the_same_file_is_recorded_whole(tmp_path: Path) -> None:
     """`>> server.log` across a restart: the second server numbers its tasks from 0 again.
-    The first piece read holds the first server's release of task 10 and the second's
-    start of its own task 10, whose end comes in the next piece: every request of both is
-    recorded once, as import records the same log."""
+    The first piece read holds the first server's last requests and the second's start
+    of its own task 10, whose end comes in the next piece: every request of both is
+    recorded once, each server's as import records its run."""
     log, db = tmp_path / "s.log", str(tmp_path / "l.db")
     one = fixture_bytes("two-slots")
     data = one * 2
@@ -355,13 +355,16 @@ def test_a_server_restarted_into_the_same_file_is_recorded_whole(tmp_path: Path)
         out.write(data[cut:])
     _idle(w)
     w.finish()
+    assert w.tally.switches == ["restarted"]
     assert sorted(task for *_, task, _ in rows(db)) == [0, 0, 1, 1, 9, 9, 10, 10]
     assert len({key for *_, key in rows(db)}) == 8
+    assert {status for _, status, *_ in rows(db)} == {"finished"}
     engine = open_db(db, create=False)
     got = [session_turns(engine, sid).ended[0] for sid, *_ in rows(db)]
-    imported = record_log(parse_log(data.decode()), UnitJournal()).turns
-    assert sorted((t.slot, t.turn, t.generated_tokens) for t in got) == sorted(
-        (t.slot, t.turn, t.generated_tokens) for t in imported)
+    imported = [t for run in parse_text(data.decode()).runs
+                for t in record_log(run, UnitJournal()).turns]
+    assert sorted((t.slot, t.turn, t.kept_tokens, t.generated_tokens) for t in got) == sorted(
+        (t.slot, t.turn, t.kept_tokens, t.generated_tokens) for t in imported)
 
 
 def test_a_resumed_watch_does_not_take_an_unseen_slot_for_empty(tmp_path: Path) -> None:
