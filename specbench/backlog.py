@@ -200,7 +200,8 @@ def run(opts: BenchOptions) -> SuiteResult:
          f"{keys} distinct keys, {unfinished} not finished, prompt/completion tokens "
          + ("as answered" if shapes == want else "NOT as answered")),
         ("said lost", f"{s['gaps']} stretch(es)", f"{s['lost_bytes']} byte(s) known"),
-        ("switches seen", ", ".join(s["switches"]) or "none", ""),
+        ("switches seen", ", ".join(f"{n} {why}" for why, n in Counter(s["switches"]).items())
+         or "none", "rotated: a file; restarted: a server run within one (each copy)"),
         ("caught up in", f"{caught.catchup_s:.0f} s", f"{rate:.1f} MiB/s, "
          f"{caught.recorded / caught.catchup_s:.1f} requests/s"),
         ("watch resident memory", f"peak {max(rss):.0f} MiB" if rss else "not sampled",
