@@ -198,7 +198,8 @@ def kept_prefix(task: LlamaTask, slot_length: int | None, n_swa: int | None) -> 
     common prefix the server warns of when its cache cannot be used as it is (`n_past =
     N, slot.prompt.tokens.size()`, any verbosity), else the first checkpoint check's
     threshold plus n_swa + 1 (server-context.cpp: `pos_min_thold = pos_next - n_swa - 1`,
-    earlier builds), 0 for an empty slot, else None (unknown)."""
+    earlier builds), else where the prefill starts when nothing was rolled back (any
+    verbosity), 0 for an empty slot, else None (unknown)."""
     if task.lcp is not None:
         return task.lcp.lcp
     if task.past is not None:
@@ -209,4 +210,7 @@ def kept_prefix(task: LlamaTask, slot_length: int | None, n_swa: int | None) -> 
     if task.ckpt_threshold and n_swa is not None:
         # A threshold of 0 is clamped: the prefix lies anywhere up to n_swa + 1.
         return task.ckpt_threshold + n_swa + 1
+    if task.n_past is not None and not any(r.kind in (K.CTX_RESTORED, K.FULL_REPROCESS)
+                                           for r in task.prompt_phase):
+        return task.n_past  # nothing rolled back: where the prefill starts is what was kept
     return 0 if slot_length == 0 else None

@@ -37,6 +37,11 @@ PR 23269), not a finding, unless the
 prompt matched everything the slot held: then any rollback is the server's own."""
 
 
+def _secs(seconds: float) -> str:
+    """`41.3 s`, or `12 ms` under a second."""
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1e3:.0f} ms"
+
+
 def _whole(kept: int | None, held: int | None) -> bool:
     """Whether a prompt shared everything its slot held (llama.cpp's common prefix stops one
     short of the slot's last token, which it evaluates again)."""
@@ -239,14 +244,14 @@ class EogTail:
         where = ("re-processed it from the start" if ex["reset"] else
                  f"went back to the checkpoint at {ex['checkpoint']:,}")
         text = (f"{len(o)} turn(s) prefilled history again: {total:,} tokens the prompts "
-                f"shared with their slots" + (f" ({seconds:.1f} s at each prompt's prefill "
+                f"shared with their slots" + (f" ({_secs(seconds)} at each prompt's prefill "
                                               "rate)" if seconds else "") + ". The largest: "
                 f"turn {ex['turn']} (slot {ex['slot']}"
                 + (f", task {ex['task']}" if ex["task"] is not None else "")
                 + f"): its prompt shared {ex['kept']:,} tokens with the slot"
                 + (f" (of {ex['slot_len']:,} it held)" if ex["slot_len"] else "")
                 + f", yet the state {where}, so {ex['reprefill']:,} were prefilled again"
-                + (f" ({ex['seconds']:.1f} s)." if ex["seconds"] else "."))
+                + (f" ({_secs(ex['seconds'])})." if ex["seconds"] else "."))
         if self.no_prefix is not None:
             text += f" {self.engine} kept no prefix in this configuration ({self.no_prefix})."
             fix = CAUSE_ADVICE[Cause.NO_PREFIX_CACHE]

@@ -3,6 +3,7 @@ that ends early (a file still being written, or cut) or turns corrupt keeps the 
 the cut, and says where, as the lines of a plain log cut mid-write are kept."""
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -24,29 +25,38 @@ class GzipCut:
         return asdict(self)
 
 
-def gunzip(data: bytes) -> tuple[bytes, GzipCut | None]:
-    """The text of gzip `data` (every member, as `gzip.decompress` reads them) and, when
-    the stream ends before its end marker or turns corrupt, where: the text up to there
-    is kept, as the lines of a plain log cut mid-write are."""
-    out: list[bytes] = []
-    text_bytes, pos = 0, 0
-    while pos < len(data):
-        if not data.startswith(GZIP_MAGIC, pos):
-            if not data[pos:].strip(b"\x00"):
-                break  # zero padding after the last member, which gzip tolerates too
-            return b"".join(out), GzipCut(pos, len(data), text_bytes, "corrupt")
-        z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        while not z.eof and pos < len(data):
-            chunk = data[pos:pos + _CHUNK]
-            try:
-                piece = z.decompress(chunk)
-            except zlib.error:
-                return b"".join(out), GzipCut(pos, len(data), text_bytes, "corrupt")
-            out.append(piece)
-            text_bytes += len(piece)
-            pos += len(chunk) - len(z.unused_data)
-        if not z.eof:
-            out.append(z.flush())
-            text_bytes += len(out[-1])
-            return b"".join(out), GzipCut(pos, len(data), text_bytes, "ends early")
-    return b"".join(out), None
+class Gunzip:
+    """The text of gzip `data` (every member, as `gzip.decompress` reads them), piece by
+    piece (`pieces`); once they are read, `cut` says where the stream ended before its end
+    marker or turned corrupt (None: it did neither): the text up to there is kept, as the
+    lines of a plain log cut mid-write are."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.cut: GzipCut | None = None
+
+    def pieces(self) -> Iterator[bytes]:
+        """The decompressed text, a piece at a time."""
+        data, text_bytes, pos = self.data, 0, 0
+        while pos < len(data):
+            if not data.startswith(GZIP_MAGIC, pos):
+                if data[pos:].strip(b"\x00"):  # zero padding after the last member is fine
+                    self.cut = GzipCut(pos, len(data), text_bytes, "corrupt")
+                return
+            z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            while not z.eof and pos < len(data):
+                chunk = data[pos:pos + _CHUNK]
+                try:
+                    piece = z.decompress(chunk)
+                except zlib.error:
+                    self.cut = GzipCut(pos, len(data), text_bytes, "corrupt")
+                    return
+                text_bytes += len(piece)
+                pos += len(chunk) - len(z.unused_data)
+                yield piece
+            if not z.eof:
+                piece = z.flush()
+                text_bytes += len(piece)
+                self.cut = GzipCut(pos, len(data), text_bytes, "ends early")
+                yield piece
+                return

@@ -15,15 +15,19 @@ read (after gzip decompression).
 """
 
 import hashlib
+import io
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain, islice
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.log.compressed import GzipCut
 from adapters.llama.log.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
 from adapters.llama.log.run import LineKind, LogReading, RunEnd, RunReader, clean
 
-__all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text"]
+__all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
+           "read_lines"]
 
 
 class LogFormatError(LlamaError):
@@ -144,34 +148,46 @@ class LogReader:
         return out
 
 
-def parse_text(text: str, name: str = "input") -> LogFile:
-    """Read a whole log held in `text` (`name` is what errors call it)."""
-    if "\x00" in text:
+_LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins
+
+
+def read_lines(lines: Iterable[bytes], name: str = "input") -> LogFile:
+    """Read a log from its physical lines as bytes, each with its newline but a last one
+    cut mid-write (dropped and reported); `name` is what errors call it. The lines are read
+    as they come, so a file of any size is never held whole."""
+    it = iter(lines)
+    head = list(islice(it, _LEARN_LINES))
+    if not head:
+        raise LogFormatError(f"{name} is not a llama-server log: it is empty (0 lines)")
+    if any(b"\x00" in raw for raw in head):
         raise LogFormatError(f"{name} is binary, not a llama-server log (pass the text file "
                              "the server's stdout/stderr went to)")
-    if not text:
-        raise LogFormatError(f"{name} is not a llama-server log: it is empty (0 lines)")
-    physical = text.split("\n")
-    complete = text.endswith("\n")
-    if complete:
-        physical.pop()  # the empty string after the final newline
-    partial = None
-    if not complete and physical:
-        partial = len(physical)
-    reader = LogReader(learn_prefixes([clean(p) for p in physical[:5000]]))
-    for number, raw in enumerate(physical[:partial - 1] if partial else physical, 1):
-        reader.feed(number, raw)
-    if partial is not None:
-        reader.skip(partial)
+    digest = hashlib.sha256()
+    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
+    reader = LogReader(learn_prefixes([clean(raw.decode("utf-8", "surrogateescape")
+                                             .rstrip("\n")) for raw in head]))
+    number, partial = 0, None
+    for raw in chain(head, it):
+        digest.update(raw)
+        number += 1
+        if raw.endswith(b"\n"):
+            reader.feed(number, raw[:-1].decode("utf-8", "surrogateescape"))
+        else:  # only a last line can lack its newline: it was cut while being written
+            partial = number
+            reader.skip(number)
     if not reader.llama_lines:
-        raise LogFormatError(f"{name} is not a llama-server log: none of its {len(physical)} "
+        raise LogFormatError(f"{name} is not a llama-server log: none of its {number} "
                              "line(s) has the shape of a server, slot or model-loader line")
     runs = reader.finish()
-    digest = hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
+    sha = digest.hexdigest()
     for run in runs:
-        run.lines, run.sha256, run.partial_line = run.run_lines, digest, partial
-    return LogFile(name, runs, len(physical), digest, partial,
-                   prefixes=reader.prefixes.shown())
+        run.lines, run.sha256, run.partial_line = run.run_lines, sha, partial
+    return LogFile(name, runs, number, sha, partial, prefixes=reader.prefixes.shown())
+
+
+def parse_text(text: str, name: str = "input") -> LogFile:
+    """Read a whole log held in `text` (`name` is what errors call it)."""
+    return read_lines(io.BytesIO(text.encode("utf-8", "surrogateescape")), name)
 
 
 def parse_log(text: str, name: str = "input") -> LogReading:

@@ -9,11 +9,12 @@ sub-folders), in name order.
 """
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.llama.log.compressed import GZIP_MAGIC, GzipCut, gunzip
-from adapters.llama.log.reader import LogFile, LogFormatError, LogReading, parse_text
+from adapters.llama.log.compressed import GZIP_MAGIC, Gunzip, GzipCut
+from adapters.llama.log.reader import LogFile, LogFormatError, LogReading, read_lines
 
 SHIPPED = "shipped:"
 SHIPPED_DIR = Path(__file__).with_name("shipped")
@@ -91,34 +92,61 @@ def expand(paths: list[Path]) -> list[LogSource]:
     return out
 
 
-def _read_bytes(path: Path) -> tuple[bytes, GzipCut | None]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LogFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not data.startswith(GZIP_MAGIC):
-        return data, None
-    text, cut = gunzip(data)
-    if cut is not None and not text:
-        raise LogFormatError(f"cannot read {path}: its gzip stream is {cut.why} at byte "
-                             f"{cut.at} of {cut.size}, before any text")
-    return text, cut
+_BLOCK = 1 << 20  # a plain file is read a MiB at a time
+
+
+class _Stream:
+    """A source's files as one stream of physical lines (bytes, with their newlines; a
+    part that does not end in one is joined to the next as the logger wrote it), and the
+    last gzip cut met (None: none)."""
+
+    def __init__(self, parts: tuple[Path, ...]) -> None:
+        self.parts = parts
+        self.cut: GzipCut | None = None
+
+    def _pieces(self, path: Path) -> Iterator[bytes]:
+        try:
+            with path.open("rb") as f:
+                first = f.read(_BLOCK)
+                if not first.startswith(GZIP_MAGIC):
+                    yield first
+                    while block := f.read(_BLOCK):
+                        yield block
+                    return
+                data = first + f.read()
+        except OSError as exc:
+            raise LogFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+        g = Gunzip(data)
+        text = 0
+        for piece in g.pieces():
+            text += len(piece)
+            yield piece
+        if g.cut is not None and not text:
+            raise LogFormatError(f"cannot read {path}: its gzip stream is {g.cut.why} at "
+                                 f"byte {g.cut.at} of {g.cut.size}, before any text")
+        self.cut = g.cut or self.cut
+
+    def lines(self) -> Iterator[bytes]:
+        """Every physical line, in order."""
+        rest = b""
+        for part in self.parts:
+            for piece in self._pieces(part):
+                lines = (rest + piece).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    yield line + b"\n"
+        if rest:
+            yield rest
 
 
 def read_source(source: LogSource) -> LogFile:
-    """Read a source's files as one stream (a part that does not end in a newline is
-    joined to the next as the logger wrote it); a cut gzip part is read as far as it
-    goes, and the last cut is reported."""
-    chunks, cut = [], None
-    for part in source.parts:
-        data, part_cut = _read_bytes(part)
-        chunks.append(data)
-        cut = part_cut or cut
-    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
-    log = parse_text(b"".join(chunks).decode("utf-8", errors="surrogateescape"), source.name)
-    log.gzip_cut = cut
+    """Read a source's files as one stream, line by line (never whole in memory); a cut
+    gzip part is read as far as it goes, and the last cut is reported."""
+    stream = _Stream(source.parts)
+    log = read_lines(stream.lines(), source.name)
+    log.gzip_cut = stream.cut
     for run in log.runs:
-        run.gzip_cut = cut
+        run.gzip_cut = stream.cut
     return log
 
 

@@ -3,23 +3,29 @@ real logs (an edited history re-prefilled) and on real logs with one thing chang
 restores in a round, a log cut mid-storm, context checkpoints too small for the draft
 model's state), and the note on what a log cannot tell."""
 
+import gzip
 import re
 
 from adapters.llama.ledger import record_log
-from adapters.llama.log.reader import parse_log
+from adapters.llama.log.reader import LogReading, parse_log, parse_text
 from adapters.llama.provenance import Provenance, session_config
 from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
-from eventlog.postmortem.advice import ADVICE
+from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from fsm.event import Event
-from tests.adapters.llama.test_logread import fixture_text, with_number
+from tests.adapters.llama.test_logread import FIXTURES, fixture_text, with_number
 
 
 def imported_text(text: str) -> tuple[list[Finding], list[Event]]:
     """A log's text imported: the postmortem's findings (with the config an import
     stores) and the events."""
-    reading = parse_log(text)
+    return imported(parse_log(text))
+
+
+def imported(reading: LogReading) -> tuple[list[Finding], list[Event]]:
+    """One server run imported: its findings (with the config an import stores) and its
+    events."""
     journal = MemoryJournal()
     result = record_log(reading, journal)
     config = session_config(reading, result.fold, Provenance(), None, 0)
@@ -152,3 +158,36 @@ def test_each_finding_of_a_log_carries_the_advice_that_fits_it() -> None:
     assert lock[Kind.PARTIAL_REQUEST].fix == ADVICE[Kind.PARTIAL_REQUEST]
     edited = findings(fixture_text("edited-history"))[Kind.HISTORY_REPREFILL]
     assert "exactly as the server produced it" in edited.fix
+
+
+def test_a_re_prefill_on_a_build_known_for_it_names_the_bug() -> None:
+    """0.3.24 restores the checkpoint at the prompt's end although the cache matches the
+    whole history (#24055): the finding names the build's bug, not the client's history."""
+    found = {f.kind: f for f in imported_text(
+        gzip.decompress((FIXTURES / "builds" / "0.3.24" / "plain.log.gz").read_bytes())
+        .decode(errors="surrogateescape"))[0]}
+    named = found[Kind.HISTORY_REPREFILL]
+    assert "#24055" in named.explanation and named.fix == CAUSE_ADVICE[Cause.KNOWN_BUILD_BUG]
+    assert named.numbers["whole_history_matched"] == 1
+    # The same log from a build no one knows (its commit changed wherever it is named):
+    # the rollback is still the server's, said as such.
+    anon = {f.kind: f for f in imported_text(gzip.decompress(
+        (FIXTURES / "builds" / "0.3.24" / "plain.log.gz").read_bytes()).decode(
+            errors="surrogateescape").replace("af6528e", "0000000"))[0]}
+    assert anon[Kind.HISTORY_REPREFILL].fix == CAUSE_ADVICE[Cause.SERVER_ROLLBACK]
+
+
+def test_a_server_that_dies_mid_request_is_a_crash_naming_its_task() -> None:
+    text = fixture_text("ngram-mod")
+    at = text.index("\n", text.rindex("restoring speculative checkpoint")) + 1
+    died = (text[:at] + "/src/llama-context.cpp:1024: GGML_ASSERT(n_tokens > 0) failed\n"
+            "Aborted (core dumped)\n")
+    log = parse_text(died + text)  # the server comes back in the same file
+    assert len(log.runs) == 2
+    found = {f.kind: f for f in imported(log.runs[0])[0]}
+    crash = found[Kind.SERVER_CRASH]
+    assert crash.severity is Severity.ERROR and "GGML_ASSERT(n_tokens > 0)" in crash.explanation
+    task = re.findall(r"\| task (\d+) \|", text[:at])[-1]  # the request it was serving
+    [serving] = crash.numbers["open_requests"]
+    assert f"died inside task {task} " in serving and crash.turn is not None
+    assert Kind.PARTIAL_REQUEST not in found  # the crash says it, not a cut piece
