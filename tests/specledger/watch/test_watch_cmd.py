@@ -50,17 +50,25 @@ def _start(log: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
 
 
 def _line(proc: subprocess.Popen[str], want: str, timeout_s: float = 60.0) -> str:
-    """The first line of the watch's stdout that holds `want`."""
+    """The first line of the watch's stdout that holds `want`, read from the pipe a byte
+    at a time: a buffered readline takes in every line written at once, and select then
+    sees none of those it has not returned (the watch prints its first two at once)."""
     assert proc.stdout is not None
+    fd = proc.stdout.fileno()
     end = time.monotonic() + timeout_s
+    line = b""
     while time.monotonic() < end:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-        if ready:
-            line = proc.stdout.readline()
-            if want in line:
-                return line
-            if not line and proc.poll() is not None:
-                break
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            continue
+        byte = os.read(fd, 1)
+        if not byte:  # the watch ended
+            break
+        line += byte
+        if byte == b"\n":
+            text, line = line.decode(), b""
+            if want in text:
+                return text
     proc.kill()
     err = proc.stderr.read() if proc.stderr else ""
     raise AssertionError(f"no line with {want!r}; stderr: {err}")
