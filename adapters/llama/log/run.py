@@ -19,7 +19,6 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from adapters.llama.log.compressed import GzipCut
 from adapters.llama.log.facts import ServerInfo, server_fact
 from adapters.llama.log.patterns import (
     ComputeMark,
@@ -30,7 +29,6 @@ from adapters.llama.log.patterns import (
     slot_record,
     spec_record,
 )
-from adapters.llama.log.prefix import tag_at
 from adapters.llama.log.records import Compute, Record, RecordKind, SamplerParams, Server
 from adapters.llama.log.server_lines import (
     ServerEvent,
@@ -39,7 +37,6 @@ from adapters.llama.log.server_lines import (
     crash_line,
     server_line,
 )
-from adapters.llama.log.shapes import line_shape
 from adapters.llama.log.structured import (
     cache_prefix,
     structured_build,
@@ -47,7 +44,17 @@ from adapters.llama.log.structured import (
     structured_line,
     structured_record,
 )
+from adapters.logs.compressed import GzipCut
+from adapters.logs.shapes import line_shape
 
+TAG = re.compile(
+    r"\d+\.\d{2}\.\d{3}\.\d{3} [DIWE] "                  # llama's own --log-prefix time
+    r"|(?:slot|srv|que|res|spec|cmn)\s+[\w~]+: "          # slot / server / queue lines
+    r"|(?:llama|ggml|gguf|common|clip|mtmd|load|print_info|system_info|build|main|sched"
+    r"|graph|init_batch|decode|~llama)\w*: "              # loaders and the server's main
+    r"|(?:INFO|WARN|ERR|VERB|DEBUG) \[\s*\w+\] ")         # ik_llama.cpp
+"""What a llama-server line body starts with (adapters/logs/prefix.py learns what stands
+before it)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _OWN_PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
 _SLOT = re.compile(r"^slot\s+[^:|]+:\s+id\s+(\d+)\s+\|\s+task\s+(-?\d+)\s+\|\s?(.*)$")
@@ -425,7 +432,7 @@ class RunReader:
             if _LISTENING.search(text):
                 self.serving = True
         tagged = _TAGGED.match(text) is not None
-        self._llama_lines += bool(prefixed or tag_at(text) == 0)
+        self._llama_lines += bool(prefixed or TAG.match(text))
         if any(o in text for o in _QUOTE_OPENERS) and not text.endswith("'"):
             self._quote = _MAX_QUOTE
         event = server_line(text, number, t)
