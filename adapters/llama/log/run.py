@@ -61,7 +61,14 @@ _TAGGED = re.compile(r"^(?:(?:srv|que|res|spec|cmn)\s+[\w~()]+:|[~\w.-]+(?: \w+)
 _UNTAGGED = re.compile(
     r"^\s*(?:total time =|graphs reused =|Device \d+:|Running without SSL|Web UI is disabled"
     r"|no remote preset found|prompt eval time =|eval time =|draft acceptance|statistics \S+:"
-    r"|=+ Cache:|- |looking for better prompt|> [\w?-]+ -> |--- .+ ---$)")
+    r"|=+ Cache:|- |looking for better prompt|> [\w?-]+ -> |--- .+ ---$"
+    # ik_llama.cpp's: the memory it fits the model into as it loads (a table of layer
+    # sizes between dashed rules), the tensors it leaves out, the second lines of its
+    # startup notes, and its prompt cache (--cache-ram) saving and loading.
+    r"|=+ ?(?:HAVE_\w+ is defined|loading DRAFT model=+)$|-{8,}(?: Layer sizes:)?$"
+    r"|Layer\s+\d+:|Total\s+:|Free memory \d+ MiB on device|Memory (?:required|available)"
+    r"|model has unused tensor|use `--|=+ Prompt cache:|updating prompt cache"
+    r"|prompt cache (?:is enabled|save took|load took))")
 _QUOTE_OPENERS = ("example_format: '",)  # a message whose quoted text spans lines
 _MAX_CONTINUATION = 8
 _MAX_QUOTE = 256

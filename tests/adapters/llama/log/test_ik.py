@@ -1,0 +1,46 @@
+"""ik_llama.cpp's own lines, as a build of it prints them (tests/adapters/llama/fixtures/ik/,
+whole runs captured from ik_llama.cpp 4840 (8337e4cd3); its README says how): each kind the
+reader learned, from the lines of those runs."""
+
+from adapters.llama.log.reader import parse_text
+from adapters.llama.log.run import LogReading
+
+BANNER = ('INFO [                    main] build info | tid="140211748546816" '
+          'timestamp=1796665353 build=4840 commit="8337e4cd3"')
+
+
+def read(*lines: str) -> LogReading:
+    """The run of ik's banner followed by `lines`."""
+    return parse_text("\n".join((BANNER, *lines)) + "\n", "ik").only()
+
+
+def test_its_load_table_unused_tensors_and_prompt_cache_lines_are_known() -> None:
+    lines = (
+        # the memory it fits the model into as it loads
+        "======================================= HAVE_FANCY_SIMD is defined",
+        "Free memory 0 MiB on device 0 is less the 1024 MiB safety margin",
+        "------------------- Layer sizes:",
+        "Layer  0:      0.82,      0.02,      0.84        2.25  MiB",
+        "Layer  9:      0.13,      0.00,      0.13 MiB (output layer)",
+        "--------------------------------------------------------------------------",
+        "Total   :      6.56,      3.11,      9.67 MiB",
+        "Free memory 0 MiB on device 0 is less the required compute buffer size 2.25 MiB",
+        "Memory required for model tensors + cache: 10 MiB",
+        "Memory available on all devices - compute: 0 MiB",
+        "model has unused tensor blk.8.nextn.eh_proj.weight (size = 131072 bytes) -- ignoring",
+        "==================================loading DRAFT model"
+        "==================================",
+        # the second lines of two startup notes
+        "use `--cache-ram 0` to disable the prompt cache",
+        "use `--reasoning-tokens none` to disable.",
+        # the prompt cache
+        "prompt cache is enabled, size limit: 8192 MiB",
+        "======== Prompt cache: cache size: 510, n_keep: 0, n_discarded_prompt: 0, "
+        "cache_ram_n_min: 0, f_keep: 0.05, cache_ram_similarity: 0.50",
+        "updating prompt cache",
+        "prompt cache save took 0.35 ms",
+        "prompt cache load took 0.38 ms",
+    )
+    r = read(*lines)
+    assert r.unknown == 0, r.unknown_examples
+    assert r.skipped == len(lines)
