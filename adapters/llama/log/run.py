@@ -42,6 +42,7 @@ from adapters.llama.log.server_lines import (
 from adapters.llama.log.shapes import line_shape
 from adapters.llama.log.structured import (
     cache_prefix,
+    fields_alone,
     structured_build,
     structured_http,
     structured_line,
@@ -90,7 +91,7 @@ _ONCE = re.compile(
 # The prompt cache (--cache-ram) puts a saved prompt into the slot the next task takes.
 _PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LOOP_TAGS = ("que ", "res ", "srv ")  # the server loop's tags, by the line's first 4 characters
-_STRUCTURED_FIRST = frozenset("IWEVD{=")  # how a structured logger's line can begin
+_STRUCTURED_FIRST = frozenset("IWEVD{= ")  # how a structured logger's line can begin
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
 
 
@@ -379,6 +380,8 @@ class RunReader:
         """A line of the structured logger (ik_llama.cpp), or its prompt-cache line."""
         s = structured_line(text)
         if s is None:
+            if fields_alone(text):
+                return LineKind.SKIPPED
             cache = cache_prefix(text, number, t)
             if cache is None:
                 return None

@@ -20,6 +20,10 @@ K = RecordKind
 _TEXT = re.compile(r"^(INFO|WARN|ERR|ERROR|VERB|DEBUG|WARNING) \[\s*([\w~]+)\] (.*?)(?: \|(.*))?$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 _CACHE = re.compile(r"^=+ Cache: cache_size = (\d+), n_past =\s+(\d+), n_past_prompt = (\d+)")
+# The fields of a line whose message ended in a newline, on a line of their own: ik's
+# `LOG_WARNING("%s\n", "ctx_shift is not supported …")` prints `%s` as its message, then
+# ` | ="ctx_shift is not supported …"` (the text as a field with no name).
+_FIELDS_ALONE = re.compile(r'^ \|(?: \w*=(?:"(?:[^"\\]|\\.)*"|\S+))+$')
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,12 @@ def structured_line(text: str) -> StructuredLine | None:
         return None
     fields = {k: _value(v) for k, v in _FIELD.findall(m.group(4) or "")}
     return StructuredLine(m.group(1), m.group(2), m.group(3).strip(), fields)
+
+
+def fields_alone(text: str) -> bool:
+    """Whether `text` is the fields of a structured line whose message ended in a newline
+    (its first line is known by itself)."""
+    return _FIELDS_ALONE.match(text) is not None
 
 
 def structured_record(s: StructuredLine, line: int, t: float | None) -> Record | None:

@@ -44,3 +44,12 @@ def test_its_load_table_unused_tensors_and_prompt_cache_lines_are_known() -> Non
     r = read(*lines)
     assert r.unknown == 0, r.unknown_examples
     assert r.skipped == len(lines)
+
+
+def test_a_warning_whose_message_ends_in_a_newline_leaves_its_fields_on_the_next_line() -> None:
+    # `LOG_WARNING("%s\n", "ctx_shift is not supported …")`: ik prints the format as the
+    # message and the text as a field with no name, after the newline.
+    r = read("WARN [   launch_slot_with_task] %s",
+             ' | ="ctx_shift is not supported by recurrent model, it will be disabled"')
+    assert r.unknown == 0, r.unknown_examples
+    assert r.skipped == 2
