@@ -71,6 +71,11 @@ _UNTAGGED = re.compile(
     r"|model has unused tensor|use `--|=+ Prompt cache:|updating prompt cache"
     r"|prompt cache (?:is enabled|save took|load took))")
 _QUOTE_OPENERS = ("example_format: '",)  # a message whose quoted text spans lines
+# ik_llama.cpp shows where a prompt parts from its slot's tokens: the text of each around
+# that point (`cache : …`, `prompt: …`; 30 tokens, 50 after a context shift), its newlines
+# going on to the lines after, up to the next line that is read into a record.
+_EXCERPT = re.compile(r"^(?:cache |prompt): ")
+_MAX_EXCERPT = 50  # lines an excerpt may go on for: a token's text holds one newline at most
 _MAX_CONTINUATION = 8
 _MAX_QUOTE = 256
 _TIMING_KINDS = (RecordKind.TIMING, RecordKind.DRAFT_TOTALS)
@@ -184,6 +189,7 @@ class RunReader:
         self._own_prefixed = False  # the run's lines carry the logger's time prefix
         self._continuation = 0
         self._quote = 0
+        self._excerpt = 0  # lines an ik excerpt may still go on for
         self._params: SamplerParams | None = None  # a `sampler params:` line, values to come
         self._params_lines: list[str] = []
         self._timing_ctx: dict[str, int | float | None] | None = None
@@ -222,6 +228,8 @@ class RunReader:
         elif wall is not None and self._wall0 is not None:
             t = round(wall - self._wall0, 6)
         kind = self._classify(number, text, end > 0, t)
+        if kind is LineKind.PARSED:
+            self._excerpt = 0
         if kind is not LineKind.UNKNOWN:
             self._count(kind)
             if text:
@@ -281,6 +289,9 @@ class RunReader:
             return kind
         if not text.strip() or (self._own_prefixed and not prefixed):
             # With the logger's prefix on, an unprefixed line continues the message before it.
+            return LineKind.SKIPPED
+        if self._excerpt:
+            self._excerpt -= 1
             return LineKind.SKIPPED
         return LineKind.UNKNOWN
 
@@ -434,6 +445,9 @@ class RunReader:
                 self._once.add(once.group(1))
             if _LISTENING.search(text):
                 self.serving = True
+        if self.out.server.structured_log and _EXCERPT.match(text):
+            self._excerpt = _MAX_EXCERPT
+            return LineKind.SKIPPED
         tagged = _TAGGED.match(text) is not None
         self._llama_lines += bool(prefixed or tag_at(text) == 0)
         if any(o in text for o in _QUOTE_OPENERS) and not text.endswith("'"):

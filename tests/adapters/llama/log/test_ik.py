@@ -53,3 +53,22 @@ def test_a_warning_whose_message_ends_in_a_newline_leaves_its_fields_on_the_next
              ' | ="ctx_shift is not supported by recurrent model, it will be disabled"')
     assert r.unknown == 0, r.unknown_examples
     assert r.skipped == 2
+
+
+def test_the_text_where_a_prompt_parts_from_its_slot_goes_on_to_the_next_line_read() -> None:
+    # Request 4 of the fixtures: seed 1's question on a slot holding seed 0's conversation.
+    # The two excerpts' newlines continue them, up to the warning read into a record.
+    excerpt = ("cache : rom importlib/_bootstrap_exter",
+               "prompt: rom email/__init__.py:",
+               "",
+               '"""Par')
+    r = read('INFO [   launch_slot_with_task] slot is processing task | tid="1" '
+             "timestamp=1 id_slot=0 id_task=103",
+             "======== Cache: cache_size = 728, n_past =  24, n_past_prompt = 24",
+             *excerpt,
+             "slot apply_checkp: id  0 | task 103 | n_past = 24, slot.prompt.tokens.size() "
+             "= 728, seq_id = 0, pos_min = 727",
+             '"""Par')
+    assert r.skipped == len(excerpt)
+    # Past the line read into a record, the excerpt is over: its text is unknown again.
+    assert r.unknown == 1 and r.unknown_examples == ['9: """Par']
