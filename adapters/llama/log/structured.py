@@ -3,8 +3,9 @@ server did before its 2024 logger): `INFO [ function] message | tid="…" timest
 in text form, or the same fields as one JSON object a line (`--log-format json`).
 
 Beside its newer `slot …: id N | task N |` lines (read as upstream's), ik_llama.cpp logs a
-task's start, its prompt's first position to compute (`kv cache rm [p0, end)`), its release,
-its HTTP request and its build this way; the prompt cache's view of the common prefix
+task's start, its prompt's size (-v: `prompt tokenized`), its prompt's first position to
+compute (`kv cache rm [p0, end)`), its release, its HTTP request and its build this way;
+the prompt cache's view of the common prefix
 (`======== Cache: cache_size = N, n_past = N, …`) comes without slot or task and is the
 common prefix of the next task's prompt with the slot's tokens.
 """
@@ -77,14 +78,16 @@ def fields_alone(text: str) -> bool:
 
 
 def structured_record(s: StructuredLine, line: int, t: float | None) -> Record | None:
-    """The record a structured line carries (a task started, a prompt batch's start, a
-    release), or None for the others."""
+    """The record a structured line carries (a task started, its prompt's size (-v), a
+    prompt batch's start, a release), or None for the others."""
     slot, task = s.int_field("id_slot"), s.int_field("id_task")
     ctx = {"line": line, "t": t, "slot": slot, "task": task}
     if slot is None or task is None:
         return None
     if s.message == "slot is processing task":
         return Count(kind=K.TASK_STARTED, n=0, **ctx)
+    if s.message == "prompt tokenized" and s.int_field("n_prompt_tokens") is not None:
+        return Count(kind=K.PROMPT, n=s.int_field("n_prompt_tokens") or 0, **ctx)
     if s.message.startswith("kv cache rm") and s.int_field("p0") is not None:
         return Count(kind=K.CACHED, n=s.int_field("p0") or 0, **ctx)
     if s.message == "slot released":

@@ -4,6 +4,7 @@ reader learned, from the lines of those runs."""
 
 from adapters.llama.log.reader import parse_text
 from adapters.llama.log.run import LogReading
+from adapters.llama.taskfold import fold_tasks
 
 BANNER = ('INFO [                    main] build info | tid="140211748546816" '
           'timestamp=1796665353 build=4840 commit="8337e4cd3"')
@@ -72,3 +73,13 @@ def test_the_text_where_a_prompt_parts_from_its_slot_goes_on_to_the_next_line_re
     assert r.skipped == len(excerpt)
     # Past the line read into a record, the excerpt is over: its text is unknown again.
     assert r.unknown == 1 and r.unknown_examples == ['9: """Par']
+
+
+def test_with_v_a_task_names_its_prompts_size() -> None:
+    r = read('INFO [   launch_slot_with_task] slot is processing task | tid="1" '
+             "timestamp=1 id_slot=0 id_task=1",
+             'VERB [    batch_pending_prompt] prompt tokenized | tid="1" timestamp=1 '
+             "id_slot=0 id_task=1 n_ctx=4096 n_keep=0 n_prompt_tokens=419 "
+             'prompt_tokens="<|im_start|>user\\nHere is code"')
+    [task] = fold_tasks(r.records).tasks
+    assert task.prompt_tokens == 419
