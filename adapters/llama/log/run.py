@@ -422,6 +422,7 @@ class RunReader:
         event = server_line(s.message, number, t)
         if event is not None:
             self._server_event(event)
+            self.shut_down = self.shut_down or event.shutdown
             return LineKind.PARSED
         return LineKind.SKIPPED
 

@@ -3,7 +3,7 @@ whole runs captured from ik_llama.cpp 4840 (8337e4cd3); its README says how): ea
 reader learned, from the lines of those runs."""
 
 from adapters.llama.log.reader import parse_text
-from adapters.llama.log.run import LogReading
+from adapters.llama.log.run import LogReading, RunEnd
 from adapters.llama.taskfold import fold_tasks
 
 BANNER = ('INFO [                    main] build info | tid="140211748546816" '
@@ -83,3 +83,13 @@ def test_with_v_a_task_names_its_prompts_size() -> None:
              'prompt_tokens="<|im_start|>user\\nHere is code"')
     [task] = fold_tasks(r.records).tasks
     assert task.prompt_tokens == 419
+
+
+def test_with_v_its_task_loop_ending_is_its_shutdown() -> None:
+    listening = ('INFO [                    main] HTTP server listening | tid="1" '
+                 'timestamp=1 n_threads_http="3" port="53553" hostname="127.0.0.1"')
+    r = read(listening, 'VERB [              start_loop] ending start_loop | tid="1" '
+                        "timestamp=2")
+    assert r.ending is RunEnd.SHUTDOWN and r.server_log.counts == {"shutdown": 1}
+    # Without -v it prints nothing as it stops: the log ends while it serves.
+    assert read(listening).ending is RunEnd.LOG_ENDS
