@@ -44,6 +44,7 @@ from adapters.llama.log.structured import (
     cache_prefix,
     fields_alone,
     structured_build,
+    structured_fact,
     structured_http,
     structured_line,
     structured_record,
@@ -411,6 +412,12 @@ class RunReader:
             if once is not None:
                 self._once.add(once.group(1))
             self.out.server.build = self.out.server.build or build
+            return LineKind.PARSED
+        fact = structured_fact(s)
+        if fact is not None:
+            name, value = fact
+            if not getattr(self.out.server, name):  # the first one counts (a line a slot)
+                setattr(self.out.server, name, value)
             return LineKind.PARSED
         http = structured_http(s)
         if http is not None:

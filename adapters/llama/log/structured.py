@@ -110,6 +110,26 @@ def cache_prefix(text: str, line: int, t: float | None) -> Past | None:
                 slot=None, task=None)
 
 
+# The server facts structured lines state, as ServerInfo's fields: that the model loaded
+# (None: the line says it), the slots, each slot's context (the line's field).
+_FACTS: dict[str, tuple[str, str | None]] = {
+    "model loaded": ("loaded", None),
+    "initializing slots": ("n_slots", "n_slots"),
+    "new slot": ("n_ctx_slot", "n_ctx_slot"),
+}
+
+
+def structured_fact(s: StructuredLine) -> tuple[str, int | bool] | None:
+    """The server fact a structured line states, as a ServerInfo field and its value (the
+    model loaded, the slots, a slot's context), else None."""
+    fact = _FACTS.get(s.message)
+    if fact is None:
+        return None
+    name, field = fact
+    value = True if field is None else s.int_field(field)
+    return None if value is None else (name, value)
+
+
 def structured_build(s: StructuredLine) -> str | None:
     """The build a structured `build info` line names, in the banner's wording
     (`build N (commit)`), else None."""

@@ -93,3 +93,13 @@ def test_with_v_its_task_loop_ending_is_its_shutdown() -> None:
     assert r.ending is RunEnd.SHUTDOWN and r.server_log.counts == {"shutdown": 1}
     # Without -v it prints nothing as it stops: the log ends while it serves.
     assert read(listening).ending is RunEnd.LOG_ENDS
+
+
+def test_its_slots_their_context_and_its_model_loaded_are_facts() -> None:
+    r = read('INFO [                    init] initializing slots | tid="1" timestamp=1 '
+             "n_slots=1",
+             'INFO [                    init] new slot | tid="1" timestamp=1 id_slot=0 '
+             "n_ctx_slot=4096",
+             'INFO [                    main] model loaded | tid="1" timestamp=1')
+    assert (r.server.n_slots, r.server.n_ctx_slot, r.server.loaded) == (1, 4096, True)
+    assert r.parsed == 4  # the banner too
