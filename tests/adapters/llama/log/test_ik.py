@@ -2,9 +2,17 @@
 whole runs captured from ik_llama.cpp 4840 (8337e4cd3); its README says how): each kind the
 reader learned, from the lines of those runs."""
 
+from pathlib import Path
+
+from adapters.llama.ledger import record_log
 from adapters.llama.log.reader import parse_text
+from adapters.llama.log.records import RecordKind
 from adapters.llama.log.run import LogReading, RunEnd
+from adapters.llama.log.sources import read_file
 from adapters.llama.taskfold import fold_tasks
+from engine.session import MemoryJournal
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "ik"
 
 BANNER = ('INFO [                    main] build info | tid="140211748546816" '
           'timestamp=1796665353 build=4840 commit="8337e4cd3"')
@@ -103,3 +111,14 @@ def test_its_slots_their_context_and_its_model_loaded_are_facts() -> None:
              'INFO [                    main] model loaded | tid="1" timestamp=1')
     assert (r.server.n_slots, r.server.n_ctx_slot, r.server.loaded) == (1, 4096, True)
     assert r.parsed == 4  # the banner too
+
+
+def test_the_checkpoint_an_answer_ends_with_is_no_step_of_its_prompt() -> None:
+    # mtp-quiet's request 4 (task 74): its timings and the checkpoint it takes as its answer
+    # ends (n_tokens = 510) come after request 5 (task 101) started on the same slot.
+    reading = read_file(FIXTURES / "mtp-quiet.log.gz").only()
+    task = next(t for t in fold_tasks(reading.records).tasks if t.task == 74)
+    assert [r.n_tokens for r in task.prompt_phase if r.kind is RecordKind.CTX_CREATED] == [474]
+    # Replayed as a prompt step, it came after the next task began: "'ctx_save' is not
+    # allowed in state 'done'".
+    assert len(record_log(reading, MemoryJournal()).turns) == 5
