@@ -122,3 +122,11 @@ def test_the_checkpoint_an_answer_ends_with_is_no_step_of_its_prompt() -> None:
     # Replayed as a prompt step, it came after the next task began: "'ctx_save' is not
     # allowed in state 'done'".
     assert len(record_log(reading, MemoryJournal()).turns) == 5
+
+
+def test_each_turn_prefills_what_its_timing_line_counts() -> None:
+    # Without -v no line names the prompt's size or shows a token: the prompt's last batch
+    # (from the last `kv cache rm` on) is what print_timing counts beyond the ones before.
+    reading = read_file(FIXTURES / "plain-quiet.log.gz").only()
+    turns = record_log(reading, MemoryJournal()).turns
+    assert [t.prefill_tokens for t in turns] == [419, 139, 77, 479, 77]
