@@ -9,6 +9,7 @@ from adapters.llama.log.reader import parse_text
 from adapters.llama.log.records import RecordKind
 from adapters.llama.log.run import LogReading, RunEnd
 from adapters.llama.log.sources import read_file
+from adapters.llama.responses import read_responses
 from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 
@@ -130,3 +131,10 @@ def test_each_turn_prefills_what_its_timing_line_counts() -> None:
     reading = read_file(FIXTURES / "plain-quiet.log.gz").only()
     turns = record_log(reading, MemoryJournal()).turns
     assert [t.prefill_tokens for t in turns] == [419, 139, 77, 479, 77]
+
+
+def test_its_answers_name_the_reused_prompt_in_usage_only() -> None:
+    # ik's `timings` have no cache_n; `usage.prompt_tokens_details.cached_tokens` has it.
+    answers = read_responses(FIXTURES / "plain.responses.json").facts
+    assert [a.cache_n for a in answers] == [0, 450, 620, 0, 728]
+    assert [a.prompt_tokens for a in answers] == [419, 589, 697, 479, 805]
