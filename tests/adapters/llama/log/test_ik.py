@@ -138,3 +138,9 @@ def test_its_answers_name_the_reused_prompt_in_usage_only() -> None:
     answers = read_responses(FIXTURES / "plain.responses.json").facts
     assert [a.cache_n for a in answers] == [0, 450, 620, 0, 728]
     assert [a.prompt_tokens for a in answers] == [419, 589, 697, 479, 805]
+
+
+def test_its_mtp_context_names_the_drafter() -> None:
+    r = read("common_speculative_state_mtp: MTP context ready (n_ctx=4096, "
+             "constant_draft_positions=false)")
+    assert r.server.spec_types == ["draft-mtp"]
