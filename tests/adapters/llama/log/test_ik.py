@@ -1,8 +1,15 @@
 """ik_llama.cpp's own lines, as a build of it prints them (tests/adapters/llama/fixtures/ik/,
 whole runs captured from ik_llama.cpp 4840 (8337e4cd3); its README says how): each kind the
-reader learned, from the lines of those runs."""
+reader learned, from the lines of those runs; then each whole run read and imported: every
+line known, its build from its banner, each request a turn with the counts its own timing
+lines (and its answers) give, MTP's drafted and accepted tokens as its totals, its end as
+its lines show it, and the run that refused the draft model as a run that never served."""
 
+import gzip
+import re
 from pathlib import Path
+
+import pytest
 
 from adapters.llama.ledger import record_log
 from adapters.llama.log.reader import parse_text
@@ -12,6 +19,7 @@ from adapters.llama.log.sources import read_file
 from adapters.llama.responses import read_responses
 from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
+from specledger.cli import main
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "ik"
 
@@ -144,3 +152,87 @@ def test_its_mtp_context_names_the_drafter() -> None:
     r = read("common_speculative_state_mtp: MTP context ready (n_ctx=4096, "
              "constant_draft_positions=false)")
     assert r.server.spec_types == ["draft-mtp"]
+
+
+# The whole runs: the lines each count comes from, read here by their own printf formats.
+RUNS = ("plain", "plain-quiet", "mtp", "mtp-quiet")
+_TIMING = re.compile(r"^\s*(prompt eval|eval) time =\s*[\d.]+ ms /\s*(\d+) tokens", re.M)
+_TOTALS = re.compile(r"^draft acceptance rate = [\d.]+ \(\s*(\d+) accepted /\s*(\d+) "
+                     r"generated\)", re.M)
+_STATS = re.compile(r"^statistics mtp: .*#gen tokens = (\d+), #acc tokens = (\d+)", re.M)
+# Each request's common prefix with its slot (`======== Cache: … n_past`): seed 1's question
+# shares 24 tokens with seed 0's conversation, and re-processes them (every checkpoint of the
+# slot lies past them); the last request finds its conversation in the prompt cache.
+KEPT = [0, 450, 620, 24, 728]
+
+
+def log_text(name: str) -> str:
+    """A fixture's log as text."""
+    return gzip.decompress((FIXTURES / f"{name}.log.gz").read_bytes()).decode()
+
+
+@pytest.mark.parametrize("name", [*RUNS, "draft-model"])
+def test_every_line_of_a_whole_run_is_known_and_its_build_read(name: str) -> None:
+    f = read_file(FIXTURES / f"{name}.log.gz")
+    [run] = f.runs
+    assert f.unknown == 0, f.unknown_shapes()
+    assert f.parsed + f.skipped == f.lines == log_text(name).count("\n")
+    assert run.server.build == "build 4840 (8337e4cd3)" and run.server.structured_log
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_each_request_is_a_turn_with_the_counts_its_lines_say(name: str) -> None:
+    text = log_text(name)
+    prefill = [int(n) for phase, n in _TIMING.findall(text) if phase == "prompt eval"]
+    generated = [int(n) for phase, n in _TIMING.findall(text) if phase == "eval"]
+    answers = read_responses(FIXTURES / f"{name}.responses.json").facts
+    reading = read_file(FIXTURES / f"{name}.log.gz").only()
+    alone = record_log(reading, MemoryJournal())
+    assert len(alone.turns) == len(answers) == 5 and alone.violations == 0
+    assert [t.prefill_tokens for t in alone.turns] == prefill
+    assert [t.generated_tokens for t in alone.turns] == generated == [32] * 5
+    assert [t.kept_tokens for t in alone.turns] == KEPT
+    assert [t.reprefill_tokens for t in alone.turns] == [0, 0, 0, 24, 0]
+    # The prompt's size: -v names it; without, no line does (unknown, not 0).
+    verbose = not name.endswith("-quiet")
+    assert [t.prompt_tokens for t in alone.turns] == (
+        [a.prompt_tokens for a in answers] if verbose else [None] * 5)
+    # With the answers, each matches its turn and agrees with it.
+    both = record_log(reading, MemoryJournal(), responses=answers)
+    assert both.responses_matched == 5 and both.violations == 0
+    assert [t.prompt_tokens for t in both.turns] == [a.prompt_tokens for a in answers]
+
+
+@pytest.mark.parametrize("name", ["mtp", "mtp-quiet"])
+def test_mtp_drafted_and_accepted_are_its_totals(name: str) -> None:
+    text = log_text(name)
+    reading = read_file(FIXTURES / f"{name}.log.gz").only()
+    result = record_log(reading, MemoryJournal())
+    assert reading.server.spec_types == ["draft-mtp"]
+    assert [(t.drafted, t.accepted) for t in result.turns] == [
+        (int(gen), int(acc)) for acc, gen in _TOTALS.findall(text)]
+    assert sum(t.drafted for t in result.turns) == 407  # 72 + 79 + 86 + 86 + 84
+    # The drafter's own cumulative statistics, as its last line prints them.
+    stats = result.fold.tasks[-1].spec_stats["mtp"]
+    assert (stats.gen_tokens, stats.acc_tokens) == tuple(map(int, _STATS.findall(text)[-1]))
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_run_ends_as_its_lines_show(name: str) -> None:
+    # SIGTERM stopped each; only -v prints a line as it stops.
+    run = read_file(FIXTURES / f"{name}.log.gz").only()
+    assert run.ending is (RunEnd.LOG_ENDS if name.endswith("-quiet") else RunEnd.SHUTDOWN)
+    assert run.server.loaded and run.server.n_slots == 1 and run.server.n_ctx_slot == 4096
+
+
+def test_the_refused_draft_model_is_a_run_that_never_served(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = FIXTURES / "draft-model.log.gz"
+    run = read_file(log).only()
+    assert run.records == [] and not run.server.loaded
+    assert run.server.draft_model is not None and run.server.draft_model.endswith(
+        "draft-f32.gguf")
+    assert run.last_lines[-1].startswith(
+        "common_speculative_load_draft_model: failed to load draft model")
+    assert main(["import", "llama-server", str(log), "--db", str(tmp_path / "d.db")]) == 1
+    assert "holds no request" in capsys.readouterr().err
