@@ -12,9 +12,10 @@ from typing import Any
 
 from adapters.llama.log.reader import LogFormatError, LogReading
 from adapters.llama.log.run import RunEnd
-from adapters.llama.log.sources import LogSource, expand, read_source
+from adapters.llama.log.sources import expand, read_source
 from adapters.llama.provenance import Provenance
 from adapters.llama.responses import Responses
+from adapters.logs.sources import LogSource
 from specledger.llama_session import LlamaSession, store_llama_session
 
 

@@ -89,8 +89,12 @@ def start_steps(s: SlotState, task: LlamaTask, prompt_ids: list[int] | None,
         s.tokens = list(prompt)
     m.fire(Trigger.START_TURN, 0.0, payload)
     start, start_t = yield from _prompt_phase(task, s, turn, kept, now)
-    generated = task.generated or (resp.predicted_n if resp is not None else 0)
+    generated = task.generated_logged or (resp.predicted_n if resp is not None else 0)
     timing = task.timings.get(TimingPhase.PROMPT)
+    if n_prompt is None and start is not None and timing is not None:
+        # No line names the prompt's size (ik_llama.cpp without -v), but its batches' starts
+        # do, and its timing counts them all: the last batch is the rest.
+        n_prompt = start + timing.tokens - turn.stats.prefill_tokens
     if n_prompt is not None and generated:
         first = task.first_token
         if first is not None:

@@ -3,9 +3,10 @@ OpenAI-style completion objects (or the last chunk of a stream, which carries th
 `usage` and `timings`), read from a JSON array or JSON Lines file.
 
 Each answer's `timings` are the engine's own per-request counts: `cache_n` (prompt tokens
-reused from the slot), `prompt_n` (processed), `predicted_n` (generated), `draft_n` and
-`draft_n_accepted`. The ledger matches answers to the log's tasks by their shape (prompt
-length and generated tokens, in order) and cross-checks the rest.
+reused from the slot; ik_llama.cpp's answers give it in `usage` only), `prompt_n`
+(processed), `predicted_n` (generated), `draft_n` and `draft_n_accepted`. The ledger
+matches answers to the log's tasks by their shape (prompt length and generated tokens, in
+order) and cross-checks the rest.
 """
 
 import hashlib
@@ -61,6 +62,12 @@ def response_facts(index: int, doc: dict[str, Any], name: str = "responses"
     t = doc.get("timings")
     if not isinstance(t, dict):
         return None
+    usage = doc.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    if "cache_n" not in t and isinstance(details, dict) and "cached_tokens" in details:
+        # ik_llama.cpp's timings name no cache_n: its answers give the reused prompt in
+        # `usage` only.
+        t = {**t, "cache_n": details["cached_tokens"]}
     counts = [_count(t, key, index, name) for key in _COUNTS]
     choices = doc.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else {}

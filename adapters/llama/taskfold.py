@@ -20,7 +20,8 @@ A log is often a piece: a record of a task the log never showed starting (it beg
 before the piece) opens that task as one the log begins inside (`head_cut`), and a task
 that starts on a slot whose previous task never finished (its end is not in the log: the
 piece was cut, the server lost it) ends that one as cut. ik_llama.cpp's prompt-cache line
-names no slot or task: it belongs to the task that started last.
+names no slot or task: it belongs to the task that started last; the context checkpoint it
+takes as an answer ends, after the task's timings, is no step of the task's prompt.
 """
 
 from adapters.llama.log.records import (
@@ -46,6 +47,7 @@ from adapters.llama.log.records import (
     SpecStats,
     Stopped,
     Timing,
+    TimingPhase,
     Token,
     Verdict,
 )
@@ -193,6 +195,11 @@ class TaskFolder:
             assert isinstance(r, Count)
             if task.ckpt_threshold is None:
                 task.ckpt_threshold = r.n
+        elif r.kind is K.CTX_CREATED and TimingPhase.PROMPT in task.timings:
+            # ik_llama.cpp checkpoints the slot once more as the answer ends, after its
+            # timings (its logger thread may print both after the task's release, or the
+            # next task's start): the next prompt's to restore, no step of this one.
+            pass
         elif r.kind in PROMPT_PHASE:
             task.prompt_phase.append(r)
         elif r.kind is K.DRAFT_BEGIN:

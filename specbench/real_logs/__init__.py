@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.log.reader import LogFormatError
-from adapters.llama.log.sources import LogSource
+from adapters.logs.sources import LogSource
 from engine.files import write_file
 from eventlog import open_db
 from eventlog.postmortem import postmortem_session

@@ -25,6 +25,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("implementation", r"adding speculative implementation '([\w-]+)'"),
         ("implementation", r"adding implementation ([\w-]+)"),  # before 0.3.24 (-v)
         ("model_drafter", r"creating (MTP) draft context"),
+        ("model_drafter", r"common_speculative_state_mtp: (MTP) context ready"),  # ik_llama.cpp
         ("draft_n_max", r"^(?:spec\s+)?\S+: - (?:n_match=\d+, )?n_max=(\d+)"),
         ("spec_checkpoints", r"speculative decoding (will use checkpoints)"),
         ("spec_refused", r"speculative decoding (not supported by this context)"),  # 0.3.20

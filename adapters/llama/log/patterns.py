@@ -13,7 +13,6 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from adapters.llama.log.dispatch import Dispatch
 from adapters.llama.log.records import (
     Accepted,
     AccPerPos,
@@ -42,6 +41,7 @@ from adapters.llama.log.records import (
     Token,
     Verdict,
 )
+from adapters.logs.dispatch import Dispatch
 
 K = RecordKind
 _INT, _NUM = r"(-?\d+)", r"(-?[\d.]+)"

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 
 from adapters.llama.errors import LlamaError
-from adapters.llama.log.compressed import GzipCut
-from adapters.llama.log.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
-from adapters.llama.log.run import LineKind, LogReading, RunEnd, RunReader, clean
+from adapters.llama.log.run import TAG, LineKind, LogReading, RunEnd, RunReader, clean
+from adapters.logs.compressed import GzipCut
+from adapters.logs.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
 
 __all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
            "read_lines"]
@@ -83,7 +83,7 @@ class LogReader:
     feeds a live file this way); `finish` once the file ends."""
 
     def __init__(self, prefixes: Prefixes | None = None) -> None:
-        self.prefixes = prefixes if prefixes is not None else Prefixes()
+        self.prefixes = prefixes if prefixes is not None else Prefixes(TAG)
         self.runs: list[RunReader] = []
         self.ended: dict[int, RunEnd] = {}
         self._current: dict[int | None, RunReader] = {}
@@ -164,7 +164,7 @@ def read_lines(lines: Iterable[bytes], name: str = "input") -> LogFile:
                              "the server's stdout/stderr went to)")
     digest = hashlib.sha256()
     # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
-    reader = LogReader(learn_prefixes([clean(raw.decode("utf-8", "surrogateescape")
+    reader = LogReader(learn_prefixes(TAG, [clean(raw.decode("utf-8", "surrogateescape")
                                              .rstrip("\n")) for raw in head]))
     number, partial = 0, None
     for raw in chain(head, it):

@@ -19,7 +19,6 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from adapters.llama.log.compressed import GzipCut
 from adapters.llama.log.facts import ServerInfo, server_fact
 from adapters.llama.log.patterns import (
     ComputeMark,
@@ -30,7 +29,6 @@ from adapters.llama.log.patterns import (
     slot_record,
     spec_record,
 )
-from adapters.llama.log.prefix import tag_at
 from adapters.llama.log.records import Compute, Record, RecordKind, SamplerParams, Server
 from adapters.llama.log.server_lines import (
     ServerEvent,
@@ -39,15 +37,26 @@ from adapters.llama.log.server_lines import (
     crash_line,
     server_line,
 )
-from adapters.llama.log.shapes import line_shape
 from adapters.llama.log.structured import (
     cache_prefix,
+    fields_alone,
     structured_build,
+    structured_fact,
     structured_http,
     structured_line,
     structured_record,
 )
+from adapters.logs.compressed import GzipCut
+from adapters.logs.shapes import line_shape
 
+TAG = re.compile(
+    r"\d+\.\d{2}\.\d{3}\.\d{3} [DIWE] "                  # llama's own --log-prefix time
+    r"|(?:slot|srv|que|res|spec|cmn)\s+[\w~]+: "          # slot / server / queue lines
+    r"|(?:llama|ggml|gguf|common|clip|mtmd|load|print_info|system_info|build|main|sched"
+    r"|graph|init_batch|decode|~llama)\w*: "              # loaders and the server's main
+    r"|(?:INFO|WARN|ERR|VERB|DEBUG) \[\s*\w+\] ")         # ik_llama.cpp
+"""What a llama-server line body starts with (adapters/logs/prefix.py learns what stands
+before it)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _OWN_PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
 _SLOT = re.compile(r"^slot\s+[^:|]+:\s+id\s+(\d+)\s+\|\s+task\s+(-?\d+)\s+\|\s?(.*)$")
@@ -61,8 +70,20 @@ _TAGGED = re.compile(r"^(?:(?:srv|que|res|spec|cmn)\s+[\w~()]+:|[~\w.-]+(?: \w+)
 _UNTAGGED = re.compile(
     r"^\s*(?:total time =|graphs reused =|Device \d+:|Running without SSL|Web UI is disabled"
     r"|no remote preset found|prompt eval time =|eval time =|draft acceptance|statistics \S+:"
-    r"|=+ Cache:|- |looking for better prompt|> [\w?-]+ -> |--- .+ ---$)")
+    r"|=+ Cache:|- |looking for better prompt|> [\w?-]+ -> |--- .+ ---$"
+    # ik_llama.cpp's: the memory it fits the model into as it loads (a table of layer
+    # sizes between dashed rules), the tensors it leaves out, the second lines of its
+    # startup notes, and its prompt cache (--cache-ram) saving and loading.
+    r"|=+ ?(?:HAVE_\w+ is defined|loading DRAFT model=+)$|-{8,}(?: Layer sizes:)?$"
+    r"|Layer\s+\d+:|Total\s+:|Free memory \d+ MiB on device|Memory (?:required|available)"
+    r"|model has unused tensor|use `--|=+ Prompt cache:|updating prompt cache"
+    r"|prompt cache (?:is enabled|save took|load took))")
 _QUOTE_OPENERS = ("example_format: '",)  # a message whose quoted text spans lines
+# ik_llama.cpp shows where a prompt parts from its slot's tokens: the text of each around
+# that point (`cache : …`, `prompt: …`; 30 tokens, 50 after a context shift), its newlines
+# going on to the lines after, up to the next line that is read into a record.
+_EXCERPT = re.compile(r"^(?:cache |prompt): ")
+_MAX_EXCERPT = 50  # lines an excerpt may go on for: a token's text holds one newline at most
 _MAX_CONTINUATION = 8
 _MAX_QUOTE = 256
 _TIMING_KINDS = (RecordKind.TIMING, RecordKind.DRAFT_TOTALS)
@@ -83,7 +104,7 @@ _ONCE = re.compile(
 # The prompt cache (--cache-ram) puts a saved prompt into the slot the next task takes.
 _PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LOOP_TAGS = ("que ", "res ", "srv ")  # the server loop's tags, by the line's first 4 characters
-_STRUCTURED_FIRST = frozenset("IWEVD{=")  # how a structured logger's line can begin
+_STRUCTURED_FIRST = frozenset("IWEVD{= ")  # how a structured logger's line can begin
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
 
 
@@ -176,6 +197,7 @@ class RunReader:
         self._own_prefixed = False  # the run's lines carry the logger's time prefix
         self._continuation = 0
         self._quote = 0
+        self._excerpt = 0  # lines an ik excerpt may still go on for
         self._params: SamplerParams | None = None  # a `sampler params:` line, values to come
         self._params_lines: list[str] = []
         self._timing_ctx: dict[str, int | float | None] | None = None
@@ -214,6 +236,8 @@ class RunReader:
         elif wall is not None and self._wall0 is not None:
             t = round(wall - self._wall0, 6)
         kind = self._classify(number, text, end > 0, t)
+        if kind is LineKind.PARSED:
+            self._excerpt = 0
         if kind is not LineKind.UNKNOWN:
             self._count(kind)
             if text:
@@ -273,6 +297,9 @@ class RunReader:
             return kind
         if not text.strip() or (self._own_prefixed and not prefixed):
             # With the logger's prefix on, an unprefixed line continues the message before it.
+            return LineKind.SKIPPED
+        if self._excerpt:
+            self._excerpt -= 1
             return LineKind.SKIPPED
         return LineKind.UNKNOWN
 
@@ -372,6 +399,8 @@ class RunReader:
         """A line of the structured logger (ik_llama.cpp), or its prompt-cache line."""
         s = structured_line(text)
         if s is None:
+            if fields_alone(text):
+                return LineKind.SKIPPED
             cache = cache_prefix(text, number, t)
             if cache is None:
                 return None
@@ -391,6 +420,12 @@ class RunReader:
                 self._once.add(once.group(1))
             self.out.server.build = self.out.server.build or build
             return LineKind.PARSED
+        fact = structured_fact(s)
+        if fact is not None:
+            name, value = fact
+            if not getattr(self.out.server, name):  # the first one counts (a line a slot)
+                setattr(self.out.server, name, value)
+            return LineKind.PARSED
         http = structured_http(s)
         if http is not None:
             self._server_event(ServerEvent(ServerEventKind.HTTP, number, t, status=http[1],
@@ -401,6 +436,7 @@ class RunReader:
         event = server_line(s.message, number, t)
         if event is not None:
             self._server_event(event)
+            self.shut_down = self.shut_down or event.shutdown
             return LineKind.PARSED
         return LineKind.SKIPPED
 
@@ -424,8 +460,11 @@ class RunReader:
                 self._once.add(once.group(1))
             if _LISTENING.search(text):
                 self.serving = True
+        if self.out.server.structured_log and _EXCERPT.match(text):
+            self._excerpt = _MAX_EXCERPT
+            return LineKind.SKIPPED
         tagged = _TAGGED.match(text) is not None
-        self._llama_lines += bool(prefixed or tag_at(text) == 0)
+        self._llama_lines += bool(prefixed or TAG.match(text))
         if any(o in text for o in _QUOTE_OPENERS) and not text.endswith("'"):
             self._quote = _MAX_QUOTE
         event = server_line(text, number, t)

@@ -64,9 +64,10 @@ _LINES: tuple[tuple[re.Pattern[str], ServerEventKind], ...] = tuple(
         (r"failed to find free space in the KV cache", ServerEventKind.KV_FULL),
         (r"^(?:srv\s+\w+: )?Context size has been exceeded", ServerEventKind.CONTEXT_EXCEEDED),
         (rf"stop: cancel task, id_task = {_I}", ServerEventKind.CANCEL),
+        # ik_llama.cpp's only one is its task loop's end, -v (its structured message).
         (r"cleaning up before exit|^(?:srv\s+)?main: exiting due to|received (?:SIGINT|SIGTERM)"
-         r"|^(?:srv\s+)?main: (?:HTTP )?server (?:is )?(?:stopped|shutting down)",
-         ServerEventKind.SHUTDOWN),
+         r"|^(?:srv\s+)?main: (?:HTTP )?server (?:is )?(?:stopped|shutting down)"
+         r"|^ending start_loop$", ServerEventKind.SHUTDOWN),
     )
 )
 _CODE = re.compile(r'"code"\s*:\s*(\d{3})')
@@ -82,7 +83,7 @@ _CRASH = re.compile(
 # a search of each pattern.
 _WORDS = ("request: ", "send_error", "got exception", "free space", "Context size",
           "cancel task", "cleaning up", "exiting", "received SIG", "server is stopped",
-          "shutting down")
+          "shutting down", "ending start_loop")
 
 
 def server_line(text: str, line: int, t: float | None) -> ServerEvent | None:

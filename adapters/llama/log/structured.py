@@ -3,8 +3,9 @@ server did before its 2024 logger): `INFO [ function] message | tid="…" timest
 in text form, or the same fields as one JSON object a line (`--log-format json`).
 
 Beside its newer `slot …: id N | task N |` lines (read as upstream's), ik_llama.cpp logs a
-task's start, its prompt's first position to compute (`kv cache rm [p0, end)`), its release,
-its HTTP request and its build this way; the prompt cache's view of the common prefix
+task's start, its prompt's size (-v: `prompt tokenized`), its prompt's first position to
+compute (`kv cache rm [p0, end)`), its release, its HTTP request and its build this way;
+the prompt cache's view of the common prefix
 (`======== Cache: cache_size = N, n_past = N, …`) comes without slot or task and is the
 common prefix of the next task's prompt with the slot's tokens.
 """
@@ -20,6 +21,10 @@ K = RecordKind
 _TEXT = re.compile(r"^(INFO|WARN|ERR|ERROR|VERB|DEBUG|WARNING) \[\s*([\w~]+)\] (.*?)(?: \|(.*))?$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 _CACHE = re.compile(r"^=+ Cache: cache_size = (\d+), n_past =\s+(\d+), n_past_prompt = (\d+)")
+# The fields of a line whose message ended in a newline, on a line of their own: ik's
+# `LOG_WARNING("%s\n", "ctx_shift is not supported …")` prints `%s` as its message, then
+# ` | ="ctx_shift is not supported …"` (the text as a field with no name).
+_FIELDS_ALONE = re.compile(r'^ \|(?: \w*=(?:"(?:[^"\\]|\\.)*"|\S+))+$')
 
 
 @dataclass(frozen=True)
@@ -66,15 +71,23 @@ def structured_line(text: str) -> StructuredLine | None:
     return StructuredLine(m.group(1), m.group(2), m.group(3).strip(), fields)
 
 
+def fields_alone(text: str) -> bool:
+    """Whether `text` is the fields of a structured line whose message ended in a newline
+    (its first line is known by itself)."""
+    return _FIELDS_ALONE.match(text) is not None
+
+
 def structured_record(s: StructuredLine, line: int, t: float | None) -> Record | None:
-    """The record a structured line carries (a task started, a prompt batch's start, a
-    release), or None for the others."""
+    """The record a structured line carries (a task started, its prompt's size (-v), a
+    prompt batch's start, a release), or None for the others."""
     slot, task = s.int_field("id_slot"), s.int_field("id_task")
     ctx = {"line": line, "t": t, "slot": slot, "task": task}
     if slot is None or task is None:
         return None
     if s.message == "slot is processing task":
         return Count(kind=K.TASK_STARTED, n=0, **ctx)
+    if s.message == "prompt tokenized" and s.int_field("n_prompt_tokens") is not None:
+        return Count(kind=K.PROMPT, n=s.int_field("n_prompt_tokens") or 0, **ctx)
     if s.message.startswith("kv cache rm") and s.int_field("p0") is not None:
         return Count(kind=K.CACHED, n=s.int_field("p0") or 0, **ctx)
     if s.message == "slot released":
@@ -95,6 +108,26 @@ def cache_prefix(text: str, line: int, t: float | None) -> Past | None:
         return None
     return Past(kind=K.PAST, lcp=int(m.group(2)), held=int(m.group(1)), line=line, t=t,
                 slot=None, task=None)
+
+
+# The server facts structured lines state, as ServerInfo's fields: that the model loaded
+# (None: the line says it), the slots, each slot's context (the line's field).
+_FACTS: dict[str, tuple[str, str | None]] = {
+    "model loaded": ("loaded", None),
+    "initializing slots": ("n_slots", "n_slots"),
+    "new slot": ("n_ctx_slot", "n_ctx_slot"),
+}
+
+
+def structured_fact(s: StructuredLine) -> tuple[str, int | bool] | None:
+    """The server fact a structured line states, as a ServerInfo field and its value (the
+    model loaded, the slots, a slot's context), else None."""
+    fact = _FACTS.get(s.message)
+    if fact is None:
+        return None
+    name, field = fact
+    value = True if field is None else s.int_field(field)
+    return None if value is None else (name, value)
 
 
 def structured_build(s: StructuredLine) -> str | None:

@@ -1,18 +1,19 @@
-"""Prefixes that something other than llama-server wrote before its lines, learned per file
+"""Prefixes that something other than the engine wrote before its lines, learned per file
 from the lines themselves: a log shipper's timestamp (`docker logs --timestamps`, `kubectl
 logs --timestamps`, a `docker logs` dump's `2026-05-14 22:13:25.196 | `), docker compose's
-service column (`llama-cpp-server  | `), journald's `May 17 10:02:11 host unit[pid]: `, the
+service column (`llama-cpp-server  | `), journald's `May 17 10:02:11 host unit[pid]: `, a
 router's `[pid] ` before a child server's lines, or any mix of them in one file.
 
-One mechanism takes them all. A llama-server line body begins with a tag its logger always
-writes (its own `M.ss.mmm.uuu L` time, a `slot`/`srv`/`que` tag and function, a loader's
-function name and colon, ik_llama.cpp's `INFO [ function ]`); what stands before the first
-such tag on a line is that line's prefix. A prefix's shape keeps its punctuation and turns
-each run of digits, letters or spaces into a class; the shapes the file's tagged lines show
-become one regular expression that strips a prefix of any of them from every line, the
-untagged continuation lines (a multi-line timing block, a chat template) included. A shape
-is learned only when it holds a digit or a `|` (a time, a process id, a column), so a line
-of plain text never teaches the reader to eat the start of other lines.
+One mechanism takes them all, for every engine. An engine's line body begins with a tag its
+logger always writes (llama-server's own `M.ss.mmm.uuu L` time or `slot`/`srv` tag, vLLM's
+`INFO 05-14 22:13:25 [file.py:12]`, ...): the engine's reader gives that tag as a pattern,
+and what stands before the first such tag on a line is that line's prefix. A prefix's
+shape keeps its punctuation and turns each run of digits, letters or spaces into a class;
+the shapes the file's tagged lines show become one regular expression that strips a
+prefix of any of them from every line, the untagged continuation lines (a multi-line
+timing block, a chat template) included. A shape is learned only when it holds a digit or
+a `|` (a time, a process id, a column), so a line of plain text never teaches the reader
+to eat the start of other lines.
 """
 
 import calendar
@@ -21,15 +22,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# The tags a llama-server body starts with, at the start of a line or after a delimiter.
-_TAG = re.compile(
-    r"(?:(?<=[\s|\]>])|^)(?:"
-    r"\d+\.\d{2}\.\d{3}\.\d{3} [DIWE] "                 # llama's own --log-prefix time
-    r"|(?:slot|srv|que|res|spec|cmn)\s+[\w~]+: "         # slot / server / queue lines
-    r"|(?:llama|ggml|gguf|common|clip|mtmd|load|print_info|system_info|build|main|sched"
-    r"|graph|init_batch|decode|~llama)\w*: "             # loaders and the server's main
-    r"|(?:INFO|WARN|ERR|VERB|DEBUG) \[\s*\w+\] "        # ik_llama.cpp
-    r")")
+_DELIMITERS = frozenset(" \t|]>")  # what stands between a prefix and a tag
 _SHAPE_TOKEN = re.compile(r"\d+|[^\W\d_]+| +|\t+|.", re.S)
 _LEARN_LINES = 5000  # a prefix shows on the first lines; later ones are learned as met
 _PID = re.compile(r"\[(\d+)\]")
@@ -63,16 +56,22 @@ def _plausible(prefix: str) -> bool:
     return prefix[-1] in " |]:>" and (any(c.isdigit() for c in prefix) or "|" in prefix)
 
 
-def tag_at(line: str) -> int | None:
-    """Where the first llama-server tag of `line` begins (None: it has none)."""
-    m = _TAG.search(line)
-    return m.start() if m is not None else None
+def tag_at(tag: re.Pattern[str], line: str) -> int | None:
+    """Where the first of the engine's tags (`tag`, a pattern of what its bodies start
+    with) begins in `line`, at its start or after a delimiter; None: nowhere."""
+    for m in tag.finditer(line):
+        at = m.start()
+        if at == 0 or line[at - 1] in _DELIMITERS:
+            return at
+    return None
 
 
 @dataclass
 class Prefixes:
-    """The prefix shapes of one file, as learned so far, and how many lines showed each."""
+    """The prefix shapes of one file, as learned so far (before lines with the engine's
+    `tag`), and how many lines showed each."""
 
+    tag: re.Pattern[str]
     counts: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
     _pattern: re.Pattern[str] | None = None
@@ -85,7 +84,7 @@ class Prefixes:
     def learn_line(self, line: str) -> bool:
         """Learn the prefix of one line, if it has a tag after a plausible prefix; whether
         its shape was new."""
-        at = tag_at(line)
+        at = tag_at(self.tag, line)
         if not at or not _plausible(line[:at]):
             return False
         s = shape(line[:at])
@@ -121,9 +120,9 @@ class Prefixes:
         return [self.examples[s] for s, _ in self.counts.most_common()]
 
 
-def learn_prefixes(lines: list[str]) -> Prefixes:
-    """The prefixes of a file, from its first lines."""
-    p = Prefixes()
+def learn_prefixes(tag: re.Pattern[str], lines: list[str]) -> Prefixes:
+    """The prefixes of a file, from its first lines, before the engine's `tag`."""
+    p = Prefixes(tag)
     p.learn(lines[:_LEARN_LINES])
     return p
 
