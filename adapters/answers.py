@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.differential import Answer
-from adapters.llama.client import Completion as LlamaCompletion
-from adapters.llama.client import LlamaClient
+from adapters.llama.server.client import Completion as LlamaCompletion
+from adapters.llama.server.client import LlamaClient
 from adapters.vllm.client import Completion as VllmCompletion
 from adapters.vllm.client import VllmClient
 from adapters.vllm.errors import ServerDiedError

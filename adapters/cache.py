@@ -1,5 +1,5 @@
 """The cache outside git where third-party engines live once built or installed: llama.cpp
-builds (adapters/llama/paths.py) and the vLLM environment (adapters/vllm/paths.py).
+builds (adapters/llama/server/paths.py) and the vLLM environment (adapters/vllm/paths.py).
 `SPECLEDGER_CACHE` moves it (default `$XDG_CACHE_HOME/specledger`, else
 `~/.cache/specledger`)."""
 

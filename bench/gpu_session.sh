@@ -85,7 +85,7 @@ say "device $device, budget $(left) s"
 } >"$res/env.txt" 2>&1
 sed 's/^/    /' "$res/env.txt" | tee -a "$summary"
 
-server=$("$py" -c 'from adapters.llama.paths import server_path; print(server_path(cuda=True))')
+server=$("$py" -c 'from adapters.llama.server.paths import server_path; print(server_path(cuda=True))')
 if [ "$device" = cuda ] && want llama; then
     # 52 CPU-minutes (measured on the 2-core machine): 4-5 minutes on 12 of the 16 cores,
     # the rest left to the GPU steps' launches; a session of its own, so that stopping it

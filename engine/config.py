@@ -5,7 +5,7 @@ from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from adapters.llama.paths import DEFAULT_BUILD, is_version
+from adapters.llama.server.paths import DEFAULT_BUILD, is_version
 from engine.errors import ConfigError
 
 

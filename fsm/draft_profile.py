@@ -2,7 +2,7 @@
 acceptance rate at each draft position, from a turn's speculative rounds. One definition
 for both readers: the log's fold (eventlog/fold.py) profiles any session's turns from its
 events (every backend records `verify` with the round's draft size and `commit` with its
-accepted drafts), and the llama.cpp import (adapters/llama/crosscheck.py) checks
+accepted drafts), and the llama.cpp import (adapters/llama/ledger/crosscheck.py) checks
 llama-server's own figures against the rounds it imported.
 
 The definitions are llama-server's (print_timing), so an imported llama.cpp session and

@@ -39,7 +39,7 @@ _POS = "position"
 _f = Field  # short: a field a line, mostly
 
 
-# --- the round transaction (engine/round.py, adapters/llama/ledger_rounds.py) ----------------
+# --- the round transaction (engine/round.py, adapters/llama/ledger/rounds.py) ----------------
 
 
 class Begin(TypedDict):
@@ -197,7 +197,7 @@ class Livelock(TypedDict):
     resolution: Annotated[str, _f("how the guard ended it (reconstruct)")]
 
 
-# --- turns and slots (engine/turn.py, adapters/llama/ledger_prompt.py) ------------------------
+# --- turns and slots (engine/turn.py, adapters/llama/ledger/prompt.py) ------------------------
 
 
 class StartTurn(TypedDict):

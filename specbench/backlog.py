@@ -30,8 +30,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from adapters.llama.gguf_export import model_gguf
-from adapters.llama.paths import require_server
+from adapters.llama.gguf.export import model_gguf
+from adapters.llama.server.paths import require_server
 from engine.errors import BackendError
 from eventlog import open_db
 from eventlog.schema import sessions

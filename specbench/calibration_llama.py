@@ -174,7 +174,7 @@ def plot(rows: list[Row], held: list[Row], profile: CostProfile, mtp_token_s: fl
 
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure llama-server, fit, validate on held-out prompts, write the profile."""
-    from adapters.llama.gguf_export import cached_gguf
+    from adapters.llama.gguf.export import cached_gguf
     from engine.hybrid.loader import load_checkpoint
     from specbench.calibration_measure import machine
     from specbench.common import server_logs

@@ -6,14 +6,14 @@ Each conversation has two turns, the second sent with the first turn's history a
 `cache_prompt`, so the server processes only what it does not hold: its log carries
 prompt forwards of a few tokens, of a turn's answer and question, and of a whole first
 prompt, beside the decode rounds; the forward's cost as a function of its batch
-(adapters/llama/forwardcurve.py) is measured over all of them.
+(adapters/llama/calibration/curve.py) is measured over all of them.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.paths import DEFAULT_BUILD
+from adapters.llama.server.paths import DEFAULT_BUILD
 from engine.config import RunConfig
 from specbench.calibration_llama_measure import server_options
 from specbench.calibration_llama_recipe import DRAFT, P_MIN, recipe_flags
@@ -91,8 +91,8 @@ def run_setting(s: Setting, model: str, talks: list[Conversation], template: Any
     """A fresh verbose server of setting `s` (`build`'s; its CUDA server on `device` cuda)
     through every conversation, logging to `log`. The second turn keeps the slot's cache
     (`cache_prompt`), so its prompt is processed from where the first turn left off."""
-    from adapters.llama.gguf_export import cached_gguf
-    from adapters.llama.server import LlamaServer
+    from adapters.llama.gguf.export import cached_gguf
+    from adapters.llama.server.process import LlamaServer
 
     config = RunConfig(backend="torch", model=model, drafter=s.drafter, draft_max=s.draft,
                        max_answer_tokens=plan.tokens, audit=False, device=device,

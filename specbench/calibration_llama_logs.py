@@ -11,7 +11,7 @@ fit of one setting predicts each setting's run of the same pass from that run's 
 the runs of one pass are recorded seconds apart, so a prediction and its measurement saw
 the same load as near as a shared machine allows (one run to the next moves by up to 2x
 under another job's load); a cell is the median over the passes. A
-prediction that needs what the fit log never measured (adapters/llama/logreach.py:
+prediction that needs what the fit log never measured (adapters/llama/calibration/reach.py:
 forwards of other sizes, a drafter it never ran, checkpoints, plain or speculative
 rounds, another graph, another build) is marked with the reasons; the goal is every
 prediction inside a fit's reach within `BAND`, and each miss is listed with what the logs
@@ -33,12 +33,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.calibration.clock import LogClock, log_clock
+from adapters.llama.calibration.fit import LogFit, fit_log, measured_tok_s, predict_tok_s
+from adapters.llama.calibration.reach import Beyond, Reach, outside, reach_of
 from adapters.llama.errors import UnknownBuildError
 from adapters.llama.log.sources import read_log
-from adapters.llama.logclock import LogClock, log_clock
-from adapters.llama.logfit import LogFit, fit_log, measured_tok_s, predict_tok_s
-from adapters.llama.logreach import Beyond, Reach, outside, reach_of
-from adapters.llama.paths import DEFAULT_BUILD, check_build
+from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.config import RunConfig
 from engine.files import write_file
 from specbench.calibration_llama_capture import (

@@ -20,13 +20,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.llama.client import Completion
+from adapters.llama.ledger.fold import fold_tasks
+from adapters.llama.ledger.tasks import LlamaTask
 from adapters.llama.log.records import Checkpoint, RecordKind
 from adapters.llama.log.sources import read_log
-from adapters.llama.options import ServerOptions
-from adapters.llama.server import LlamaServer
-from adapters.llama.taskfold import fold_tasks
-from adapters.llama.tasks import LlamaTask
+from adapters.llama.server.client import Completion
+from adapters.llama.server.options import ServerOptions
+from adapters.llama.server.process import LlamaServer
 from engine.config import RunConfig
 
 

@@ -10,7 +10,7 @@ forward; a forward of another batch than the one before it rebuilds its graph, w
 fit charges apart, `rebuild_s`: docs/design.md#llama-forward-costs), a fit log whose
 target kept another number of per-position recurrent states (`n_rs_seq`: a copy per kept
 position on every forward, which no one log separates; charged per node of the graph
-where both logs print it, adapters/llama/logfit.py), or the setting's own runs spreading
+where both logs print it, adapters/llama/calibration/fit.py), or the setting's own runs spreading
 beyond the band.
 
 A log line's cost is read off two lines the server loop prints one after the other with
@@ -25,9 +25,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.llama.calibration.clock import LogClock
+from adapters.llama.calibration.fit import MTP
 from adapters.llama.log.run import line_time
-from adapters.llama.logclock import LogClock
-from adapters.llama.logfit import MTP
 
 
 @dataclass(frozen=True)

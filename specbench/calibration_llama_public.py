@@ -9,8 +9,8 @@ names the files and the commit they come from). Its author's README
 (inference-containers/llamacpp/qwen-3.6-27b-dgx-spark/README.md, "Performance Benchmarks")
 tables both: n-max 3 at 16.83 tok/s for the first request and 14.90 for the second, n-max 2
 at "~18-22" and "~21-22"; they are the print_timing of each log's first two requests. Each
-log is fitted request by request (adapters/llama/taskfit.py) and predicts the other log's
-requests from their own counts (rounds, drafts, context), marked where it needs what its
+log is fitted request by request (adapters/llama/calibration/taskfit.py) and predicts the
+other log's requests from their own counts (rounds, drafts, context), marked where it needs what its
 log never measured.
 
 `python -m specbench.calibration_llama_public [--out DIR]` writes `DIR/public.{json,md}`
@@ -23,8 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.log.sources import read_file
-from adapters.llama.taskfit import (
+from adapters.llama.calibration.taskfit import (
     TaskFit,
     TaskTiming,
     fit_tasks,
@@ -32,6 +31,7 @@ from adapters.llama.taskfit import (
     task_outside,
     task_timings,
 )
+from adapters.llama.log.sources import read_file
 from engine.files import write_file
 from specbench.common import md_table
 

@@ -3,14 +3,14 @@ hold as many of the costs the other settings of its build pay as one server can,
 
 A server that drafts every round (draft-mtp at a fixed draft size) never runs a plain
 forward, and its verify batch is always the same size: the fixed cost of a speculative
-round cannot be told from a forward's, nor a token's from either (adapters/llama/logfit.py
+round cannot be told from a forward's, nor a token's from either (adapters/llama/calibration/fit.py
 names them unseparated). llama-server 0.3.36 takes no per-request speculative settings
 (tools/server/server-schema.cpp keeps `speculative.n_max` behind `#if 0`), so the mix must
 come from the server's own flags: draft-mtp under `--spec-draft-p-min P` stops drafting
 at the first token the MTP head gives less than P (common/speculative.cpp,
 common_speculative_impl_draft_mtp::draft), so the same server verifies drafts of every
 size up to its `--spec-draft-n-max` and, where even the first token falls short, runs a
-plain round (its unanswered call timed apart: adapters/llama/logclock.py). One such log
+plain round (its unanswered call timed apart: adapters/llama/calibration/clock.py). One such log
 holds plain forwards, verify batches of several sizes, forwards that reuse their graph
 beside forwards of a new batch that rebuild it, the MTP head's drafting and its pass after
 each forward. What it cannot hold: a forward of a server without MTP, whose context copies

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import sqlalchemy
 
 from adapters.cache import cache_root
-from adapters.llama.paths import DEFAULT_BUILD, check_build
+from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file

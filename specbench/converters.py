@@ -1,6 +1,6 @@
 """`specledger bench converters`: a llama.cpp build is its GGUF converter too. Every built
 build of the matrix exports the shipped target and draft model with its own
-`convert_hf_to_gguf.py` (our vocabulary step, adapters/llama/convert.py); each export is
+`convert_hf_to_gguf.py` (our vocabulary step, adapters/llama/gguf/convert.py); each export is
 compared with the default build's (metadata keys, tensors, the largest difference of each
 tensor's values, read by the default build's reader), and each build's llama-server answers
 the same held-out prompts greedily on every GGUF it loads, against the default build's
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from adapters.llama.builds import MATRIX
-from adapters.llama.gguf_compare import GgufDiff, compare_files
-from adapters.llama.paths import DEFAULT_BUILD, build_hint, built, require_server
+from adapters.llama.builds.matrix import MATRIX
+from adapters.llama.gguf.compare import GgufDiff, compare_files
+from adapters.llama.server.paths import DEFAULT_BUILD, build_hint, built, require_server
 from engine.files import write_file
 from specbench.common import BenchOptions, SuiteResult, md_table, server_logs
 from specbench.converters_runs import (

@@ -22,9 +22,9 @@ from adapters.llama.errors import (
     ServerRequestError,
     ServerTimeoutError,
 )
-from adapters.llama.gguf_export import cached_gguf
-from adapters.llama.options import ServerOptions
-from adapters.llama.server import LlamaServer, last_error_line, log_lines
+from adapters.llama.gguf.export import cached_gguf
+from adapters.llama.server.options import ServerOptions
+from adapters.llama.server.process import LlamaServer, last_error_line, log_lines
 from engine.config import RunConfig
 from engine.speculative import common_prefix
 

@@ -189,7 +189,7 @@ def plot(joined: Sequence[dict[str, Any]], stem: Path) -> list[Path]:
 
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure the three engines, write the table, the plot and the goal."""
-    from adapters.llama.paths import require_server
+    from adapters.llama.server.paths import require_server
     from adapters.vllm.paths import require_python
     from engine.hybrid.loader import load_checkpoint
     from specbench.common import server_logs

@@ -117,9 +117,9 @@ def run_llama(opts: BenchOptions, base: RunConfig, methods: Sequence[str],
     """`repeats` passes of each drafter on llama-server (f32 GGUF export of the target and
     draft model), fresh servers each pass."""
     from adapters.answers import TOP, llama_answer
-    from adapters.llama.gguf_export import cached_gguf
-    from adapters.llama.options import ServerOptions
-    from adapters.llama.server import LlamaServer
+    from adapters.llama.gguf.export import cached_gguf
+    from adapters.llama.server.options import ServerOptions
+    from adapters.llama.server.process import LlamaServer
     from specbench.llama_runs import llama_name, warmup_prompt
 
     target = cached_gguf(base.model, build=opts.llama_build)

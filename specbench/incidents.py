@@ -1,11 +1,11 @@
 """`specledger bench incidents`: every known llama.cpp incident's scenario on every built
 build of the matrix, recorded, read by the postmortem, and the table incident x build.
 
-Per build (adapters/llama/builds.py, oldest first): a build not in the cache is `not built`
+Per build (adapters/llama/builds/matrix.py, oldest first): a build not in the cache is `not built`
 (build it with `specledger llama build VERSION`); an incident whose code the build lacks
 (builds.json's exposure `absent`, or the build refuses the scenario's drafter) is
 `absent in this build`; every other scenario runs (`specledger run --backend llama
---llama-build VERSION ...`, adapters/llama/incident_scenarios.py), scenarios of the same
+--llama-build VERSION ...`, adapters/llama/builds/scenarios.py), scenarios of the same
 settings share one session, and the postmortem of the session judges the cell
 (specbench/incidents_cells.py): `named`, `clean`, `not reproducible on CPU (why)`, or
 `failed`. Each cell names its sessions and says where the measurement disagrees with what
@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.llama.builds import MATRIX, Build, facts
-from adapters.llama.errors import LlamaError
-from adapters.llama.incident_scenarios import (
+from adapters.llama.builds.incidents import INCIDENTS, Incident
+from adapters.llama.builds.matrix import MATRIX, Build, facts
+from adapters.llama.builds.scenarios import (
     QUICK,
     SCENARIOS,
     Scenario,
@@ -30,9 +30,9 @@ from adapters.llama.incident_scenarios import (
     expected,
     quick_scenario,
 )
-from adapters.llama.incidents import INCIDENTS, Incident
-from adapters.llama.options import BuildLacksDrafterError
-from adapters.llama.paths import built
+from adapters.llama.errors import LlamaError
+from adapters.llama.server.options import BuildLacksDrafterError
+from adapters.llama.server.paths import built
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.files import write_file

@@ -1,5 +1,5 @@
 """One cell of the incidents table: what a scenario's recorded session, read by the
-postmortem, says of one incident on one build (adapters/llama/incident_scenarios.py), and how
+postmortem, says of one incident on one build (adapters/llama/builds/scenarios.py), and how
 the cell prints.
 
 A cell is `named` only when the postmortem has the incident's finding kind, at or after
@@ -13,8 +13,8 @@ a counter that disagrees, a crash, an answer that differs, is a finding in itsel
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llama.incident_scenarios import Scenario, Verdict
-from adapters.llama.incidents import Incident
+from adapters.llama.builds.incidents import Incident
+from adapters.llama.builds.scenarios import Scenario, Verdict
 
 _QUOTED = 8  # numbers a cell quotes of its finding
 

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.client import Completion
-from adapters.llama.gguf_export import cached_gguf
-from adapters.llama.options import SPEC_TYPES, Drafter, ServerOptions
-from adapters.llama.server import LlamaServer
+from adapters.llama.gguf.export import cached_gguf
+from adapters.llama.server.client import Completion
+from adapters.llama.server.options import SPEC_TYPES, Drafter, ServerOptions
+from adapters.llama.server.process import LlamaServer
 from engine.config import RunConfig
 from engine.hybrid.tokenizer import chat_template, encode
 from specbench.common import WARMUP_TOKENS, BenchOptions, group_by

@@ -19,8 +19,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from adapters.llama.gguf_export import model_gguf
-from adapters.llama.paths import require_server
+from adapters.llama.gguf.export import model_gguf
+from adapters.llama.server.paths import require_server
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table
 from specbench.watch_runs import lag, median, overhead, pct, ring
 

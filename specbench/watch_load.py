@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from adapters.llama.conversation import ask
-from adapters.llama.options import Drafter, ServerOptions, server_args
+from adapters.llama.server.conversation import ask
+from adapters.llama.server.options import Drafter, ServerOptions, server_args
 from adapters.process import HOST, free_port, stop_group
 from adapters.protocol import Sampling
 from engine.errors import BackendError

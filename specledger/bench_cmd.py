@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markdown import Markdown
 
-from adapters.llama.paths import DEFAULT_BUILD
+from adapters.llama.server.paths import DEFAULT_BUILD
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import write_file

@@ -1,7 +1,7 @@
 """`specledger calibrate LOG|SESSION [--out PROFILE.json] [--predict LOG ...]`: the sim's
 cost terms fitted from one llama-server -v log's own clock (a file, or the log a recorded
 or imported session came from), each term with its spread, the residuals, the terms the
-log could not separate, and its reach: what the log measured (adapters/llama/logreach.py);
+log could not separate, and its reach: what the log measured (adapters/llama/calibration/reach.py);
 with `--out`, the profile the sim runs with (`--profile FILE.json`, its reach beside it for
 `whatif`); with `--predict`, other logs' decode tokens/s from their own rounds, each
 marked where it needs what the fit log never measured.
@@ -15,10 +15,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.calibration.clock import LogClock, log_clock
+from adapters.llama.calibration.fit import LogFit, Term, fit_log, predict_tok_s, to_profile
+from adapters.llama.calibration.reach import Reach, outside, reach_of
 from adapters.llama.log.sources import read_log
-from adapters.llama.logclock import LogClock, log_clock
-from adapters.llama.logfit import LogFit, Term, fit_log, predict_tok_s, to_profile
-from adapters.llama.logreach import Reach, outside, reach_of
 from engine.errors import ConfigError
 from engine.files import check_target
 from engine.sim.costs import save_profile

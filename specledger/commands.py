@@ -5,7 +5,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.exposed import build_exposure
+from adapters.llama.builds.exposed import build_exposure
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from engine.metrics import TurnMetrics

@@ -3,7 +3,7 @@
 - `specledger export gguf MODEL_DIR [--out FILE] [--outtype f32|f16] [--llama-build V]
   [--no-mtp]`: write a checkpoint as a GGUF file that llama-server loads without extra
   flags, with the converter of llama.cpp build V (default: the default build), the MTP
-  head left out with --no-mtp (adapters/llama/gguf_export.py).
+  head left out with --no-mtp (adapters/llama/gguf/export.py).
 - `specledger export SESSION --format perfetto|chrome-trace|parquet [--out FILE]`: write a
   session's rounds as a Perfetto or Chrome trace, or its events as a Parquet table
   (specledger/export/).
@@ -14,8 +14,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.gguf_export import OutType, export_gguf
-from adapters.llama.paths import DEFAULT_BUILD, check_build
+from adapters.llama.gguf.export import OutType, export_gguf
+from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.shipped import model_dir
 from eventlog import open_db
 from specledger import output

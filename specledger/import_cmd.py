@@ -9,11 +9,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.gguf_export import require_gguf
+from adapters.llama.gguf.export import require_gguf
+from adapters.llama.ledger.provenance import file_sha256
+from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.reader import LogFormatError
 from adapters.llama.log.sources import expand
-from adapters.llama.provenance import file_sha256
-from adapters.llama.responses import read_responses
 from eventlog import open_db
 from specledger import output
 from specledger.api import session_turns

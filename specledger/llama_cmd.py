@@ -1,5 +1,5 @@
 """`specledger llama builds` and `specledger llama build VERSION [--cuda]`: the llama.cpp
-build matrix (adapters/llama/builds.py) and building one of its servers into the cache, side
+build matrix (adapters/llama/builds/matrix.py) and building one of its servers into the cache, side
 by side with the others (tools/build_llama.sh, 10-16 minutes on 2 cores, then skipped); with
 --cuda its CUDA server beside the CPU one (`run --backend llama --device cuda` runs it).
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 from rich.table import Table
 
-from adapters.llama.builds import MATRIX, Build, facts, matrix
+from adapters.llama.builds.matrix import MATRIX, Build, facts, matrix
 from adapters.llama.errors import LlamaNotBuiltError
-from adapters.llama.paths import DEFAULT_BUILD, built, check_build, server_label, server_path
+from adapters.llama.server.paths import DEFAULT_BUILD, built, check_build, server_label, server_path
 from specledger import output
 
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "build_llama.sh"

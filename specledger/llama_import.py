@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.llama.ledger.provenance import Provenance
+from adapters.llama.ledger.responses import Responses
 from adapters.llama.log.reader import LogFormatError, LogReading
 from adapters.llama.log.run import RunEnd
 from adapters.llama.log.sources import expand, read_source
-from adapters.llama.provenance import Provenance
-from adapters.llama.responses import Responses
 from adapters.logs.sources import LogSource
 from specledger.llama_session import LlamaSession, store_llama_session
 

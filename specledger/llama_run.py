@@ -1,12 +1,12 @@
 """`specledger run --backend llama`: the torch backend's conversations (the same held-out
 questions, chosen by the same seed, answered under the same sampling) asked of llama.cpp's
 llama-server, running the shipped models' GGUF export with the drafter our name maps to
-(adapters/llama/options.py), through the OpenAI-compatible API with the `openai` client;
+(adapters/llama/server/options.py), through the OpenAI-compatible API with the `openai` client;
 then the server's -v log and the answers are recorded as the session, by the same ledger
 that `specledger import llama-server` uses; `LlamaEngine` is the run as an observed engine
 (adapters/protocol.py), recorded by specledger/observed.py.
 
-llama-server runs one slot here (adapters/llama/server.py starts it with `-np 1`), so a run
+llama-server runs one slot here (adapters/llama/server/process.py starts it with `-np 1`), so a run
 is one conversation. The server is stopped before its log is read: it writes a task's
 release after the answer is sent.
 """
@@ -18,21 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.conversation import Exchange, converse
-from adapters.llama.ledger import LedgerResult
+from adapters.llama.ledger.provenance import BACKEND, Provenance, file_sha256
+from adapters.llama.ledger.record import LedgerResult
+from adapters.llama.ledger.responses import Responses, parse_responses
 from adapters.llama.log.reader import LogReading
 from adapters.llama.log.sources import read_log
-from adapters.llama.options import (
+from adapters.llama.server.conversation import Exchange, converse
+from adapters.llama.server.options import (
     ChainOrderError,
     Drafter,
     ServerOptions,
     parse_drafters,
     server_args,
 )
-from adapters.llama.paths import require_server
-from adapters.llama.provenance import BACKEND, Provenance, file_sha256
-from adapters.llama.responses import Responses, parse_responses
-from adapters.llama.server import LlamaServer
+from adapters.llama.server.paths import require_server
+from adapters.llama.server.process import LlamaServer
 from adapters.protocol import Messages, Recording, Sampling, Sink
 from engine.config import RunConfig
 from engine.errors import ConfigError
@@ -63,7 +63,7 @@ def server_options(config: RunConfig) -> ServerOptions:
     """The server for `config`: the target's GGUF (and the draft model's, when its
     drafter runs: a GGUF file as given, a checkpoint exported once), sizes from the
     configuration, -v so the log shows every round."""
-    from adapters.llama.gguf_export import model_gguf
+    from adapters.llama.gguf.export import model_gguf
 
     if config.slots != 1:
         raise ConfigError(f"slots: the llama backend runs one conversation (llama-server "

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.llama.ledger import LedgerResult, record_log
+from adapters.llama.ledger.provenance import BACKEND, Provenance, session_config
+from adapters.llama.ledger.record import LedgerResult, record_log
+from adapters.llama.ledger.responses import Responses
+from adapters.llama.ledger.tasks import CutReason
 from adapters.llama.log.reader import LogFormatError, LogReading
 from adapters.llama.log.run import RunEnd
-from adapters.llama.provenance import BACKEND, Provenance, session_config
-from adapters.llama.responses import Responses
-from adapters.llama.tasks import CutReason
 from adapters.protocol import Recording, Sink
 from specledger.observed import UnitJournal, store_journal
 

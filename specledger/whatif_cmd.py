@@ -4,7 +4,7 @@ profile P's cost model (engine/sim/forecast.py): the decode tokens/s it predicts
 decoding and for the same speculation with llama.cpp's checkpoints in host memory (its
 default), on the device (the on-device flag), and with per-position states (`n_rs_seq`).
 A profile fitted by `specledger calibrate` carries what its log measured (its reach:
-adapters/llama/logreach.py); a mode whose forwards, drafter, checkpoints or per-position
+adapters/llama/calibration/reach.py); a mode whose forwards, drafter, checkpoints or per-position
 states lie beyond it is marked as an extrapolation, with the reasons.
 """
 
@@ -12,13 +12,13 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.llama.logreach import (
+from adapters.llama.calibration.reach import (
     Reach,
     drafter_outside,
     sizes_outside,
     states_outside,
 )
-from adapters.llama.options import SPEC_TYPES, parse_drafters
+from adapters.llama.server.options import SPEC_TYPES, parse_drafters
 from engine.errors import ConfigError
 from engine.sim.costs import CostProfile, get_profile, profile_calibration
 from engine.sim.forecast import MTP_DRAFT_SHARE, Forecast, Mode, Round, forecast, placed, recut

@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from adapters.llama.conversation import ask  # noqa: E402
+from adapters.llama.server.conversation import ask  # noqa: E402
 from adapters.protocol import Messages, Sampling  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from specledger.observed import questions  # noqa: E402

@@ -31,13 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from adapters.llama.builds import MATRIX, facts  # noqa: E402
-from adapters.llama.conversation import converse  # noqa: E402
+from adapters.llama.builds.matrix import MATRIX, facts  # noqa: E402
 from adapters.llama.errors import ModelRefusedError  # noqa: E402
-from adapters.llama.gguf_export import model_gguf  # noqa: E402
-from adapters.llama.options import server_args  # noqa: E402
-from adapters.llama.paths import built  # noqa: E402
-from adapters.llama.server import LlamaServer, log_lines  # noqa: E402
+from adapters.llama.gguf.export import model_gguf  # noqa: E402
+from adapters.llama.server.conversation import converse  # noqa: E402
+from adapters.llama.server.options import server_args  # noqa: E402
+from adapters.llama.server.paths import built  # noqa: E402
+from adapters.llama.server.process import LlamaServer, log_lines  # noqa: E402
 from adapters.protocol import Messages, Sampling  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from specledger.llama_run import questions, server_options, server_version  # noqa: E402
@@ -151,7 +151,7 @@ def readme(version: str, rows: list[dict[str, Any]], skipped: dict[str, str]) ->
         f"`specledger run --backend llama --llama-build {version} --drafter D --turns 2 "
         "--max-answer-tokens N --draft-max K`, seed 0, temperature 0, one slot), on the "
         "shipped models' f32 GGUF files as that command serves them "
-        "(adapters/llama/gguf_export.py `model_gguf`: the default build's export, without "
+        "(adapters/llama/gguf/export.py `model_gguf`: the default build's export, without "
         "the MTP head for a build that has no draft-mtp).", "",
         f"Server: `{server_version(version)}`.", "",
         "`NAME.log.gz` is the server's stdout+stderr, gzip, unchanged; `NAME.responses.json` "

@@ -63,7 +63,7 @@ tar -cJf .gpu/llama-src.tar.xz -C "$work/llama_cpp_python-$version/vendor" \
 
 "$py" - <<'PY'
 import shutil
-from adapters.llama.gguf_export import model_gguf
+from adapters.llama.gguf.export import model_gguf
 for name in ("shipped:target", "shipped:draft"):
     shutil.copy(model_gguf(name), ".gpu/gguf/")
 PY

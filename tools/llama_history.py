@@ -1,5 +1,5 @@
 """Read llama.cpp's own history for the builds of the known incidents: upstream's build
-number of every commit of master, and for each incident of adapters/llama/incidents.py
+number of every commit of master, and for each incident of adapters/llama/builds/incidents.py
 the first build whose source carries its bug and the first whose source no longer does.
 
 llama.cpp numbers a build by the commits of master it holds (`git rev-list --count`;
@@ -9,8 +9,8 @@ upstream's master up to `--tip`, with no commit of its own in between), checks e
 commit of master that changes a file the signatures read, with the very reading
 tools/llama_matrix.py gives an sdist, and writes:
 
-- adapters/llama/upstream_builds.txt: the commit of every build number up to the tip;
-- adapters/llama/incident_builds.json: each incident's first bug build and first fixed
+- adapters/llama/builds/upstream_builds.txt: the commit of every build number up to the tip;
+- adapters/llama/builds/incident_builds.json: each incident's first bug build and first fixed
   build, with commit, date and subject; the tip; the anchors past it (ANCHORS: a build
   number and commit that public files state, each with its source);
 - docs/llama-builds.md's last section, the same as a table.
@@ -28,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.llama.builds import Exposure, matrix
-from adapters.llama.history import HISTORY_FILE, TABLE_FILE, TABLE_HASH
-from adapters.llama.incidents import INCIDENTS
+from adapters.llama.builds.history import HISTORY_FILE, TABLE_FILE, TABLE_HASH
+from adapters.llama.builds.incidents import INCIDENTS
+from adapters.llama.builds.matrix import Exposure, matrix
 from tools.llama_matrix import DOC, HISTORY_HEADING, source_facts
 
 FILES = ("common/arg.cpp", "common/speculative.cpp", "tools/server/server-context.cpp")

@@ -2,9 +2,9 @@
 llama-cpp-python version, the llama.cpp commit it vendors (the sdist carries that
 submodule's shallow git history: its one commit, with date and subject), what its server
 can do (speculative types, speculative checkpoints, chains, flag dialect), and which of the
-known incidents (adapters/llama/incidents.py) its source carries, fixed or not.
+known incidents (adapters/llama/builds/incidents.py) its source carries, fixed or not.
 
-Writes adapters/llama/builds.json (what specledger reads at run time) and the table in
+Writes adapters/llama/builds/builds.json (what specledger reads at run time) and the table in
 docs/llama-builds.md. Nothing in either is typed by hand:
 
     python tools/llama_matrix.py [--sdists DIR]
@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.llama.builds import FACTS_FILE, MATRIX, Dialect
-from adapters.llama.incidents import INCIDENTS, Incident, exposure
-from adapters.llama.options import Drafter, our_drafter
-from adapters.llama.paths import cache_root
+from adapters.llama.builds.incidents import INCIDENTS, Incident, exposure
+from adapters.llama.builds.matrix import FACTS_FILE, MATRIX, Dialect
+from adapters.llama.server.options import Drafter, our_drafter
+from adapters.llama.server.paths import cache_root
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "llama-builds.md"
 HISTORY_HEADING = "## Known incidents by upstream build"

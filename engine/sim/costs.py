@@ -137,7 +137,7 @@ class CostProfile:
     launch_rs_seq: int = 0
     # A forward's cost measured at batch sizes (ascending) and interpolated between them:
     # above the largest the last slope goes on, below the smallest it is charged in
-    # proportion to its tokens (adapters/llama/forwardcurve.py). Empty: no such curve.
+    # proportion to its tokens (adapters/llama/calibration/curve.py). Empty: no such curve.
     forward_knots: tuple[int, ...] = ()
     forward_costs: tuple[float, ...] = ()
 

@@ -71,7 +71,7 @@ ADVICE: dict[Kind, str] = {
                                   "timings, a round's verdict line) or the rounds the log "
                                   "shows. Log every round (-v, LLAMA_TRACE=1 for the verdict "
                                   "lines) and check the counter's definition in this build "
-                                  "(adapters/llama/crosscheck.py names how each is read); "
+                                  "(adapters/llama/ledger/crosscheck.py names how each is read); "
                                   "lines of one log that contradict each other are the "
                                   "engine's bug.",
     Kind.ACCEPTANCE_INFLATION: "Trust the rounds' acceptance, not the server's: this build "

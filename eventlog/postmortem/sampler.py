@@ -5,7 +5,7 @@ kept its own top_k 40, top_p 0.95 and min_p 0.05 did not sample it.
 The claim is the session's `sampler` (a run of ours on another engine stores it); what was
 used is each START_TURN's `sampler` (an imported log with -v gives it; without, there is
 nothing to compare, and the check is said to be skipped). Both are in one set of terms
-(adapters/llama/sampler.py): each parameter, the acting samplers we have no parameter for
+(adapters/llama/ledger/sampler.py): each parameter, the acting samplers we have no parameter for
 (`others`), and the order of those that act. At temperature 0 the sampler draws the
 argmax whatever top-k, top-p or min-p keep, so there a difference in those is a warning (the
 session's record is wrong, its tokens are not); elsewhere, or with another sampler acting,

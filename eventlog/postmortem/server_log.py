@@ -3,7 +3,7 @@ room for the requests in flight, HTTP errors and their causes, every context che
 slot erased, acceptance counts no sampling verifier reaches, each drafter's own totals, and
 the requests a piece of a log cuts.
 
-These come from the session's stored source (adapters/llama/provenance.py: the run's ending
+These come from the session's stored source (adapters/llama/ledger/provenance.py: the run's ending
 and last lines, its server-level events, its overflows, the drafters' statistics, the
 requests' sampling and draft totals) and from the events that carry them (a `fail` of a task
 whose end the log does not show, a `ctx_restore` that erased checkpoints). A session of our

@@ -1,7 +1,7 @@
 """The checks a session's source could not feed, said rather than passed in silence.
 
 A session imported from another engine's log (llama-server) stores which payload fields
-its source provides (`config["provides"]`, adapters/llama/provenance.py). Where a detector's
+its source provides (`config["provides"]`, adapters/llama/ledger/provenance.py). Where a detector's
 input is missing there, its silence means nothing, so this detector names what was not
 checked, and why, in one note. Our own sessions store no `provides`: their logs hold
 every field, and this detector says nothing about them.

@@ -15,15 +15,15 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.llama.ledger import response_shape
-from adapters.llama.responses import (
+from adapters.llama.ledger.record import response_shape
+from adapters.llama.ledger.responses import (
     ResponseFacts,
     Responses,
     ResponsesError,
     match_responses,
     response_facts,
 )
-from adapters.llama.tasks import LlamaTask
+from adapters.llama.ledger.tasks import LlamaTask
 from specledger.watch.follower import READ_LIMIT, Cursor, LogFollower
 
 MAX_HELD = 10_000

@@ -1,5 +1,5 @@
 """A live log's records folded into requests, each fired through the import's own round
-machine (adapters/llama/taskfold.py, ledger.py) the moment its slot is released: one
+machine (adapters/llama/ledger/fold.py, ledger.py) the moment its slot is released: one
 `Request` per llama-server task, its events numbered from 1 as a session of its own.
 The slots' machines and states live on between requests, so a request's kept prefix,
 its re-prefill and its stray tokens are judged against what its slot held before, as
@@ -13,14 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.llama.ledger import TaskLedger
-from adapters.llama.ledger_rounds import accepted_drafts
+from adapters.llama.ledger.fold import TaskFolder
+from adapters.llama.ledger.provenance import Provenance, session_config
+from adapters.llama.ledger.record import TaskLedger
+from adapters.llama.ledger.rounds import accepted_drafts
+from adapters.llama.ledger.tasks import LlamaTask, TaskFold, Truncation
 from adapters.llama.log.facts import ServerInfo
 from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import Record, RecordKind
-from adapters.llama.provenance import Provenance, session_config
-from adapters.llama.taskfold import TaskFolder
-from adapters.llama.tasks import LlamaTask, TaskFold, Truncation
 from engine.metrics import TurnMetrics
 from fsm.errors import INTERNAL_ERRORS
 from specledger.observed import UnitJournal

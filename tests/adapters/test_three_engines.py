@@ -46,7 +46,7 @@ from adapters.differential import (
     not_lossless_findings,
     report,
 )
-from adapters.llama.paths import require_converter, require_server
+from adapters.llama.server.paths import require_converter, require_server
 from engine.config import DType
 from eventlog.postmortem.finding import Kind
 from tests.adapters.llama.conftest import require_llama
@@ -101,9 +101,9 @@ def ours_bf16(prompts: list[list[int]]) -> Run:
 def llama_runs(prompts: list[list[int]], tmp_path_factory: pytest.TempPathFactory
                ) -> list[Run]:
     """llama-server's answers, plain and with each drafter (a server each)."""
-    from adapters.llama.gguf_export import cached_gguf
-    from adapters.llama.options import ServerOptions, parse_drafters
-    from adapters.llama.server import LlamaServer
+    from adapters.llama.gguf.export import cached_gguf
+    from adapters.llama.server.options import ServerOptions, parse_drafters
+    from adapters.llama.server.process import LlamaServer
 
     require_llama(require_server)
     require_llama(require_converter)

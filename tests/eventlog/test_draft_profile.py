@@ -4,14 +4,14 @@ imported logs, and to our engine's own turn counts on a sim session."""
 
 import pytest
 
-from adapters.llama.ledger import record_log
+from adapters.llama.ledger.fold import fold_tasks
+from adapters.llama.ledger.record import record_log
 from adapters.llama.log.sources import read_log
-from adapters.llama.taskfold import fold_tasks
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session
 from fsm.draft_profile import DraftProfile
 from fsm.states import Trigger
-from tests.adapters.llama.test_logread import FIXTURES
+from tests.adapters.llama.log.test_reader import FIXTURES
 from tests.eventlog.sim import turn_profiles
 
 

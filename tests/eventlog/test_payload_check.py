@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from adapters.llama.ledger import record_log
+from adapters.llama.ledger.record import record_log
+from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.reader import parse_log
 from adapters.llama.log.sources import read_log
-from adapters.llama.responses import read_responses
 from engine.config import EogPolicy, ReplayPolicy, Strategy
 from engine.session import Session
 from eventlog import Recorder, count_events, create_session, open_db, scan_events
 from fsm.errors import PayloadError
 from fsm.event import Event
 from fsm.states import RoundState, Trigger
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text
 from tests.eventlog.sim import sim_config
 
 LOGS = ("mtp", "ngram-mod", "draft-simple", "two-slots", "quiet", "edited-history",

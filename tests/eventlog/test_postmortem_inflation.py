@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from adapters.llama.builds import MATRIX, Exposure, facts
+from adapters.llama.builds.matrix import MATRIX, Exposure, facts
 from eventlog.postmortem import Kind, Severity
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text
 from tests.adapters.llama.test_postmortem import findings
 
 _TASK = re.compile(r"\| task (\d+) \|")

@@ -178,10 +178,10 @@ def test_sessions_of_different_backends_compare_tokens() -> None:
 
 def _imported(name: str) -> list[Event]:
     """A captured llama-server log (tests/adapters/llama/fixtures) imported into memory."""
-    from adapters.llama.ledger import record_log
+    from adapters.llama.ledger.record import record_log
     from adapters.llama.log.sources import read_log
     from engine.session import MemoryJournal
-    from tests.adapters.llama.test_logread import FIXTURES
+    from tests.adapters.llama.log.test_reader import FIXTURES
 
     journal = MemoryJournal()
     record_log(read_log(FIXTURES / f"{name}.log.gz"), journal)

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.paths import require_converter, require_server
+from adapters.llama.server.paths import require_converter, require_server
 from specbench import SUITES, BenchOptions, SuiteResult, run_suite
 from tests.adapters.llama.conftest import require_llama
 

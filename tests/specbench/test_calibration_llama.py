@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters.llama.paths import require_converter, require_server
+from adapters.llama.server.paths import require_converter, require_server
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.sim.backend import SimBackend
@@ -121,7 +121,7 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     part = logs["builds"]["0.3.36"]  # quick: the default build alone
     assert {r["setting"] for r in part["rows"]} >= {"none", "ngram-mod k=8", "mtp k=4"}
     # a fit predicts its own log as measured (its stalls charged back as its level): the
-    # fit is checked on synthetic logs (tests/adapters/llama/test_logfit.py), committed
+    # fit is checked on synthetic logs (tests/adapters/llama/calibration/test_fit.py), committed
     # ones (test_logfit_heldout.py) and fixed ones (tests/specledger/test_calibrate_cmd.py)
     for r in part["rows"]:
         for name in part["fits"]:

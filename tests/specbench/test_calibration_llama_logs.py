@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from adapters.llama.calibration.clock import LogClock, log_clock
+from adapters.llama.calibration.fit import fit_log, predict_tok_s
+from adapters.llama.calibration.reach import reach_of
 from adapters.llama.log.sources import read_log
-from adapters.llama.logclock import LogClock, log_clock
-from adapters.llama.logfit import fit_log, predict_tok_s
-from adapters.llama.logreach import reach_of
 from specbench.calibration_llama_capture import RECIPE, SETTINGS, Setting, log_paths
 from specbench.calibration_llama_logs import (
     goal_met,
@@ -24,7 +24,7 @@ from specbench.calibration_llama_logs import (
     table,
 )
 from specbench.calibration_llama_recipe import P_MIN, recipe_flags
-from tests.adapters.llama.test_logread import FIXTURES
+from tests.adapters.llama.log.test_reader import FIXTURES
 
 
 def _clock(name: str) -> LogClock:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.llama.calibration.clock import LogClock, log_clock
 from adapters.llama.log.sources import read_log
-from adapters.llama.logclock import LogClock, log_clock
 from specbench.calibration_llama_misses import (
     Miss,
     forward_at,
@@ -21,7 +21,7 @@ from specbench.calibration_llama_misses import (
     miss_reasons,
     misses_text,
 )
-from tests.adapters.llama.test_logread import FIXTURES
+from tests.adapters.llama.log.test_reader import FIXTURES
 
 
 def _clock(name: str) -> LogClock:

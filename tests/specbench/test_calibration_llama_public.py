@@ -7,8 +7,8 @@ the prediction says what it needs beyond its log."""
 
 import pytest
 
+from adapters.llama.calibration.taskfit import task_timings
 from adapters.llama.log.sources import read_file
-from adapters.llama.taskfit import task_timings
 from specbench.calibration_llama_public import CORPUS, LOGS, run, text
 
 N2, N3 = "n-max 2, p-min 0.85", "n-max 3, p-min 0.75"

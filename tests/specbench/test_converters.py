@@ -5,8 +5,8 @@ cell."""
 
 from pathlib import Path
 
-from adapters.llama.builds import MATRIX
-from adapters.llama.paths import DEFAULT_BUILD, built
+from adapters.llama.builds.matrix import MATRIX
+from adapters.llama.server.paths import DEFAULT_BUILD, built
 from engine.hybrid.tokenizer import decode
 from specbench.converters import plan_for, tensor_groups, verdict
 from specbench.converters_runs import (

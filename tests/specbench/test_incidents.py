@@ -4,8 +4,8 @@ cells it left out, incidents.md, the goal, and the recorded sessions."""
 
 from pathlib import Path
 
-from adapters.llama.incidents import INCIDENTS
-from adapters.llama.paths import DEFAULT_BUILD
+from adapters.llama.builds.incidents import INCIDENTS
+from adapters.llama.server.paths import DEFAULT_BUILD
 from eventlog import list_sessions, open_db
 from tests.specbench.llama_quick import run_quick
 

@@ -6,12 +6,12 @@ restores, none repeated), and the report-built livelock log names #28060."""
 import gzip
 from typing import Any
 
-from adapters.llama.builds import facts
-from adapters.llama.incident_scenarios import SCENARIOS, Verdict, expected
-from adapters.llama.incidents import by_key
+from adapters.llama.builds.incidents import by_key
+from adapters.llama.builds.matrix import facts
+from adapters.llama.builds.scenarios import SCENARIOS, Verdict, expected
 from fsm.states import Trigger
 from specbench.incidents_cells import Cell, judge
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text
 from tests.adapters.llama.test_postmortem import imported_text
 from tests.eventlog.test_postmortem_inflation import counted_before_the_fix
 

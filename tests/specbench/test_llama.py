@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from adapters.llama.paths import require_converter, require_server
+from adapters.llama.server.paths import require_converter, require_server
 from eventlog import list_sessions, open_db
 from specbench import SUITES, BenchOptions, run_suite
 from specbench.llama import DRAFTERS, QUICK_DRAFTERS

@@ -25,7 +25,7 @@ from eventlog.reader import scan_events
 from specledger.api import run_session
 from specledger.cli import main
 from specledger.export import chrome_trace
-from tests.adapters.llama.test_logread import FIXTURES
+from tests.adapters.llama.log.test_reader import FIXTURES
 from tests.eventlog.test_migrate import _as_version_1
 from tests.specledger.helpers import exit_status
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from transitions import MachineError
 
+from adapters.llama.ledger.fold import TaskFolder
 from adapters.llama.log.reader import parse_log
 from adapters.llama.log.records import RecordKind
-from adapters.llama.taskfold import TaskFolder
 from fsm.errors import InvalidTransitionError, PayloadError
 from fsm.machine import RoundMachine
 from specledger import bug_report

@@ -12,7 +12,7 @@ import pytest
 
 from engine.sim.costs import load_profile_file
 from specledger.cli import main
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text
 
 
 def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.llama.paths import require_converter, require_server
+from adapters.llama.server.paths import require_converter, require_server
 from engine.config import RunConfig
 from eventlog import Recorder, create_session, get_session, open_db
 from eventlog.reader import scan_events

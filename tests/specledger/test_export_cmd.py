@@ -8,7 +8,7 @@ import pytest
 
 from adapters.cache import CACHE_ENV
 from adapters.llama.errors import GgufExportError, LlamaNotBuiltError, UnknownBuildError
-from adapters.llama.paths import DEFAULT_BUILD, require_converter
+from adapters.llama.server.paths import DEFAULT_BUILD, require_converter
 from specledger import export_cmd
 from tests.adapters.llama.conftest import require_llama
 

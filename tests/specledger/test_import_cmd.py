@@ -14,7 +14,7 @@ from eventlog import get_session, open_db
 from eventlog.reader import scan_events
 from fsm.states import Trigger
 from specledger.cli import main
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text
 
 
 def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]

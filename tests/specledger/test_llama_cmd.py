@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from adapters.cache import CACHE_ENV
-from adapters.llama import paths
-from adapters.llama.builds import MATRIX
+from adapters.llama.builds.matrix import MATRIX
+from adapters.llama.server import paths
 from specledger import llama_cmd
 from tests.specledger.helpers import exit_status
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.llama.ledger.provenance import file_sha256
 from adapters.llama.log.sources import read_log
-from adapters.llama.paths import require_converter, require_server
-from adapters.llama.provenance import file_sha256
+from adapters.llama.server.paths import require_converter, require_server
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from eventlog import get_session, open_db

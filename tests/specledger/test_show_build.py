@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.builds import MATRIX, Exposure, facts
-from adapters.llama.incidents import INCIDENTS
+from adapters.llama.builds.incidents import INCIDENTS
+from adapters.llama.builds.matrix import MATRIX, Exposure, facts
 from specledger.cli import main
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text
 
 
 def _show(db: str, session: int, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:  # type: ignore[type-arg]

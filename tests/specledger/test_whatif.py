@@ -98,7 +98,7 @@ def test_a_calibrated_profile_marks_each_mode_beyond_its_logs_reach(
     # the same build: plain decoding lies inside the n-gram log's reach (one-token
     # forwards, plain rounds, no per-position state); the speculative modes need the MTP
     # head it never ran, and n_rs_seq the states it never kept
-    from tests.adapters.llama.test_logread import FIXTURES
+    from tests.adapters.llama.log.test_reader import FIXTURES
 
     build = FIXTURES / "builds" / "0.3.36"
     db, profile = str(tmp_path / "l.db"), tmp_path / "ngram.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.builds import Exposure
+from adapters.llama.builds.matrix import Exposure
 
 SPEC = importlib.util.spec_from_file_location(
     "llama_history", Path(__file__).parents[2] / "tools" / "llama_history.py")

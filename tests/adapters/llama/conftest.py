@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from adapters.llama.errors import LlamaNotBuiltError
-from adapters.llama.gguf_export import export_gguf
-from adapters.llama.options import ServerOptions
-from adapters.llama.paths import require_converter, require_server
-from adapters.llama.server import LlamaServer
+from adapters.llama.gguf.export import export_gguf
+from adapters.llama.server.options import ServerOptions
+from adapters.llama.server.paths import require_converter, require_server
+from adapters.llama.server.process import LlamaServer
 
 REQUIRE_ENV = "SPECLEDGER_REQUIRE_LLAMA"
 PRE_MTP_BUILD = "0.3.21"  # the newest build before draft-mtp: `make llama-builds` builds it

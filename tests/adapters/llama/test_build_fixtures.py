@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-from adapters.llama.builds import Exposure, facts, match_banner
-from adapters.llama.ledger import LedgerResult, record_log
-from adapters.llama.ledger_rounds import accepted_drafts
+from adapters.llama.builds.matrix import Exposure, facts, match_banner
+from adapters.llama.ledger.provenance import Provenance, provides
+from adapters.llama.ledger.record import LedgerResult, record_log
+from adapters.llama.ledger.responses import parse_responses, read_responses
+from adapters.llama.ledger.rounds import accepted_drafts
+from adapters.llama.ledger.tasks import LlamaTask
 from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import StopReason, TimingPhase
 from adapters.llama.log.sources import read_log
-from adapters.llama.options import our_drafter
-from adapters.llama.provenance import Provenance, provides
-from adapters.llama.responses import parse_responses, read_responses
-from adapters.llama.tasks import LlamaTask
+from adapters.llama.server.options import our_drafter
 from engine.config import RunConfig
 from engine.session import MemoryJournal
 from eventlog import open_db

@@ -13,8 +13,8 @@ import pytest
 
 from adapters.answers import ANSWER_CAP, held_out_prompts, llama_answers, our_answer
 from adapters.differential import Run, compare_runs, not_lossless_findings, report
-from adapters.llama.options import ServerOptions, parse_drafters
-from adapters.llama.server import LlamaServer
+from adapters.llama.server.options import ServerOptions, parse_drafters
+from adapters.llama.server.process import LlamaServer
 from engine.config import DType
 from tests.adapters.llama.conftest import Ggufs
 

@@ -6,15 +6,15 @@ model's state), and the note on what a log cannot tell."""
 import gzip
 import re
 
-from adapters.llama.ledger import record_log
+from adapters.llama.ledger.fold import fold_tasks
+from adapters.llama.ledger.provenance import Provenance, session_config
+from adapters.llama.ledger.record import record_log
 from adapters.llama.log.reader import LogReading, parse_log, parse_text
-from adapters.llama.provenance import Provenance, session_config
-from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from eventlog.postmortem import Finding, Kind, Severity, analyze
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
 from fsm.event import Event
-from tests.adapters.llama.test_logread import FIXTURES, fixture_text, with_number
+from tests.adapters.llama.log.test_reader import FIXTURES, fixture_text, with_number
 
 
 def imported_text(text: str) -> tuple[list[Finding], list[Event]]:

@@ -16,7 +16,7 @@ import pytest
 
 from adapters.llama.log.sources import read_log
 from specledger.cli import main
-from tests.adapters.llama.test_logread import FIXTURES
+from tests.adapters.llama.log.test_reader import FIXTURES
 
 REPORTS = FIXTURES / "reports"
 SCRIPT = Path(__file__).resolve().parents[3] / "tools" / "report_fixtures.py"

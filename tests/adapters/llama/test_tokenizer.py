@@ -5,8 +5,8 @@ spliced in, detokenize to the same text (U+FFFD where the bytes are not UTF-8)."
 
 import random
 
-from adapters.llama.convert import CHATML_TEMPLATE
-from adapters.llama.server import LlamaServer
+from adapters.llama.gguf.convert import CHATML_TEMPLATE
+from adapters.llama.server.process import LlamaServer
 from engine.hybrid.tokenizer import SPECIALS, decode, encode
 
 N_STRINGS = 1000

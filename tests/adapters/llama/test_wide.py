@@ -13,14 +13,14 @@ import pytest
 
 from adapters.answers import held_out_prompts, llama_answers, our_answer
 from adapters.differential import Run, compare_runs, report
-from adapters.llama.gguf_export import export_gguf
-from adapters.llama.options import ServerOptions, parse_drafters
-from adapters.llama.paths import require_converter
-from adapters.llama.server import LlamaServer
+from adapters.llama.gguf.export import export_gguf
+from adapters.llama.server.options import ServerOptions, parse_drafters
+from adapters.llama.server.paths import require_converter
+from adapters.llama.server.process import LlamaServer
 from engine.config import DType
 from engine.shipped import model_dir
 from tests.adapters.llama.conftest import Ggufs, require_llama
-from tests.adapters.llama.test_gguf_export import read_gguf
+from tests.adapters.llama.gguf.test_export import read_gguf
 
 WIDE, WIDE_DRAFT = "shipped:wide", "shipped:wide-draft"
 N_PROMPTS = 6

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from adapters.llama.ledger import record_log
+from adapters.llama.ledger.record import record_log
+from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.sources import read_log
-from adapters.llama.responses import read_responses
 from eventlog import get_session, open_db
 from eventlog.postmortem.analyze import postmortem_session
 from eventlog.postmortem.finding import Kind

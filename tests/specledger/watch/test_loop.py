@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.ledger import record_log
-from adapters.llama.ledger_rounds import accepted_drafts
+from adapters.llama.ledger.fold import fold_tasks
+from adapters.llama.ledger.record import record_log
+from adapters.llama.ledger.rounds import accepted_drafts
 from adapters.llama.log.reader import parse_log, parse_text
 from adapters.llama.log.sources import read_log
-from adapters.llama.taskfold import fold_tasks
 from eventlog import list_sessions, open_db
 from eventlog.postmortem.analyze import postmortem_session
 from eventlog.postmortem.finding import Severity

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llama.ledger import record_log
+from adapters.llama.ledger.fold import fold_tasks
+from adapters.llama.ledger.record import record_log
+from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.reader import parse_text
 from adapters.llama.log.records import RecordKind
 from adapters.llama.log.run import LogReading, RunEnd
 from adapters.llama.log.sources import read_file
-from adapters.llama.responses import read_responses
-from adapters.llama.taskfold import fold_tasks
 from engine.session import MemoryJournal
 from specledger.cli import main
 

@@ -13,7 +13,7 @@ import pytest
 from adapters.llama.log.reader import parse_text
 from adapters.llama.log.records import Record
 from adapters.llama.log.run import RunEnd
-from tests.adapters.llama.test_logread import fixture_text
+from tests.adapters.llama.log.test_reader import fixture_text
 
 Wrap = Callable[[int, str], str]
 

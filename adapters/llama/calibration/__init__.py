@@ -1,0 +1,1 @@
+"""A llama-server log's own clock, and the cost profile fitted from it."""

@@ -1,0 +1,1 @@
+"""Our models as llama.cpp's GGUF files: export, comparison, conversion, shape."""

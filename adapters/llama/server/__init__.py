@@ -1,0 +1,1 @@
+"""Running llama-server: its flags per build, the cache of builds, the process and its client."""
