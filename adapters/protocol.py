@@ -1,6 +1,6 @@
 """The small protocol every engine we observe satisfies (llama.cpp's llama-server, vLLM's
 OpenAI server): start the server, drive the conversation, read what it reports, turn it
-into events. `specledger.observed.observe` runs any of them the same way; each engine's
+into events. `specledger.runs.observed.observe` runs any of them the same way; each engine's
 adapter says only what differs (docs/design.md#engines-we-observe-but-do-not-run).
 
 The steps, in order:

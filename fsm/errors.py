@@ -1,7 +1,7 @@
 """Exception types. Every error a user can cause derives from `SpecledgerError`, so the
 CLI can print one line for it instead of a traceback. Those in `INTERNAL_ERRORS` no user
 causes: a state machine refusing a move, an event of the wrong shape, a failed assertion
-are specledger's bugs, and the CLI prints them as a bug report (specledger/bug_report.py),
+are specledger's bugs, and the CLI prints them as a bug report (specledger/cli/bug_report.py),
 never their own text, whose states and triggers mean nothing to a user. Code that knows
 where in its input such an error struck says so with `exc.add_note("line N of LOG")`:
 the report prints the notes."""

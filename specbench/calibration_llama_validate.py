@@ -67,7 +67,7 @@ def reprefill_check(llama_config: RunConfig, db: str, profile: CostProfile) -> d
     """A multi-turn conversation on llama-server (recorded through the llama ledger) and
     the sim's conversation of as many turns under `profile`, the same drafter, strategy
     and context checkpoints: history tokens prefilled again, turn by turn."""
-    from specledger.llama_run import run_llama
+    from specledger.runs.llama import run_llama
 
     done = run_llama(llama_config, db)
     llama_turns = [t.reprefill_tokens for t in done.session.ledger.turns]

@@ -71,7 +71,7 @@ def record(scenario: Scenario, build: str, opts: BenchOptions) -> Outcome:
 
 
 def _recorded(config: RunConfig, opts: BenchOptions) -> Outcome:
-    from specledger.llama_run import run_llama
+    from specledger.runs.llama import run_llama
 
     done = run_llama(config, opts.db)
     sid = done.session.session_id

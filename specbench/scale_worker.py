@@ -31,7 +31,7 @@ class Analysis(StrEnum):
 def _command() -> Callable[[Sequence[str]], int]:
     """The CLI's entry point, imported by the one analysis that runs it (its imports are
     not the command's work, nor the other analyses' memory)."""
-    from specledger.cli import main
+    from specledger.cli.main import main
 
     return main
 

@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if watch:
         signal.signal(signal.SIGINT, _interrupted_while_loading)
-    from specledger.cli import main as cli_main
+    from specledger.cli.main import main as cli_main
 
     if watch:
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from adapters.llama.server.conversation import ask  # noqa: E402
 from adapters.protocol import Messages, Sampling  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
-from specledger.observed import questions  # noqa: E402
+from specledger.runs.observed import questions  # noqa: E402
 
 OUT = ROOT / "tests" / "adapters" / "llama" / "fixtures" / "ik"
 MAX_TOKENS = 32

@@ -40,7 +40,7 @@ from adapters.llama.server.paths import built  # noqa: E402
 from adapters.llama.server.process import LlamaServer, log_lines  # noqa: E402
 from adapters.protocol import Messages, Sampling  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
-from specledger.llama_run import questions, server_options, server_version  # noqa: E402
+from specledger.runs.llama import questions, server_options, server_version  # noqa: E402
 
 OUT = ROOT / "tests" / "adapters" / "llama" / "fixtures" / "builds"
 

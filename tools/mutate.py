@@ -265,12 +265,12 @@ MUTATIONS: tuple[Mutation, ...] = (
       "tests/adapters/llama/calibration/test_clock.py",
       "a drafter pass after the round is charged to it"),
     # The CLI: what a user reads.
-    m("internal-error-as-user-error", "specledger/cli.py",
+    m("internal-error-as-user-error", "specledger/cli/main.py",
       "    except INTERNAL_ERRORS as exc:", "    except () as exc:",
-      "tests/specledger/test_bug_report.py",
+      "tests/specledger/cli/test_bug_report.py",
       "a state machine's refusal reaches users in its own words"),
-    m("help-is-the-module-docstring", "specledger/cli.py", "description=DESCRIPTION,",
-      "description=__doc__,", ("tests/specledger/test_cli.py", "-k", "help"),
+    m("help-is-the-module-docstring", "specledger/cli/main.py", "description=DESCRIPTION,",
+      "description=__doc__,", ("tests/specledger/cli/test_main.py", "-k", "help"),
       "--help opens with how the CLI module works"),
 )
 

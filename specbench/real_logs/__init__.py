@@ -27,7 +27,7 @@ from eventlog import open_db
 from eventlog.postmortem import postmortem_session
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table
 from specbench.real_logs.threads import THREADS, Thread
-from specledger.llama_import import import_source
+from specledger.runs.imports import import_source
 
 SUITE = "real-logs"
 COMMAND = "specledger bench real-logs"

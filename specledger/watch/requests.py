@@ -23,7 +23,7 @@ from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import Record, RecordKind
 from engine.metrics import TurnMetrics
 from fsm.errors import INTERNAL_ERRORS
-from specledger.observed import UnitJournal
+from specledger.runs.observed import UnitJournal
 from specledger.watch.answers import Answer, AnswerFeed
 from specledger.watch.stream import LineCounts, Piece
 

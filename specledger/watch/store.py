@@ -25,7 +25,7 @@ from sqlalchemy import (
 from eventlog.interrupts import interrupts_deferred
 from eventlog.schema import UTCDateTime
 from specledger.api import new_session
-from specledger.observed import write_journal
+from specledger.runs.observed import write_journal
 from specledger.watch.follower import Cursor
 from specledger.watch.requests import Request
 

@@ -17,7 +17,7 @@ from eventlog.diff import diff_tokens
 from eventlog.fold import TurnRecord, fold_log
 from eventlog.postmortem import Severity, postmortem_session
 from specledger.api import run_session
-from specledger.cli import main
+from specledger.cli.main import main
 
 BATCHED = RunConfig(backend="sim", slots=4, schedule="batched", turns=2, prompt_tokens=64,
                     question_tokens=8, answer_tokens=40, acceptance=0.7, seed=5)

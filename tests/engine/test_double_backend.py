@@ -14,7 +14,7 @@ from eventlog.postmortem import Kind, postmortem_session
 from fsm.invariants import Invariant
 from fsm.states import Trigger
 from specledger.api import run_session
-from specledger.cli import main
+from specledger.cli.main import main
 from tests.engine.double import VOCAB, DoubleBackend, chain
 
 

@@ -14,7 +14,7 @@ from eventlog.reader import scan_events
 from eventlog.schema import SCHEMA_VERSION, meta
 from fsm.event import Event
 from specledger.api import run_session
-from specledger.cli import main
+from specledger.cli.main import main
 
 CONFIG = RunConfig(eog_policy="legacy", replay_policy="reverify", tie_flip_rate=0.3,
                    acceptance=0.9, turns=2, seed=3)

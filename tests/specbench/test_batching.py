@@ -14,7 +14,7 @@ from specbench.batching import sim_grid, torch_grid
 from specbench.batching_points import PLAIN, Point, cpu, stops_paying
 from specbench.record import DEFAULT_OUT
 from specbench.strategies_points import CORRECT
-from specledger.cli import main
+from specledger.cli.main import main
 
 
 @pytest.fixture(scope="module")

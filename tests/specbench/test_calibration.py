@@ -13,7 +13,7 @@ from specbench import BenchOptions, calibration, run_suite
 from specbench.calibration import PROFILE_NAME
 from specbench.calibration_fit import FITTED
 from specbench.calibration_measure import QUICK
-from specledger.cli import main
+from specledger.cli.main import main
 
 
 def test_quick_run_writes_its_profile_but_not_the_shipped_one(tmp_path: Path) -> None:

@@ -122,7 +122,7 @@ def test_quick_llama_calibration(tmp_path: Path) -> None:
     assert {r["setting"] for r in part["rows"]} >= {"none", "ngram-mod k=8", "mtp k=4"}
     # a fit predicts its own log as measured (its stalls charged back as its level): the
     # fit is checked on synthetic logs (tests/adapters/llama/calibration/test_fit.py), committed
-    # ones (test_logfit_heldout.py) and fixed ones (tests/specledger/test_calibrate_cmd.py)
+    # ones (test_logfit_heldout.py) and fixed ones (tests/specledger/cli/test_calibrate.py)
     for r in part["rows"]:
         for name in part["fits"]:
             assert r[name]["predicted"] > 0
@@ -157,7 +157,7 @@ def test_public_profiles_predict_the_checkpoint_cost() -> None:
 
 
 def test_cli_backend_is_a_choice(capsys: pytest.CaptureFixture[str]) -> None:
-    from specledger.cli import main
+    from specledger.cli.main import main
 
     with pytest.raises(SystemExit):
         main(["bench", "calibration", "--backend", "vllm"])

@@ -1,6 +1,6 @@
 """Helpers for the command-line tests."""
 
-from specledger.cli import main
+from specledger.cli.main import main
 
 
 def exit_status(argv: list[str]) -> int:

@@ -34,7 +34,7 @@ def test_ctrl_c_while_loading_is_one_line(module: str, tmp_path: object) -> None
 
 def test_a_loaded_cli_takes_ctrl_c_back(tmp_path: object) -> None:
     """After loading, Ctrl-C is Python's KeyboardInterrupt again, for the CLI to close
-    what it recorded (tests/specledger/test_cli_faults.py)."""
+    what it recorded (tests/specledger/cli/test_faults.py)."""
     code = ("import signal, sys\nfrom specledger import entry\n"
             f"entry.main(['sessions', '--db', '{tmp_path}/l.db'])\n"
             "sys.exit(signal.getsignal(signal.SIGINT) is not signal.default_int_handler)\n")

@@ -12,7 +12,7 @@ import pytest
 
 from engine.metrics import TurnMetrics
 from eventlog import open_db, scan_events
-from specledger.cli import main
+from specledger.cli.main import main
 from specledger.export.parquet_table import Shape, arrow_type, converter
 
 RUN = ["--backend", "sim", "--slots", "2", "--turns", "2", "--prompt-tokens", "64",

@@ -14,7 +14,7 @@ from eventlog import open_db, scan_events
 from eventlog.fold import STEPS
 from eventlog.postmortem import postmortem_session
 from fsm.event import Event
-from specledger.cli import main
+from specledger.cli.main import main
 from specledger.export.timeline import ROUND_LEVEL
 
 RUN = ["--backend", "sim", "--slots", "2", "--turns", "2", "--prompt-tokens", "64",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.shipped import NAMES
-from specledger.cli import main
+from specledger.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64", "--question-tokens", "8",
@@ -28,7 +28,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 sys.meta_path.insert(0, Block())
-from specledger.cli import main
+from specledger.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -87,7 +87,7 @@ def _installed_cli(site: Path, cwd: Path, *argv: str) -> subprocess.CompletedPro
     # only the installed copy can be imported; the dependencies come from this environment.
     boot = ("import sys; sys.path[:0] = [sys.argv.pop(1)]; sys.path.append(sys.argv.pop(1));"
             " import engine; assert engine.__file__.startswith(sys.path[0]), engine.__file__;"
-            " from specledger.cli import main; sys.exit(main(sys.argv[1:]))")
+            " from specledger.cli.main import main; sys.exit(main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-S", "-c", boot, str(site),
                            sysconfig.get_paths()["purelib"], *argv],
                           cwd=cwd, capture_output=True, text=True, timeout=300, check=False)

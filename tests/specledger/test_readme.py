@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from specledger.cli import build_parser
-from specledger.run_flags import run_flag_names
+from specledger.cli.main import build_parser
+from specledger.cli.run_flags import run_flag_names
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -34,8 +34,8 @@ from eventlog.postmortem import Kind, analyze
 from eventlog.postmortem.analyze import postmortem_session
 from fsm.event import Event
 from fsm.states import Trigger
-from specledger.cli import main
-from specledger.llama_session import store_llama_session
+from specledger.cli.main import main
+from specledger.runs.llama_session import store_llama_session
 
 BUILDS = Path(__file__).parent / "fixtures" / "builds"
 CASES = sorted(p for p in BUILDS.glob("*/*.log.gz"))

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from adapters.llama.log.sources import read_log
-from specledger.cli import main
+from specledger.cli.main import main
 from tests.adapters.llama.log.test_reader import FIXTURES
 
 REPORTS = FIXTURES / "reports"

@@ -21,8 +21,8 @@ from eventlog.postmortem import Kind, postmortem_session
 from eventlog.projection import project
 from fsm.payload_schema import check_events
 from fsm.states import Trigger
-from specledger.observed import UnitJournal, store_journal
-from specledger.vllm_run import VllmEngine, VllmReport
+from specledger.runs.observed import UnitJournal, store_journal
+from specledger.runs.vllm import VllmEngine, VllmReport
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -2,7 +2,7 @@
 failed under SPECLEDGER_REQUIRE_VLLM=1): greedy completions over token ids with the top-2
 candidates by id, the counters around one request, the prefix cache of plain decoding, a
 server killed mid-run (one line), and vLLM's own failure on a Qwen3.5 draft model. (A
-model vLLM's kernels refuse: tests/specledger/test_vllm_run.py.)"""
+model vLLM's kernels refuse: tests/specledger/runs/test_vllm.py.)"""
 
 import os
 import signal

@@ -12,7 +12,7 @@ from engine.hybrid.device import resolve_device, torch_dtype
 from engine.shipped import ROOT as SHIPPED_ROOT
 from eventlog import get_session, open_db
 from specledger.api import run_session
-from specledger.cli import main
+from specledger.cli.main import main
 
 MODELS = SHIPPED_ROOT
 

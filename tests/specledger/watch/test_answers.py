@@ -17,7 +17,7 @@ from eventlog import get_session, open_db
 from eventlog.postmortem.analyze import postmortem_session
 from eventlog.postmortem.finding import Kind
 from specledger.api import session_turns
-from specledger.observed import UnitJournal
+from specledger.runs.observed import UnitJournal
 from specledger.watch.loop import Watcher, WatchOptions
 from tests.specledger.watch.helpers import drip, rows
 from tests.specledger.watch.test_loop import FIELDS

@@ -19,7 +19,7 @@ from eventlog import list_sessions, open_db
 from eventlog.postmortem.analyze import postmortem_session
 from eventlog.postmortem.finding import Severity
 from specledger.api import session_turns
-from specledger.observed import UnitJournal
+from specledger.runs.observed import UnitJournal
 from specledger.watch.loop import Watcher, WatchOptions
 from specledger.watch.store import load_cursor
 from tests.specledger.watch.helpers import drip, rows, watched

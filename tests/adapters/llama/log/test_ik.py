@@ -19,7 +19,7 @@ from adapters.llama.log.records import RecordKind
 from adapters.llama.log.run import LogReading, RunEnd
 from adapters.llama.log.sources import read_file
 from engine.session import MemoryJournal
-from specledger.cli import main
+from specledger.cli.main import main
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "ik"
 
