@@ -109,3 +109,4 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     add_common(p, db_default=None, db_help="path or SQLAlchemy URL (default: <out>/bench.db, "
                                            "beside the results it produced)")
+    p.set_defaults(run=cmd_bench)

@@ -23,6 +23,7 @@ from engine.errors import ConfigError
 from engine.files import check_target
 from engine.sim.costs import save_profile
 from eventlog import get_session, open_db
+from specledger.cli.options import add_common
 from specledger.views import output
 
 _STATUS = {"fitted": "fitted", "bound": "fitted at 0 (bound)", "absent": "not in the log",
@@ -62,6 +63,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--predict", type=Path, action="append", default=[], metavar="LOG",
                    help="another -v log of the same machine: its decode tok/s predicted "
                         "from its rounds, marked where outside the fit's reach (repeatable)")
+    add_common(p)
+    p.set_defaults(run=cmd_calibrate)
 
 
 def _log_path(source: str, db: str) -> Path:

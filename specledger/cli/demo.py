@@ -20,6 +20,7 @@ from engine.config import EogPolicy, RunConfig
 from engine.files import OutputPathError, write_file
 from eventlog import open_db, scan_events
 from specledger.api import run_session
+from specledger.cli.options import add_common
 from specledger.views import output
 from viz import GraphFormat, fsm_graph, image, to_dot
 
@@ -41,6 +42,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="the #28049 amplification, shown")
     p.add_argument("--out-dir", default="out/demo", help="where the graphs go")
     p.add_argument("--seed", type=int, default=1)
+    add_common(p)
+    p.set_defaults(run=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

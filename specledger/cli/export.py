@@ -18,6 +18,7 @@ from adapters.llama.gguf.export import OutType, export_gguf
 from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.shipped import model_dir
 from eventlog import open_db
+from specledger.cli.options import add_common
 from specledger.errors import UsageError
 from specledger.export import SessionFormat, export_session
 from specledger.views import output
@@ -138,3 +139,5 @@ def add_parser(sub: Any) -> None:
                    help="gguf: leave the target's MTP head out (llama.cpp builds before "
                         "0.3.24 load the shipped target only without it)")
     p.set_defaults(session=None)
+    add_common(p)
+    p.set_defaults(run=cmd_export)

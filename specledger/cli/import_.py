@@ -16,6 +16,7 @@ from adapters.llama.log.reader import LogFormatError
 from adapters.llama.log.sources import expand
 from eventlog import open_db
 from specledger.api import session_turns
+from specledger.cli.options import add_common
 from specledger.runs.imports import SourceImport, import_paths, import_source
 from specledger.views import output
 
@@ -46,6 +47,8 @@ def add_parser(sub: Any) -> None:
                    help="the target GGUF the server ran, to record its sha256")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="logs read at once (default: one per CPU)")
+    add_common(p)
+    p.set_defaults(run=cmd_import)
 
 
 def _print_source(done: SourceImport) -> None:

@@ -94,3 +94,4 @@ def add_parser(sub: Any) -> None:
                             "package registry; GPU architecture LLAMA_CUDA_ARCH, default 90)")
     for child in (builds, build):  # no --db: the cache is not a ledger
         child.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(run=cmd_llama)

@@ -3,16 +3,28 @@
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from eventlog.interrupts import interrupts_deferred
-from eventlog.unclosed import fail_unclosed
-from fsm.errors import INTERNAL_ERRORS, SpecledgerError
-from specledger.cli import bug_report, commands
-from specledger.cli.options import add_common
-from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
+from specledger.cli import (
+    bench,
+    calibrate,
+    demo,
+    diff,
+    export,
+    graph,
+    import_,
+    llama,
+    migrate,
+    postmortem,
+    replay,
+    report,
+    run,
+    scenario,
+    sessions,
+    show,
+    watch,
+    whatif,
+)
 
 DESCRIPTION = (
     "A flight recorder, replayer and postmortem for speculative decoding on hybrid models "
@@ -21,6 +33,11 @@ DESCRIPTION = (
     "replay, diff, judge (postmortem) and draw its sessions; bench measures. Sessions go "
     "to a ledger: a SQLite file or a PostgreSQL URL (--db).")
 """What `specledger --help` says the tool is."""
+
+COMMANDS = (run, sessions, show, replay, diff, postmortem, graph, report, scenario, bench,
+            import_, calibrate, whatif, export, migrate, llama, watch, demo)
+"""Every command's module, in `specledger --help`'s order: its `add_parser` builds the
+command's parser, whose `run` default does the work (the only place a command is named)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,22 +49,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: each subcommand's parser is built by its module's
-    `add_parser`, in the order `specledger --help` lists them."""
+    """The whole command line: each command's parser is built by its module's `add_parser`,
+    which declares its arguments only (what the command runs loads when it runs)."""
     p = _Parser(prog="specledger", description=DESCRIPTION,
                 epilog="`specledger COMMAND --help` for one command; docs/usage.md in detail.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (commands, *commands.SUBCOMMAND_MODULES):
-        module.add_parser(sub)
-    for name, child in sub.choices.items():
-        if name not in ("bench", "llama"):  # bench keeps its sessions beside its results
-            add_common(child)
+    for command in COMMANDS:
+        command.add_parser(sub)
     return p
 
 
 def _after_interrupt(exc: KeyboardInterrupt) -> str:
     """Close `failed` the sessions Ctrl-C left open (one created but not yet recorded
     into, say); what could not be closed, and why, as the rest of the one line."""
+    from eventlog.interrupts import interrupts_deferred
+    from eventlog.unclosed import fail_unclosed
+
     try:
         with interrupts_deferred():
             problems = fail_unclosed()
@@ -85,28 +102,52 @@ def _main(argv: Sequence[str] | None) -> int:
     """Parse and run one command; a closed stdout raises BrokenPipeError."""
     args = build_parser().parse_args(argv)
     try:
-        return commands.dispatch(args)
-    except UsageError as exc:
-        sys.stderr.write(f"specledger {args.command}: error: {exc}\n")
-        return 2
-    except INTERNAL_ERRORS as exc:  # before SpecledgerError: a refused transition is one
-        sys.stderr.write(bug_report.bug_line(args.command, exc,
-                                             list(argv) if argv is not None else None) + "\n")
-        return bug_report.EXIT_STATUS
-    except SpecledgerError as exc:
-        sys.stderr.write(f"specledger: error: {exc}\n")
-    except SQLAlchemyError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        sys.stderr.write(f"specledger: database error: {first}\n")
+        return int(args.run(args))
     except BrokenPipeError:
         raise  # the reader went away: not an error (main)
-    except OSError as exc:
-        sys.stderr.write(f"specledger: error: {exc}\n")
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in ENGINE_MODULES:
-            raise
-        sys.stderr.write(f"specledger: error: {ExtraMissingError(args.command, exc.name or '')}\n")
     except KeyboardInterrupt as exc:
         sys.stderr.write(f"specledger: interrupted{_after_interrupt(exc)}\n")
         return 130
-    return 1
+    except Exception as exc:
+        failure = _failure(args.command, exc, list(argv) if argv is not None else None)
+        if failure is None:
+            raise  # not the user's to act on: a traceback for the bug report
+        line, status = failure
+        sys.stderr.write(line + "\n")
+        return status
+
+
+def _failure(command: str, exc: Exception,
+             argv: list[str] | None) -> tuple[str, int] | None:
+    """The one line and exit status for an error a command raised, the first row whose type
+    it is deciding; None where no row applies."""
+    # Here, not at the top: the error types load the state machine and SQLAlchemy, which
+    # `specledger --help` does not need.
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from fsm.errors import INTERNAL_ERRORS, SpecledgerError
+    from specledger.cli import bug_report
+    from specledger.errors import ENGINE_MODULES, ExtraMissingError, UsageError
+
+    rows: tuple[tuple[type | tuple[type, ...], Callable[[BaseException], str], int], ...] = (
+        (UsageError, lambda e: f"specledger {command}: error: {e}", 2),
+        # before SpecledgerError: a refused transition is one
+        (INTERNAL_ERRORS, lambda e: bug_report.bug_line(command, e, argv),
+         bug_report.EXIT_STATUS),
+        (SpecledgerError, lambda e: f"specledger: error: {e}", 1),
+        (SQLAlchemyError, lambda e: f"specledger: database error: {_first_line(e)}", 1),
+        (OSError, lambda e: f"specledger: error: {e}", 1),
+    )
+    for kind, line, status in rows:
+        if isinstance(exc, kind):
+            return line(exc), status
+    if (isinstance(exc, ModuleNotFoundError)
+            and (exc.name or "").split(".")[0] in ENGINE_MODULES):
+        return f"specledger: error: {ExtraMissingError(command, exc.name or '')}", 1
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    """A database error's first line (its message goes on with the SQL and a link)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -6,13 +6,16 @@ from dataclasses import asdict
 from typing import Any
 
 from eventlog.migrate import migrate
+from specledger.cli.options import add_common
 from specledger.views import output
 
 
 def add_parser(sub: Any) -> None:
     """The `migrate` subcommand."""
-    sub.add_parser("migrate", help="upgrade a ledger of an older schema version, in place "
+    p = sub.add_parser("migrate", help="upgrade a ledger of an older schema version, in place "
                                    "(one transaction: an interrupted migration changes nothing)")
+    add_common(p)
+    p.set_defaults(run=cmd_migrate)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:

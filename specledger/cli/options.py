@@ -1,13 +1,17 @@
-"""Options and argument types the subcommands' parsers share. Each subcommand gets its own
+"""Options and argument types the commands' parsers share. Each command gets its own
 copies of the options: argparse shares the actions of a parent parser among its children,
 so one child's default would become every child's."""
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engine.config import OBSERVED, BackendKind
 from eventlog import DEFAULT_DB
 from specledger.cli.run_flags import checked
+
+if TYPE_CHECKING:
+    from eventlog.compare import Tolerance
 
 # The engines a session can be run again on (an observed engine's session re-runs on its
 # own server only).
@@ -33,3 +37,10 @@ def add_tolerance(p: argparse.ArgumentParser) -> None:
                    help="relative tolerance for float fields (default 0: exact)")
     p.add_argument("--ignore-digests", action="store_true",
                    help="skip state digests (runs on different devices)")
+
+
+def tolerance_from_args(args: argparse.Namespace) -> "Tolerance":
+    """`--tolerance REL` and `--ignore-digests`."""
+    from eventlog.compare import Tolerance
+
+    return Tolerance(rel=args.tolerance, digests=not args.ignore_digests)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from eventlog.postmortem.finding import Severity
-from specledger.cli.options import at_least
+from specledger.cli.options import add_common, at_least
 from specledger.watch.prune import parse_duration
 
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ def add_parser(sub: Any) -> None:
                    default=Severity.WARNING.value,
                    help="the lowest severity printed, passed to --on-finding and, with "
                         "--ring, written (default: warning)")
+    add_common(p)
+    p.set_defaults(run=cmd_watch)
 
 
 def _summary(t: "WatchTally") -> dict[str, Any]:

@@ -26,6 +26,7 @@ from eventlog import get_session, open_db
 from eventlog.reader import scan_events
 from fsm.event import Event
 from fsm.states import Trigger
+from specledger.cli.options import add_common
 from specledger.errors import UsageError
 from specledger.views import output
 
@@ -48,6 +49,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--draft-share", type=float, default=None,
                    help="drafting cost per drafted token as a share of a one-token forward "
                         f"(default: {MTP_DRAFT_SHARE} for an MTP drafter, else 0)")
+    add_common(p)
+    p.set_defaults(run=cmd_whatif)
 
 
 def session_rounds(events: Iterable[Event]) -> list[Round]:
