@@ -24,9 +24,6 @@ from eventlog.jsoncodec import encode_json
 from eventlog.liveness import LOCK_SPACE
 from eventlog.schema import SCHEMA_VERSION, meta, metadata
 
-DEFAULT_DB = "specledger.db"
-"""The CLI's default `--db`: a SQLite file in the working directory."""
-
 
 def open_db(db: str, create: bool) -> Engine:
     """Open the database `db` (a filesystem path, or any SQLAlchemy URL: it contains '://').

@@ -5,16 +5,19 @@ only when asked for, so `specledger` starts fast and a suite's heavy imports sta
 """
 
 from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
-from specbench.common import BenchOptions, Goal, SuiteResult
+
+if TYPE_CHECKING:
+    from specbench.common import BenchOptions, Goal, SuiteResult
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
           "converters", "ingest", "scale", "batching", "incidents", "engines", "watch",
-          "backlog", "real-logs", "reading")
+          "backlog", "real-logs", "reading", "cli")
 
 
-def run_suite(name: str, opts: BenchOptions) -> SuiteResult:
+def run_suite(name: str, opts: "BenchOptions") -> "SuiteResult":
     """Run one suite, write its files, return its result."""
     if name not in SUITES:
         raise ConfigError(f"bench: unknown suite '{name}' (known: {', '.join(SUITES)})")
@@ -25,3 +28,11 @@ def run_suite(name: str, opts: BenchOptions) -> SuiteResult:
 
 
 __all__ = ["SUITES", "BenchOptions", "Goal", "SuiteResult", "run_suite"]
+
+
+def __getattr__(name: str) -> Any:
+    """The suites' shared types, from `specbench.common` on first use: naming the suites
+    (the CLI's parser) must not import what running them needs."""
+    if name in ("BenchOptions", "Goal", "SuiteResult"):
+        return getattr(import_module("specbench.common"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file
-from specbench.record import DEFAULT_OUT, results_folder
+from specbench.record import DEFAULT_OUT, add_out_flags, results_folder
 
 WARMUP_TOKENS = 8
 """The answer length of an engine's unmeasured first request: first-call allocations land
@@ -202,16 +202,6 @@ def panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
     fig, ax = new_figure(width * n, height)
     ax.remove()
     return fig, list(fig.subplots(1, n, squeeze=False)[0])
-
-
-def add_out_flags(parser: argparse.ArgumentParser) -> None:
-    """`--out DIR` or `--record` (the checkout's tracked results), not both."""
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, help=f"results folder (default: ./{DEFAULT_OUT}, "
-                                                "which git ignores)")
-    where.add_argument("--record", action="store_true",
-                       help="write the checkout's tracked bench/results (and, for "
-                            "calibration, the shipped sim profile); full runs only")
 
 
 def main(suite: str, doc: str | None = None) -> None:

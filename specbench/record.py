@@ -7,6 +7,7 @@ README quotes, so recording is explicit and refused where there is no checkout t
 into (an installed wheel).
 """
 
+import argparse
 from pathlib import Path
 
 from engine.errors import ConfigError
@@ -38,4 +39,14 @@ def results_folder(out: Path | None, record: bool) -> Path:
     return DEFAULT_OUT if out is None else out
 
 
-__all__ = ["CHECKOUT", "DEFAULT_OUT", "recorded_results", "results_folder"]
+def add_out_flags(parser: argparse.ArgumentParser) -> None:
+    """`--out DIR` or `--record` (the checkout's tracked results), not both."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help=f"results folder (default: ./{DEFAULT_OUT}, "
+                                                "which git ignores)")
+    where.add_argument("--record", action="store_true",
+                       help="write the checkout's tracked bench/results (and, for "
+                            "calibration, the shipped sim profile); full runs only")
+
+
+__all__ = ["CHECKOUT", "DEFAULT_OUT", "add_out_flags", "recorded_results", "results_folder"]

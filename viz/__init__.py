@@ -1,10 +1,34 @@
-"""Graphs built from events (networkx) and their rendering (graphviz)."""
+"""Graphs built from events (networkx) and their rendering (graphviz).
 
-from viz.divergence import divergence_dot, divergence_tree
-from viz.fsm_graph import fsm_graph
-from viz.machine import machine_dot
-from viz.render import GraphFormat, RenderError, image, inline_svg, to_dot
-from viz.timeline import timeline_dot, timeline_graph
+Its names load on first use, so that a caller naming only a format (the CLI's parser)
+does not import networkx.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from viz.divergence import divergence_dot, divergence_tree
+    from viz.formats import GraphFormat
+    from viz.fsm_graph import fsm_graph
+    from viz.machine import machine_dot
+    from viz.render import RenderError, image, inline_svg, to_dot
+    from viz.timeline import timeline_dot, timeline_graph
+
+_HOMES = {
+    "divergence_dot": "viz.divergence",
+    "divergence_tree": "viz.divergence",
+    "fsm_graph": "viz.fsm_graph",
+    "machine_dot": "viz.machine",
+    "GraphFormat": "viz.formats",
+    "RenderError": "viz.render",
+    "image": "viz.render",
+    "inline_svg": "viz.render",
+    "to_dot": "viz.render",
+    "timeline_dot": "viz.timeline",
+    "timeline_graph": "viz.timeline",
+}
+"""Each name's module, imported when the name is first used."""
 
 __all__ = [
     "GraphFormat",
@@ -19,3 +43,10 @@ __all__ = [
     "timeline_graph",
     "to_dot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the package, from its module on first use."""
+    if name in _HOMES:
+        return getattr(import_module(_HOMES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

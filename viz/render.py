@@ -1,19 +1,10 @@
 """Render networkx graphs with graphviz to svg, png or dot source."""
 
-from enum import StrEnum
-
 import graphviz
 import networkx as nx
 
 from fsm.errors import SpecledgerError
-
-
-class GraphFormat(StrEnum):
-    """Output formats."""
-
-    SVG = "svg"
-    PNG = "png"
-    DOT = "dot"
+from viz.formats import GraphFormat
 
 
 class RenderError(SpecledgerError):

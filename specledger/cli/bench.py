@@ -10,14 +10,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markdown import Markdown
-
 from adapters.llama.server.paths import DEFAULT_BUILD
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
-from engine.files import write_file
 from specledger.cli.options import add_common
-from specledger.views import output
 
 if TYPE_CHECKING:
     from specbench import Goal
@@ -25,9 +21,13 @@ if TYPE_CHECKING:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the named suites (all when none is named) and write their results."""
+    from rich.markdown import Markdown
+
+    from engine.files import write_file
     from specbench import SUITES, BenchOptions, run_suite
     from specbench.common import goals_table
     from specbench.record import results_folder
+    from specledger.views import output
 
     out = results_folder(args.out, args.record)
     opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
@@ -79,7 +79,7 @@ def collect_goals(out: Path) -> "list[Goal]":
 def add_parser(sub: Any) -> None:
     """The `bench` subcommand's options."""
     from specbench import SUITES
-    from specbench.common import add_out_flags
+    from specbench.record import add_out_flags
 
     p = sub.add_parser("bench",
                        help="measure: conversation cost, rollback strategies, drafters, "

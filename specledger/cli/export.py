@@ -14,14 +14,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from adapters.llama.gguf.export import OutType, export_gguf
-from adapters.llama.server.paths import DEFAULT_BUILD, check_build
+from adapters.llama.gguf.export import OutType
+from adapters.llama.server.paths import DEFAULT_BUILD
 from engine.shipped import model_dir
-from eventlog import open_db
 from specledger.cli.options import add_common
 from specledger.errors import UsageError
-from specledger.export import SessionFormat, export_session
-from specledger.views import output
+from specledger.export import SessionFormat
 
 
 class ExportFormat(StrEnum):
@@ -56,6 +54,10 @@ def cmd_export(args: argparse.Namespace) -> int:
                          f"{'|'.join(f.value for f in SessionFormat)}")
     if args.model_dir is None:
         raise UsageError("export gguf needs the checkpoint: export gguf MODEL_DIR")
+    from adapters.llama.gguf.export import export_gguf
+    from adapters.llama.server.paths import check_build
+    from specledger.views import output
+
     out = Path(args.out) if args.out else default_out(args.model_dir, args.outtype)
     build = check_build(args.llama_build)
     path = export_gguf(args.model_dir, out, args.outtype, build, mtp=not args.no_mtp)
@@ -76,6 +78,10 @@ def _export_session(args: argparse.Namespace) -> int:
                          f"{'|'.join(f.value for f in SessionFormat)}")
     if args.model_dir is not None:
         raise UsageError(f"export {args.session} takes no MODEL_DIR ('{args.model_dir}')")
+    from eventlog import open_db
+    from specledger.export import export_session
+    from specledger.views import output
+
     fmt = SessionFormat(args.format)
     out = Path(args.out) if args.out else default_session_out(args.session, fmt)
     done = export_session(open_db(args.db, create=False), args.session, fmt, out)

@@ -7,7 +7,7 @@ from typing import Any
 
 from specledger.cli.options import add_common
 from specledger.views.graphs import GraphKind
-from viz.render import GraphFormat
+from viz.formats import GraphFormat
 
 
 def add_parser(sub: Any) -> None:

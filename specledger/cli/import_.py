@@ -7,18 +7,12 @@ import argparse
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.llama.gguf.export import require_gguf
-from adapters.llama.ledger.provenance import file_sha256
-from adapters.llama.ledger.responses import read_responses
-from adapters.llama.log.reader import LogFormatError
-from adapters.llama.log.sources import expand
-from eventlog import open_db
-from specledger.api import session_turns
 from specledger.cli.options import add_common
-from specledger.runs.imports import SourceImport, import_paths, import_source
-from specledger.views import output
+
+if TYPE_CHECKING:
+    from specledger.runs.imports import SourceImport
 
 _ENDINGS = {"shutdown": "shut down", "died": "[red]died[/] (no shutdown lines)",
             "log_ends": "still running where the log ends"}
@@ -51,8 +45,10 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=cmd_import)
 
 
-def _print_source(done: SourceImport) -> None:
+def _print_source(done: "SourceImport") -> None:
     """What one source gave: its lines, runs, sessions, cuts and unknown shapes."""
+    from specledger.views import output
+
     con = output.console
     if done.error is not None:
         con.print(f"[red]{done.error}[/]")
@@ -97,12 +93,26 @@ def _print_source(done: SourceImport) -> None:
 
 def _with_turns(summary: dict[str, Any], db: str) -> dict[str, Any]:
     """A recorded run's summary with its turns' rows (`--json`)."""
+    from eventlog import open_db
+    from specledger.api import session_turns
+    from specledger.views import output
+
     turns = session_turns(open_db(db, create=False), summary["session"])
     return {**summary, "turns": output.turn_rows(turns.ended, turns.profiles)}
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Read the logs (and answers), record each server run, print what was imported."""
+    from adapters.llama.gguf.export import require_gguf
+    from adapters.llama.ledger.provenance import file_sha256
+    from adapters.llama.ledger.responses import read_responses
+    from adapters.llama.log.reader import LogFormatError
+    from adapters.llama.log.sources import expand
+    from eventlog import open_db
+    from specledger.api import session_turns
+    from specledger.runs.imports import import_paths, import_source
+    from specledger.views import output
+
     model = require_gguf(args.model, "--model") if args.model is not None else None
     model_sha = file_sha256(model) if model is not None else None
     if args.responses is not None:

@@ -9,16 +9,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
-from adapters.llama.builds.matrix import MATRIX, Build, facts, matrix
+from adapters.llama.builds.matrix import MATRIX, facts, matrix
 from adapters.llama.errors import LlamaNotBuiltError
 from adapters.llama.server.paths import DEFAULT_BUILD, built, check_build, server_label, server_path
-from specledger.views import output
 
-BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "build_llama.sh"
+if TYPE_CHECKING:
+    from adapters.llama.builds.matrix import Build
+
+BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "build_llama.sh"
 
 
 def cmd_llama(args: argparse.Namespace) -> int:
@@ -28,7 +28,7 @@ def cmd_llama(args: argparse.Namespace) -> int:
     return _builds(args.json)
 
 
-def _row(version: str, build: Build | None) -> dict[str, Any]:
+def _row(version: str, build: "Build | None") -> dict[str, Any]:
     return {"version": version, "default": version == DEFAULT_BUILD, "built": built(version),
             "server": str(server_path(version)), "built_cuda": built(version, cuda=True),
             "commit": build.commit if build else None, "date": build.date if build else None,
@@ -39,6 +39,10 @@ def _row(version: str, build: Build | None) -> dict[str, Any]:
 
 def _builds(as_json: bool) -> int:
     """The matrix, with which builds are in the cache."""
+    from rich.table import Table
+
+    from specledger.views import output
+
     known = {b.version: b for b in matrix()}  # builds.json read once
     builds = [known.get(v) for v in MATRIX]
     rows = [_row(v, b) for v, b in zip(MATRIX, builds, strict=True)]
@@ -77,6 +81,8 @@ def _build(version: str, as_json: bool, cuda: bool = False) -> int:
         raise LlamaNotBuiltError(f"building {server_label(cuda)} {version} failed (exit status "
                                  f"{done.returncode}); the log is in the cache folder above")
     if as_json:
+        from specledger.views import output
+
         output.emit_json(_row(version, facts(version)))
     return 0
 

@@ -5,9 +5,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from eventlog.migrate import migrate
 from specledger.cli.options import add_common
-from specledger.views import output
 
 
 def add_parser(sub: Any) -> None:
@@ -20,6 +18,9 @@ def add_parser(sub: Any) -> None:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Migrate `--db`, showing progress on stderr; print what was done."""
+    from eventlog.migrate import migrate
+    from specledger.views import output
+
     shown = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

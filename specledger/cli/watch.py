@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ConfigError
 from eventlog.postmortem.finding import Severity
 from specledger.cli.options import add_common, at_least
-from specledger.watch.prune import parse_duration
 
 if TYPE_CHECKING:
     from specledger.watch.loop import WatchTally
@@ -61,6 +60,8 @@ def _summary(t: "WatchTally") -> dict[str, Any]:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     """Follow until SIGINT/SIGTERM; print findings as they come, a summary at the end."""
+    from specledger.watch.prune import parse_duration
+
     try:  # prometheus_client comes with the llama extra: every other command runs without
         from specledger.watch.loop import Watcher, WatchOptions, stop_on_signals
     except ModuleNotFoundError as exc:

@@ -5,15 +5,12 @@ import importlib.util
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
-
-from engine.files import replacing
-from eventlog import get_session
-from eventlog.jsoncodec import encode_json
-from eventlog.postmortem import postmortem_session
-from eventlog.reader import scan_events
 from fsm.errors import SpecledgerError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 class SessionFormat(StrEnum):
@@ -41,11 +38,20 @@ class Exported:
     records: int
 
 
-def export_session(engine: Engine, session_id: int, fmt: SessionFormat, path: Path) -> Exported:
+def export_session(engine: "Engine", session_id: int, fmt: SessionFormat,
+                   path: Path) -> Exported:
     """Write session `session_id` to `path` as `fmt`, whole or not at all
     (engine/files.py). Traces read the log twice (the postmortem for the findings'
     instants, then the timeline), Parquet twice as well (its column types, then the rows):
     memory stays flat however long the session is."""
+    # Here, not at the top: `SessionFormat` names the CLI's `--format` choices, which must
+    # not import the ledger.
+    from engine.files import replacing
+    from eventlog import get_session
+    from eventlog.jsoncodec import encode_json
+    from eventlog.postmortem import postmortem_session
+    from eventlog.reader import scan_events
+
     module = _NEEDS.get(fmt)
     if module is not None and importlib.util.find_spec(module) is None:
         raise ExportDependencyError(f"--format {fmt.value} needs {module}, which is not "

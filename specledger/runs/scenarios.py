@@ -6,15 +6,16 @@ session re-executes like any other and the fix is one `--set` away.
 """
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import RunConfig
 from engine.shipped import model_dir
-from eventlog import open_db
-from eventlog.postmortem import Kind, Postmortem, Severity, postmortem_session
+from eventlog.postmortem import Kind, Severity
 from fsm.errors import SpecledgerError
-from specledger.api import run_session
-from specledger.runs.rerun import RerunResult, rerun
+
+if TYPE_CHECKING:
+    from eventlog.postmortem import Postmortem
+    from specledger.runs.rerun import RerunResult
 
 
 class ScenarioError(SpecledgerError):
@@ -72,9 +73,9 @@ class ScenarioRun:
     scenario: Scenario
     config: RunConfig
     reference: int | None
-    bug: Postmortem
-    fixed: RerunResult
-    fixed_postmortem: Postmortem
+    bug: "Postmortem"
+    fixed: "RerunResult"
+    fixed_postmortem: "Postmortem"
 
     @property
     def reproduced(self) -> bool:
@@ -119,6 +120,13 @@ def run_scenario(name: str, db: str, backend: str = "sim", seed: int = 1,
                  model: str | None = None, draft_model: str | None = None,
                  settings: dict[str, Any] | None = None) -> ScenarioRun:
     """Record scenario `name`, its postmortem, and its fixed counterfactual's."""
+    # Here, not at the top: the table above names the CLI's choices, which must not load
+    # the engine and the ledger.
+    from eventlog import open_db
+    from eventlog.postmortem import postmortem_session
+    from specledger.api import run_session
+    from specledger.runs.rerun import rerun
+
     s = SCENARIOS.get(name)
     if s is None:
         raise ScenarioError(f"no scenario '{name}' (known: {', '.join(SCENARIOS)})")

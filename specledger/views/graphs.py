@@ -1,22 +1,13 @@
 """Which graph `specledger graph` and the report draw, for which sessions."""
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-import graphviz
-from sqlalchemy import Engine
-
-from eventlog import get_session
-from eventlog.reader import scan_events
 from specledger.errors import UsageError
-from viz import (
-    divergence_dot,
-    divergence_tree,
-    fsm_graph,
-    machine_dot,
-    timeline_dot,
-    timeline_graph,
-    to_dot,
-)
+
+if TYPE_CHECKING:
+    import graphviz
+    from sqlalchemy import Engine
 
 
 class GraphKind(StrEnum):
@@ -29,8 +20,22 @@ class GraphKind(StrEnum):
     MACHINE = "machine"
 
 
-def graph_dot(engine: Engine, kind: GraphKind, sessions: list[int]) -> graphviz.Digraph:
+def graph_dot(engine: "Engine", kind: GraphKind, sessions: list[int]) -> "graphviz.Digraph":
     """The graphviz description of `kind` over `sessions`."""
+    # Here, not at the top: `GraphKind` names the CLI's `--kind` choices, which must not
+    # import networkx and the ledger.
+    from eventlog import get_session
+    from eventlog.reader import scan_events
+    from viz import (
+        divergence_dot,
+        divergence_tree,
+        fsm_graph,
+        machine_dot,
+        timeline_dot,
+        timeline_graph,
+        to_dot,
+    )
+
     _check_count(kind, sessions)
     for sid in sessions:
         get_session(engine, sid)

@@ -11,7 +11,7 @@ from engine.sim.forecast import Mode, forecast, recut
 from eventlog import open_db
 from eventlog.reader import scan_events
 from specledger.cli.main import main
-from specledger.cli.whatif import session_rounds
+from specledger.views.whatif import session_rounds
 
 STRIX = "strix-halo-qwen3-next-80b-q4-llama"
 
