@@ -1,10 +1,10 @@
-"""The `specledger` command's first second: loading the CLI.
+"""The `specledger` command's first moment: loading the CLI.
 
-Loading imports the engine, the ledger and their libraries (about a second). A Ctrl-C
-then lands inside some import, where Python may report it as another error with a
-traceback (an interrupted `__set_name__` becomes a RuntimeError). Nothing has been read
-or written yet, so an interrupt while loading simply ends the process, in the one line
-an interrupted command prints.
+Loading imports the parser, each command's declared arguments (a command's own work loads
+when it runs: specledger/cli/main.py). A Ctrl-C then lands inside some import, where
+Python may report it as another error with a traceback (an interrupted `__set_name__`
+becomes a RuntimeError). Nothing has been read or written yet, so an interrupt while
+loading simply ends the process, in the one line an interrupted command prints.
 """
 
 import os

@@ -109,12 +109,30 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"specledger: interrupted{_after_interrupt(exc)}\n")
         return 130
     except Exception as exc:
+        interrupt = _interrupt_behind(exc)
+        if interrupt is not None:  # a Ctrl-C inside a command's imports, as another error
+            sys.stderr.write(f"specledger: interrupted{_after_interrupt(interrupt)}\n")
+            return 130
         failure = _failure(args.command, exc, list(argv) if argv is not None else None)
         if failure is None:
             raise  # not the user's to act on: a traceback for the bug report
         line, status = failure
         sys.stderr.write(line + "\n")
         return status
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C an error was raised while handling, if any: a command imports what it
+    runs, and an interrupt inside an import may surface as another error (an interrupted
+    `__set_name__` becomes a RuntimeError)."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain:
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    return None
 
 
 def _failure(command: str, exc: Exception,

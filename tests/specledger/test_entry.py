@@ -23,7 +23,8 @@ sys.exit(main(["sessions", "--db", {db!r}]))
 """
 
 
-@pytest.mark.parametrize("module", ["sqlalchemy", "networkx", "rich.table"])
+# engine.config loads with the parser; sqlalchemy and rich.table when `sessions` runs.
+@pytest.mark.parametrize("module", ["engine.config", "sqlalchemy", "rich.table"])
 def test_ctrl_c_while_loading_is_one_line(module: str, tmp_path: object) -> None:
     db = f"{tmp_path}/l.db"
     code = INTERRUPT_WHILE_LOADING.format(module=module, db=db)

@@ -14,11 +14,10 @@ from tests.adapters.llama.conftest import require_llama
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    """`argv` parsed by a parser holding only the export subcommand (plus --json)."""
+    """`argv` parsed by a parser holding only the export command."""
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
     export_cmd.add_parser(sub)
-    sub.choices["export"].add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
 

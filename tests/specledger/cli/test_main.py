@@ -1,5 +1,6 @@
 """The CLI contract: JSON shapes scripts depend on, and one-line errors."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specledger.cli.main import DESCRIPTION, main
+from specledger.cli import sessions
+from specledger.cli.main import COMMANDS, DESCRIPTION, build_parser, main
 
 SMALL = ["--backend", "sim", "--turns", "2", "--prompt-tokens", "64",
          "--question-tokens", "8", "--answer-tokens", "40"]
@@ -158,3 +160,53 @@ def test_help_says_what_the_tool_is(capsys: pytest.CaptureFixture[str]) -> None:
                             "decoding")
     assert " ".join(first.split()) == DESCRIPTION
     assert "dispatch" not in out and "one-line errors" not in out
+
+
+def test_every_command_is_its_own_module_and_runs_through_its_parser() -> None:
+    """A command is registered once: its module's `add_parser` builds its parser, whose
+    `run` default is that module's function."""
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    # a module is named as its command (`import_`: `import` is Python's)
+    modules = {m.__name__.rsplit(".", 1)[1].rstrip("_"): m for m in COMMANDS}
+    assert list(sub.choices) == list(modules)
+    for name, child in sub.choices.items():
+        assert child.get_default("run").__module__ == modules[name].__name__, name
+
+
+# What the parser alone must not load: the libraries a command's work needs.
+HEAVY = ("sqlalchemy", "rich", "networkx", "numpy", "torch", "graphviz")
+
+
+def test_the_parser_loads_no_command_work() -> None:
+    code = ("import sys\nfrom specledger.cli.main import build_parser\nbuild_parser()\n"
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == []
+
+
+def test_sessions_loads_neither_the_engine_nor_the_graphs(tmp_path: Path) -> None:
+    code = ("import sys\nfrom specledger.cli.main import main\n"
+            f"main(['sessions', '--db', {str(tmp_path / 'l.db')!r}])\n"
+            "print('LOADED', ' '.join(m for m in ('networkx', 'numpy', 'torch', 'engine.session')"
+            " if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split("LOADED")[1].split() == []
+
+
+def test_ctrl_c_inside_a_commands_imports_is_the_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An interrupt inside an import may surface as another error (an interrupted
+    `__set_name__` becomes a RuntimeError): still an interrupt, exit 130, no traceback."""
+
+    def interrupted_import(args: argparse.Namespace) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__") from exc
+
+    monkeypatch.setattr(sessions, "run", interrupted_import)
+    assert main(["sessions", "--db", "x.db"]) == 130
+    assert capsys.readouterr().err == "specledger: interrupted\n"
