@@ -266,7 +266,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "a drafter pass after the round is charged to it"),
     # The CLI: what a user reads.
     m("internal-error-as-user-error", "specledger/cli/main.py",
-      "    except INTERNAL_ERRORS as exc:", "    except () as exc:",
+      "        (INTERNAL_ERRORS, lambda e:", "        ((), lambda e:",
       "tests/specledger/cli/test_bug_report.py",
       "a state machine's refusal reaches users in its own words"),
     m("help-is-the-module-docstring", "specledger/cli/main.py", "description=DESCRIPTION,",
