@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("fsm", "eventlog", "engine", "adapters", "speckernels", "viz", "specledger")
-DISPATCHER = ROOT / "specledger" / "bench_cmd.py"
+DISPATCHER = ROOT / "specledger" / "cli" / "bench.py"
 
 
 def _imports_specbench(node: ast.AST) -> bool:
@@ -27,7 +27,7 @@ def test_the_library_imports_no_suite() -> None:
             at_top = [n for n in tree.body if _imports_specbench(n)]
             anywhere = [n for n in ast.walk(tree) if _imports_specbench(n)]
             if path == DISPATCHER:
-                assert anywhere and not at_top, "bench_cmd imports specbench lazily"
+                assert anywhere and not at_top, "the bench command imports specbench lazily"
             elif anywhere:
                 found.append(str(path.relative_to(ROOT)))
     assert found == []
