@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import eventlog.unclosed
 from specledger.cli import sessions
 from specledger.cli.main import COMMANDS, DESCRIPTION, build_parser, main
 
@@ -208,5 +209,6 @@ def test_ctrl_c_inside_a_commands_imports_is_the_one_line(
             raise RuntimeError("Error calling __set_name__") from exc
 
     monkeypatch.setattr(sessions, "run", interrupted_import)
+    monkeypatch.setattr(eventlog.unclosed, "_open", {})  # no other test's open sessions
     assert main(["sessions", "--db", "x.db"]) == 130
     assert capsys.readouterr().err == "specledger: interrupted\n"
