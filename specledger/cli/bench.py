@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from specbench import Goal
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the named suites (all when none is named) and write their results."""
     from rich.markdown import Markdown
 
@@ -109,4 +109,4 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     add_common(p, db_default=None, db_help="path or SQLAlchemy URL (default: <out>/bench.db, "
                                            "beside the results it produced)")
-    p.set_defaults(run=cmd_bench)
+    p.set_defaults(run=run)

@@ -45,7 +45,7 @@ def default_session_out(session: int, fmt: SessionFormat) -> Path:
     return Path(f"session-{session}.{_SUFFIX[fmt]}")
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Export the checkpoint or the session and say where it went."""
     if args.session is not None:
         return _export_session(args)
@@ -146,4 +146,4 @@ def add_parser(sub: Any) -> None:
                         "0.3.24 load the shipped target only without it)")
     p.set_defaults(session=None)
     add_common(p)
-    p.set_defaults(run=cmd_export)
+    p.set_defaults(run=run)

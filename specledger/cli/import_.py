@@ -42,7 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="logs read at once (default: one per CPU)")
     add_common(p)
-    p.set_defaults(run=cmd_import)
+    p.set_defaults(run=run)
 
 
 def _print_source(done: "SourceImport") -> None:
@@ -101,7 +101,7 @@ def _with_turns(summary: dict[str, Any], db: str) -> dict[str, Any]:
     return {**summary, "turns": output.turn_rows(turns.ended, turns.profiles)}
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Read the logs (and answers), record each server run, print what was imported."""
     from adapters.llama.gguf.export import require_gguf
     from adapters.llama.ledger.provenance import file_sha256

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "build_llama.sh"
 
 
-def cmd_llama(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Dispatch `llama builds` / `llama build VERSION`."""
     if args.llama_command == "build":
         return _build(check_build(args.version), args.json, args.cuda)
@@ -100,4 +100,4 @@ def add_parser(sub: Any) -> None:
                             "package registry; GPU architecture LLAMA_CUDA_ARCH, default 90)")
     for child in (builds, build):  # no --db: the cache is not a ledger
         child.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(run=cmd_llama)
+    p.set_defaults(run=run)

@@ -13,10 +13,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("migrate", help="upgrade a ledger of an older schema version, in place "
                                    "(one transaction: an interrupted migration changes nothing)")
     add_common(p)
-    p.set_defaults(run=cmd_migrate)
+    p.set_defaults(run=run)
 
 
-def cmd_migrate(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Migrate `--db`, showing progress on stderr; print what was done."""
     from eventlog.migrate import migrate
     from specledger.views import output

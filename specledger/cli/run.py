@@ -31,13 +31,13 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     if config.backend is BackendKind.LLAMA:
-        from specledger.runs.llama import cmd_run_llama
+        from specledger.runs import llama
 
-        return cmd_run_llama(config, args.db, args.json)
+        return llama.run_and_print(config, args.db, args.json)
     if config.backend is BackendKind.VLLM:
-        from specledger.runs.vllm import cmd_run_vllm
+        from specledger.runs import vllm
 
-        return cmd_run_vllm(config, args.db, args.json)
+        return vllm.run_and_print(config, args.db, args.json)
     label = f"{config.strategy}/{config.eog_policy}"
     with output.progress_bar(config, label, not args.json) as progress:
         result = run_session(config, args.db, progress=progress)

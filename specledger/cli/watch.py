@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
                    help="the lowest severity printed, passed to --on-finding and, with "
                         "--ring, written (default: warning)")
     add_common(p)
-    p.set_defaults(run=cmd_watch)
+    p.set_defaults(run=run)
 
 
 def _summary(t: "WatchTally") -> dict[str, Any]:
@@ -58,7 +58,7 @@ def _summary(t: "WatchTally") -> dict[str, Any]:
             if lags else None}
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Follow until SIGINT/SIGTERM; print findings as they come, a summary at the end."""
     from specledger.watch.prune import parse_duration
 

@@ -173,7 +173,7 @@ def run_llama(config: RunConfig, db: str, progress: Progress | None = None,
                     rec.files["responses"])
 
 
-def cmd_run_llama(config: RunConfig, db: str, as_json: bool) -> int:
+def run_and_print(config: RunConfig, db: str, as_json: bool) -> int:
     """`specledger run --backend llama`: run, record, print the turns."""
     return cmd_run_observed(LlamaEngine(config), config, db, as_json, lambda cfg: (
         f"llama.cpp {cfg['build']} drafter={config.drafter} "

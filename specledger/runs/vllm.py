@@ -138,7 +138,7 @@ class VllmEngine:
                           "answers": Path(report.prov.answers_path)})
 
 
-def cmd_run_vllm(config: RunConfig, db: str, as_json: bool) -> int:
+def run_and_print(config: RunConfig, db: str, as_json: bool) -> int:
     """`specledger run --backend vllm`: run, record, print the turns."""
     return cmd_run_observed(VllmEngine(config), config, db, as_json, lambda cfg: (
         f"vLLM {cfg['version']} drafter={config.drafter} (method {cfg['method'] or 'none'})"))

@@ -38,7 +38,7 @@ def test_export_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     out = tmp_path / "d.gguf"
     args = parse(["export", "gguf", "shipped:draft", "--out", str(out), "--outtype", "f16",
                   "--json"])
-    assert export_cmd.cmd_export(args) == 0
+    assert export_cmd.run(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"format": "gguf", "model": "shipped:draft", "out": str(out),
                    "outtype": "f16", "llama_build": DEFAULT_BUILD, "mtp": True,
@@ -49,7 +49,7 @@ def test_export_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_export_error(tmp_path: Path) -> None:
     args = parse(["export", "gguf", str(tmp_path / "absent"), "--out", str(tmp_path / "x")])
     with pytest.raises(GgufExportError, match="does not exist"):
-        export_cmd.cmd_export(args)
+        export_cmd.run(args)
 
 
 def test_export_uses_the_named_builds_converter(tmp_path: Path,
@@ -61,8 +61,8 @@ def test_export_uses_the_named_builds_converter(tmp_path: Path,
     converter = tmp_path / "cache" / "llama.cpp" / "0.3.20" / "convert"
     with pytest.raises(LlamaNotBuiltError, match=f"0.3.20 GGUF converter is missing from "
                                                  f"{converter} .*specledger llama build 0.3.20"):
-        export_cmd.cmd_export(args)
+        export_cmd.run(args)
     assert not out.exists()
     bad = parse(["export", "gguf", "shipped:draft", "--out", str(out), "--llama-build", "tip"])
     with pytest.raises(UnknownBuildError, match="'tip' is not a llama-cpp-python version"):
-        export_cmd.cmd_export(bad)
+        export_cmd.run(bad)
