@@ -1,2 +1,2 @@
-"""What runs sessions: our engine's observed siblings (llama-server, vLLM), re-execution,
-scenarios, and the import of server logs."""
+"""What runs sessions: the engines we observe (llama-server, vLLM) driven through one
+runner, the import of their logs, re-execution, the scenarios and the demo."""

@@ -1,2 +1,2 @@
-"""What presents sessions: console tables and JSON, analysis printing, graphs, the HTML
-report."""
+"""What presents sessions: console tables and JSON, divergences and findings, graphs, the
+HTML report, calibration fits and forecasts."""
