@@ -1,0 +1,27 @@
+"""An interval session's series read back: its `interval` events (fsm.payloads.Interval)
+in log order, each with its time, for `show`, `export parquet` and `report`."""
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from eventlog.reader import PAYLOAD, SEQ, TIME, scan_rows
+from fsm.payloads import Interval
+from fsm.states import Trigger
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One interval of the series: its event's seq, its time on the session's clock
+    (seconds from the run's first timed line) and its payload."""
+
+    seq: int
+    t: float
+    interval: Interval
+
+
+def interval_series(engine: Engine, session_id: int) -> list[Point]:
+    """The session's intervals in log order (empty for a session of rounds)."""
+    return [Point(row[SEQ], row[TIME], row[PAYLOAD])
+            for rows in scan_rows(engine, session_id, triggers={Trigger.INTERVAL})
+            for row in rows]
