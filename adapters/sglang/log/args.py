@@ -92,6 +92,7 @@ class ServerInfo:
     line declared (`swa`, `ssm`/Mamba); `max_total_tokens` the KV pool's size in tokens."""
 
     model: str | None = None
+    architecture: str | None = None
     speculative_algorithm: str | None = None
     draft_model: str | None = None
     num_steps: int | None = None

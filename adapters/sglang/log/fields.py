@@ -68,11 +68,11 @@ def pairs(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def read_batch(kind: BatchKind, text: str, line: int, time: float | None,
+def read_batch(kind: BatchKind, text: str, line: int, clock: str | None,
                rank: str | None) -> Batch:
     """The batch record of one line's fields; a value that does not read as its key's type
     goes to `other` as printed, its attribute left None."""
-    batch = Batch(kind, line, time, rank)
+    batch = Batch(kind, line, clock, rank)
     for key, value in pairs(text):
         spec = FIELDS.get(key)
         if spec is None:

@@ -44,7 +44,8 @@ KINDS = Dispatch([
     (re.compile(r"Finish: obj=(?P<rest>.*)$"), Kind.FINISH),
     (re.compile(r"server_args=(?P<args>ServerArgs\(.*)$"), Kind.SERVER_ARGS),
     (re.compile(r"max_total_num_tokens=(?P<tokens>\d+)"), Kind.CAPACITY),
-    (re.compile(r"(?P<swa>Hybrid swa model)|(?P<ssm>Mamba Cache is allocated)"
+    (re.compile(r"(?P<swa>Hybrid swa model)(?:: .*?architectures=\['(?P<arch>\w+)')?"
+                r"|(?P<ssm>Mamba Cache is allocated)"
                 r"|Tree cache initialized: .*?hybrid_swa=(?P<tswa>\w+) hybrid_ssm=(?P<tssm>\w+)"),
      Kind.HYBRID),
     (re.compile(r"(?P<who>\w[\w ]*?) hit an exception:\s*(?P<message>.*)$"), Kind.EXCEPTION),
@@ -77,6 +78,8 @@ NOISE = re.compile(
     r"|^\[transformers\] |^Warning: "              # libraries printing on their own
     r"|^'--[\w-]+' is deprecated")                 # SGLang's argument notes, before logging
 """Lines without the logger's prefix that carry nothing to read."""
+SHUTDOWN_NOTE = re.compile(r"resource_tracker: There appear to be \d+ leaked")
+"""Python's warning as its interpreter shuts down: the processes have exited."""
 WARNING_TAIL = re.compile(r"^\s+\S")
 """The indented lines after a Python warning (its source line, an example)."""
 TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")

@@ -17,14 +17,15 @@ class BatchKind(StrEnum):
 
 @dataclass
 class Batch:
-    """One `Prefill batch` / `Decode batch` line. Token counts as printed: `#token` (one
+    """One `Prefill batch` / `Decode batch` line (`clock`: the logger's time, as printed;
+    `rank`: its rank tags, `TP0`, `DP1 TP1 EP1`). Token counts as printed: `#token` (one
     KV pool) and `#full token` (a hybrid model's full-attention pool) are kept apart, as
     are `token usage` and `full token usage`. `graph` is the `cuda graph` / `npu graph`
     flag (`graph_device` says which); `cache_hit_rate` is the old prefill line's percent."""
 
     kind: BatchKind
     line: int
-    time: float | None
+    clock: str | None
     rank: str | None
     running_req: int | None = None
     queue_req: int | None = None
@@ -55,7 +56,7 @@ class HttpAnswer:
     """An uvicorn access line: `INFO:     host:port - "METHOD PATH HTTP/1.1" STATUS REASON`."""
 
     line: int
-    time: float | None
+    clock: str | None
     client: str
     method: str
     path: str
@@ -69,7 +70,7 @@ class FinishedRequest:
     `meta_info` printed (None where that level of logging leaves them out)."""
 
     line: int
-    time: float | None
+    clock: str | None
     rid: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
@@ -86,7 +87,7 @@ class Crash:
     the traceback where the log holds it."""
 
     line: int
-    time: float | None
+    clock: str | None
     rank: str | None
     who: str
     traceback: list[str] = field(default_factory=list)
@@ -96,13 +97,15 @@ class Crash:
 
 class LifeKind(StrEnum):
     """A line in a server process's life: it is ready, told to stop, a child died, it kills
-    its process tree (the last line of a shutdown, planned or not)."""
+    its process tree (the last line of a shutdown, planned or not), or Python's interpreter
+    exited (its `resource_tracker` warns of leaked semaphores at shutdown)."""
 
     READY = "ready"
     SIGTERM = "sigterm"
     SIGQUIT = "sigquit"
     CHILD_EXIT = "child_exit"
     KILL_TREE = "kill_tree"
+    EXITED = "exited"
 
 
 @dataclass(frozen=True)
@@ -111,5 +114,5 @@ class LifeEvent:
 
     kind: LifeKind
     line: int
-    time: float | None
+    clock: str | None
     detail: str

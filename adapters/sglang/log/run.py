@@ -24,6 +24,7 @@ from adapters.sglang.log.patterns import (
     KINDS,
     NOISE,
     OWN,
+    SHUTDOWN_NOTE,
     TRACEBACK,
     WARNING,
     WARNING_TAIL,
@@ -156,10 +157,10 @@ class RunReader:
 
     def _message(self, number: int, text: str, own: re.Match[str]) -> LineKind:
         """A line the logger wrote: read it if its message is one of the kinds."""
-        time = prefix_time(own.group("time"))
+        clock = own.group("time")
         rank = own.group("rank")
         if self.out.wall_start is None:
-            self.out.wall_start = time
+            self.out.wall_start = prefix_time(clock)
         if rank:
             self.out.ranks[rank] += 1
         hit = KINDS.first(text)
@@ -167,9 +168,9 @@ class RunReader:
             return LineKind.SKIPPED
         m, kind = hit
         if kind in _LIFE:
-            self.out.life.append(LifeEvent(_LIFE[kind], number, time, text))
+            self.out.life.append(LifeEvent(_LIFE[kind], number, clock, text))
             return LineKind.PARSED
-        return self._methods[kind](number, m, kind, time, rank)
+        return self._methods[kind](number, m, kind, clock, rank)
 
     def _bare(self, text: str) -> LineKind:
         """A line without the logger's prefix: a traceback's, noise, or unknown."""
@@ -186,25 +187,30 @@ class RunReader:
                                 last_lines=list(self._last))
             self.out.crashes.append(self._crash)
             return LineKind.PARSED
+        if SHUTDOWN_NOTE.search(text):
+            self.out.life.append(LifeEvent(LifeKind.EXITED, self.out.last_line, None,
+                                           text.strip()))
+            self._warning = True
+            return LineKind.PARSED
         if self._warning and WARNING_TAIL.match(text):
             return LineKind.SKIPPED
         self._warning = WARNING.search(text) is not None
         return LineKind.SKIPPED if NOISE.match(text) else LineKind.UNKNOWN
 
-    def _batch(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _batch(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                rank: str | None) -> LineKind:
         batch_kind = BatchKind(m.group("batch").lower())
-        self.out.batches.append(read_batch(batch_kind, m.group("fields"), number, time, rank))
+        self.out.batches.append(read_batch(batch_kind, m.group("fields"), number, clock, rank))
         return LineKind.PARSED
 
-    def _http(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _http(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
               rank: str | None) -> LineKind:
-        self.out.http.append(HttpAnswer(number, time, m.group("client"), m.group("method"),
+        self.out.http.append(HttpAnswer(number, clock, m.group("client"), m.group("method"),
                                         m.group("path"), int(m.group("status")),
                                         m.group("reason").strip()))
         return LineKind.PARSED
 
-    def _finish(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _finish(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                 rank: str | None) -> LineKind:
         rest = m.group("rest")
         got: dict[str, str | None] = {}
@@ -214,40 +220,42 @@ class RunReader:
         ints = {k: None if (v := got[k]) is None else int(v) for k in _INT_FIELDS}
         latency = got["e2e_latency"]
         self.out.finished.append(FinishedRequest(
-            number, time, got["rid"], ints["prompt_tokens"], ints["completion_tokens"],
+            number, clock, got["rid"], ints["prompt_tokens"], ints["completion_tokens"],
             ints["cached_tokens"], ints["spec_verify_ct"], got["finish_reason"],
             None if latency is None else float(latency)))
         return LineKind.PARSED
 
-    def _server_args(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _server_args(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                      rank: str | None) -> LineKind:
         self.out.server.take_args(read_args(m.group("args")))
         return LineKind.PARSED
 
-    def _capacity(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _capacity(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                   rank: str | None) -> LineKind:
         self.out.server.max_total_tokens = int(m.group("tokens"))
         return LineKind.PARSED
 
-    def _hybrid(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _hybrid(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                 rank: str | None) -> LineKind:
         hybrid = self.out.server.hybrid
+        if m.group("arch"):
+            self.out.server.architecture = m.group("arch")
         if m.group("swa") or m.group("tswa") == "True":
             hybrid.add("swa")
         if m.group("ssm") or m.group("tssm") == "True":
             hybrid.add("ssm")
         return LineKind.PARSED
 
-    def _exception(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _exception(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                    rank: str | None) -> LineKind:
-        self._crash = Crash(number, time, rank, m.group("who"), last_lines=list(self._last))
+        self._crash = Crash(number, clock, rank, m.group("who"), last_lines=list(self._last))
         rest = m.group("message").strip()
         if rest and not TRACEBACK.match(rest):
             self._crash.exception = rest
         self.out.crashes.append(self._crash)
         return LineKind.PARSED
 
-    def _started(self, number: int, m: re.Match[str], kind: Kind, time: float | None,
+    def _started(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
                  rank: str | None) -> LineKind:
         self.out.pid = int(m.group("pid"))
         return LineKind.PARSED
@@ -258,7 +266,8 @@ class RunReader:
         kinds = {e.kind for e in out.life}
         out.ending = (RunEnd.CRASHED if out.crashes else
                       RunEnd.SHUTDOWN if LifeKind.SIGTERM in kinds else
-                      RunEnd.DIED if replaced or LifeKind.SIGQUIT in kinds else
+                      RunEnd.DIED if replaced or kinds & {LifeKind.SIGQUIT, LifeKind.EXITED}
+                      else
                       RunEnd.LOG_ENDS)
         out.last_lines = list(self._last)
         return out
