@@ -24,8 +24,7 @@ from itertools import chain, islice
 from adapters.llama.errors import LlamaError
 from adapters.llama.log.run import TAG, LineKind, LogReading, RunEnd, RunReader
 from adapters.logs.compressed import GzipCut
-from adapters.logs.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
-from adapters.logs.text import clean
+from adapters.logs.prefix import Prefixes, clean, learn_prefixes, prefix_pid, prefix_time
 
 __all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
            "read_lines"]

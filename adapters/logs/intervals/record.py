@@ -38,6 +38,19 @@ class Source:
     runs_in_file: int
     prefixes: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()
+    peers: tuple[dict[str, Any], ...] = ()
+    """The other runs of the same source that never speculated: their run number, pid and
+    generation throughputs (what a speculative run's throughput is compared with)."""
+
+
+def plain_peer(run: ServerRun) -> dict[str, Any] | None:
+    """What a run that never speculated offers its source's other runs as a baseline: its
+    number, pid and the generation throughputs of its intervals that generated (None: it
+    speculated, or generated nothing)."""
+    if run.method is not None or any(iv.speculative for iv in run.intervals):
+        return None
+    tps = [iv.generation_tps for iv in run.intervals if iv.generation_tps]
+    return {"run": run.index + 1, "pid": run.pid, "generation_tps": tps} if tps else None
 
 
 def session_config(run: ServerRun, src: Source) -> dict[str, Any]:
@@ -60,6 +73,7 @@ def session_config(run: ServerRun, src: Source) -> dict[str, Any]:
                     "last_lines": run.last_lines},
             "intervals": len(run.intervals), "requests": len(run.requests),
             "failures": [f.to_dict() for f in run.failures],
+            "peers": list(src.peers),
         },
     }
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from adapters.logs.compressed import GzipCut
 from fsm.payloads import Interval
 
 
@@ -156,3 +157,25 @@ class ServerRun:
     def records_anything(self) -> bool:
         """Whether the run is worth a session: an interval, a request or a failure."""
         return bool(self.intervals or self.requests or self.failures)
+
+
+@dataclass
+class IntervalLog:
+    """A log source read into its server runs, in the order each began: its name, its
+    physical lines, the digest of its text, a last line cut mid-write, a cut gzip stream,
+    and an example of each outer prefix its lines carry."""
+
+    name: str
+    runs: list[ServerRun]
+    lines: int
+    sha256: str
+    partial_line: int | None = None
+    gzip_cut: GzipCut | None = None
+    prefixes: list[str] = field(default_factory=list)
+
+    def unknown_shapes(self, n: int = 10) -> list[tuple[str, int]]:
+        """The `n` most common shapes of unknown lines, over every run."""
+        total: Counter[str] = Counter()
+        for r in self.runs:
+            total.update(r.unknown_shapes)
+        return total.most_common(n)

@@ -17,9 +17,8 @@ from itertools import chain, islice
 from pathlib import Path
 
 from adapters.logs.compressed import GzipCut
-from adapters.logs.prefix import Prefixes, learn_prefixes
+from adapters.logs.prefix import Prefixes, clean, learn_prefixes
 from adapters.logs.sources import LogSource, SourceError, Stream, expand
-from adapters.logs.text import clean
 from adapters.sglang.log.patterns import OWN, TAG, unglue
 from adapters.sglang.log.run import LineKind, RunReader, SglangRun
 from fsm.errors import SpecledgerError
