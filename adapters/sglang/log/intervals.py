@@ -20,11 +20,14 @@ from adapters.logs.intervals.run import (
     FailureKind,
     IntervalKind,
     IntervalLine,
+    IntervalLog,
     RequestLine,
     RunEnding,
     ServerRun,
 )
 from adapters.logs.prefix import prefix_time
+from adapters.logs.sources import LogSource
+from adapters.sglang.log.reader import read_source as read_sglang
 from adapters.sglang.log.records import Batch, BatchKind, Crash, LifeEvent, LifeKind
 from adapters.sglang.log.run import RunEnd, SglangRun
 
@@ -130,3 +133,11 @@ def server_run(run: SglangRun) -> ServerRun:
         intervals=[interval(b) for b in run.batches], requests=requests(run),
         failures=failures(run), last_lines=list(run.last_lines), parsed=run.parsed,
         skipped=run.skipped, unknown=run.unknown, unknown_shapes=run.unknown_shapes)
+
+
+def read_source(source: LogSource) -> IntervalLog:
+    """Read an SGLang log source into its interval runs (what `specledger import sglang`
+    records); a source that is no SGLang log raises SglangLogError."""
+    log = read_sglang(source)
+    return IntervalLog(log.name, [server_run(r) for r in log.runs], log.lines, log.sha256,
+                       log.partial_line, log.gzip_cut, log.prefixes)

@@ -10,7 +10,6 @@ and reported. Text with no SGLang logger line at all is refused in one line.
 """
 
 import hashlib
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain, islice
@@ -42,18 +41,6 @@ class SglangLog:
     partial_line: int | None = None
     gzip_cut: GzipCut | None = None
     prefixes: list[str] = field(default_factory=list)
-
-    @property
-    def unknown(self) -> int:
-        """Lines no reader knows, over every run."""
-        return sum(r.unknown for r in self.runs)
-
-    def unknown_shapes(self, n: int = 10) -> list[tuple[str, int]]:
-        """The `n` most common shapes of unknown lines, with their counts."""
-        total: Counter[str] = Counter()
-        for r in self.runs:
-            total.update(r.unknown_shapes)
-        return total.most_common(n)
 
 
 class LogReader:
