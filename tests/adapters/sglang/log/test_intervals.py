@@ -68,6 +68,10 @@ def test_a_crash_is_a_failure_with_its_last_lines_and_running_requests() -> None
     assert run.ending is RunEnding.DIED
     cut = server_run(_run(["[2026-07-10 03:06:37 TP3] Scheduler hit an exception: "
                            "Traceback (most recent call last):"]))
+    worker = server_run(_run(["[2026-07-10 03:06:37 TP1] TpModelWorkerClient hit an "
+                              "exception: RuntimeError: CUDA error"]))
+    assert [(f.kind, f.message) for f in worker.failures] == [
+        (FailureKind.WORKER_DIED, "RuntimeError: CUDA error")]
     assert cut.failures[0].message.startswith("Scheduler on TP3 hit an exception; its "
                                               "exception line is not in the log")
 

@@ -118,3 +118,12 @@ def test_the_fragments_figures_are_the_lines_own(logs: dict[str, SglangLog]) -> 
     assert {b.graph_device for b in npu.batches} == {"npu"} and npu.skipped == 3
     eagle = logs["sgl-project-sglang-11948-qwen3-8b-eagle3-a800-tp2.log"].runs[0]
     assert [b.accept_rate for b in eagle.decodes()] == [0.54, 0.49, 0.45, 0.51, 0.45]
+
+
+def test_a_prefix_that_first_shows_late_in_a_file_is_learned_there() -> None:
+    plain = [b"[2026-07-10 03:00:00] Load weight begin. avail mem=70.00 GB\n"] * 5000
+    late = (b"2026-07-10T03:06:32.1Z [2026-07-10 03:06:32] Decode batch, #running-req: 4, "
+            b"#queue-req: 0\n")
+    log = read_lines([*plain, late], "late.log")
+    assert [b.running_req for b in log.runs[0].batches] == [4]
+    assert log.prefixes == ["2026-07-10T03:06:32.1Z "]

@@ -138,3 +138,12 @@ def test_what_is_no_sglang_log_is_refused_in_one_line() -> None:
         read_lines([], "x.txt")
     with pytest.raises(SglangLogError, match="binary"):
         read_lines([b"\x00\x01\n"], "x.bin")
+
+
+def test_an_exception_on_its_header_line_is_the_crash_message() -> None:
+    [run] = _read(["[2025-09-13 19:05:03 TP1] TpModelWorkerClient hit an exception: "
+                   "RuntimeError: CUDA error: an illegal memory access was encountered"])
+    [c] = run.crashes
+    assert (c.who, c.rank, c.exception, c.traceback) == (
+        "TpModelWorkerClient", "TP1",
+        "RuntimeError: CUDA error: an illegal memory access was encountered", [])
