@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llama.builds.exposed import build_exposure
-from adapters.logs.intervals.record import SERIES
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
 from engine.metrics import TurnMetrics
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
 from eventlog.projection import project_session
+from eventlog.series import SERIES
 from specledger import (
     analysis_cmds,
     bench_cmd,

@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from sqlalchemy import Engine
 
-from eventlog.reader import PAYLOAD, TRIGGER, SessionInfo, scan_rows
+from eventlog.reader import PAYLOAD, SessionInfo, scan_rows
 from eventlog.series import Point, interval_series
 from fsm.states import Trigger
 from specledger import output
@@ -80,10 +80,10 @@ def show_series(engine: Engine, info: SessionInfo, as_json: bool) -> int:
     """`show` of an interval session: its header, failures, series and requests."""
     points = interval_series(engine, info.id)
     statuses: Counter[str] = Counter()
-    for rows in scan_rows(engine, info.id, triggers={Trigger.END_TURN, Trigger.FAIL}):
+    for rows in scan_rows(engine, info.id, triggers={Trigger.END_TURN}):
         for row in rows:
-            p = row[PAYLOAD]
-            statuses[p["error"].split()[1] if row[TRIGGER] == Trigger.FAIL else "2xx/3xx"] += 1
+            error = row[PAYLOAD]["metrics"].get("error")
+            statuses[error.split()[1] if error else "2xx/3xx"] += 1
     if as_json:
         output.emit_json({"session": output.session_json(info), "requests": dict(statuses),
                           "intervals": series_json(points)})
