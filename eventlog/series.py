@@ -2,12 +2,22 @@
 in log order, each with its time, for `show`, `export parquet` and `report`."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine
 
 from eventlog.reader import PAYLOAD, SEQ, TIME, scan_rows
 from fsm.payloads import Interval
 from fsm.states import Trigger
+
+SERIES = "intervals"
+"""The stored configuration's `series` for an interval session (what `show`, `export`,
+`report` and the postmortem's interval detectors look for)."""
+
+
+def is_series(config: dict[str, Any]) -> bool:
+    """Whether a session's configuration is an interval session's."""
+    return config.get("series") == SERIES
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """An interval run (adapters/logs/intervals/run.py) as a session, for any engine: each
 interval one `interval` event (fsm.payloads.Interval), each request the log shows one turn
-(`start_turn`, then `end_turn`, or `fail` for an error status), all on slot 0 in log order;
+(`start_turn`, then `end_turn`, its metrics' `error` naming an error status), all on slot 0
+in log order;
 the run's start-up facts, failures and last lines in the session's stored source, where the
 postmortem's detectors read them (eventlog/postmortem/). Event times are seconds on the
 log's clock from the run's first timed line (0 where the log shows no time).
@@ -12,13 +13,10 @@ from typing import Any
 
 from adapters.logs.intervals.run import IntervalLine, RequestLine, RunEnding, ServerRun
 from adapters.protocol import Recording, Sink
+from eventlog.series import SERIES
 from fsm.event import Event
 from fsm.payloads import TurnMetricsRow
 from fsm.states import RoundState, Trigger
-
-SERIES = "intervals"
-"""The stored configuration's `series` for an interval session (what `show`, `export` and
-`report` look for)."""
 
 _SLOT = 0
 _UNKNOWN_METRICS = ("drafted", "accepted", "kept_tokens", "f_keep", "reprefill_tokens",
@@ -114,13 +112,10 @@ class _Writer:
         self.fire(turn, Trigger.START_TURN, req.at,
                   {"prompt_tokens": req.prompt_tokens, "kept": None, "f_keep": None},
                   RoundState.IDLE)
+        metrics = _turn_metrics(turn, req)
         if req.failed:
-            self.fire(turn, Trigger.FAIL, req.at, {"error": f"HTTP {req.status} for "
-                                                   f"{req.method} {req.path}"},
-                      RoundState.FAILED)
-        else:
-            self.fire(turn, Trigger.END_TURN, req.at, {"metrics": _turn_metrics(turn, req)},
-                      RoundState.DONE)
+            metrics["error"] = f"HTTP {req.status} for {req.method} {req.path}"
+        self.fire(turn, Trigger.END_TURN, req.at, {"metrics": metrics}, RoundState.DONE)
         self.sink.end_unit()
 
 
