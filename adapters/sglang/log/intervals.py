@@ -10,7 +10,7 @@ prefix_hit_rate (a ratio); `#token` (else `#full token`), `#new-seq`, `#new-toke
 `#cached-token` go to the payload's SGLang keys. Requests come from the finished-request
 lines where the run has them (`--log-requests`: they carry the counts), else from the HTTP
 lines that ask for a generation (a POST) or were answered with an error; a health check is
-no request.
+no request. A failure names the requests received and not finished before it.
 """
 
 import re
@@ -82,6 +82,13 @@ def _running_before(run: SglangRun, line: int) -> int | None:
     return before[-1].running_req if before else None
 
 
+def in_flight(run: SglangRun, line: int) -> list[str]:
+    """The requests received before `line` and not finished before it (`--log-requests`
+    prints both; without it the log names none)."""
+    done = {f.rid for f in run.finished if f.line < line}
+    return [r.rid for r in run.received if r.line < line and r.rid not in done]
+
+
 def _crash(run: SglangRun, c: Crash) -> Failure:
     kind = FailureKind.SCHEDULER_CRASH if c.who == "Scheduler" else FailureKind.WORKER_DIED
     where = f" on {c.rank}" if c.rank else ""
@@ -90,12 +97,12 @@ def _crash(run: SglangRun, c: Crash) -> Failure:
     header = f"{c.who} hit an exception{where}"
     return Failure(kind, c.line, c.clock, message,
                    [*c.last_lines, header, *c.traceback[-_TRACEBACK_TAIL:]],
-                   running=_running_before(run, c.line))
+                   in_flight(run, c.line), _running_before(run, c.line))
 
 
 def _death(run: SglangRun, e: LifeEvent) -> Failure:
     return Failure(FailureKind.WORKER_DIED, e.line, e.clock, e.detail, list(run.last_lines),
-                   running=_running_before(run, e.line))
+                   in_flight(run, e.line), _running_before(run, e.line))
 
 
 def failures(run: SglangRun) -> list[Failure]:

@@ -25,6 +25,7 @@ class Kind(StrEnum):
     BATCH = "batch"
     HTTP = "http"
     FINISH = "finish"
+    RECEIVE = "receive"
     SERVER_ARGS = "server_args"
     CAPACITY = "capacity"
     HYBRID = "hybrid"
@@ -42,6 +43,7 @@ KINDS = Dispatch([
     (re.compile(r'INFO:\s+(?P<client>\S+) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" '
                 r"(?P<status>\d{3})\s*(?P<reason>.*)$"), Kind.HTTP),
     (re.compile(r"Finish: obj=(?P<rest>.*)$"), Kind.FINISH),
+    (re.compile(r"Receive: obj=\w*\(.*?\brid='(?P<rid>[^']*)'"), Kind.RECEIVE),
     (re.compile(r"server_args=(?P<args>ServerArgs\(.*)$"), Kind.SERVER_ARGS),
     (re.compile(r"max_total_num_tokens=(?P<tokens>\d+)"), Kind.CAPACITY),
     (re.compile(r"(?P<swa>Hybrid swa model)(?:: .*?architectures=\['(?P<arch>\w+)')?"

@@ -80,6 +80,15 @@ class FinishedRequest:
     e2e_latency: float | None
 
 
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """A `Receive: obj=…` line (`--log-requests`): a request the server took, by its id."""
+
+    line: int
+    clock: str | None
+    rid: str
+
+
 @dataclass
 class Crash:
     """A process that `hit an exception` (the scheduler, a TP worker, the detokenizer): the

@@ -38,6 +38,7 @@ from adapters.sglang.log.records import (
     HttpAnswer,
     LifeEvent,
     LifeKind,
+    ReceivedRequest,
 )
 
 _LAST_LINES = 12
@@ -81,6 +82,7 @@ class SglangRun:
     batches: list[Batch] = field(default_factory=list)
     http: list[HttpAnswer] = field(default_factory=list)
     finished: list[FinishedRequest] = field(default_factory=list)
+    received: list[ReceivedRequest] = field(default_factory=list)
     crashes: list[Crash] = field(default_factory=list)
     life: list[LifeEvent] = field(default_factory=list)
     pid: int | None = None
@@ -114,7 +116,7 @@ class RunReader:
         self._last: deque[str] = deque(maxlen=_LAST_LINES)
         self._methods = {
             Kind.BATCH: self._batch, Kind.HTTP: self._http,
-            Kind.FINISH: self._finish, Kind.SERVER_ARGS: self._server_args,
+            Kind.FINISH: self._finish, Kind.RECEIVE: self._receive, Kind.SERVER_ARGS: self._server_args,
             Kind.CAPACITY: self._capacity, Kind.HYBRID: self._hybrid,
             Kind.EXCEPTION: self._exception, Kind.STARTED: self._started,
         }
@@ -223,6 +225,11 @@ class RunReader:
             number, clock, got["rid"], ints["prompt_tokens"], ints["completion_tokens"],
             ints["cached_tokens"], ints["spec_verify_ct"], got["finish_reason"],
             None if latency is None else float(latency)))
+        return LineKind.PARSED
+
+    def _receive(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,
+                 rank: str | None) -> LineKind:
+        self.out.received.append(ReceivedRequest(number, clock, m.group("rid")))
         return LineKind.PARSED
 
     def _server_args(self, number: int, m: re.Match[str], kind: Kind, clock: str | None,

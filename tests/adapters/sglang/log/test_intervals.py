@@ -99,3 +99,15 @@ def test_the_corpus_failed_start_and_complete_run(corpus: Path) -> None:
     assert sum(r.failed for r in run.requests) == 3
     assert (run.method, run.num_spec_tokens, run.prefix_caching, run.hybrid) == (
         "DFLASH", 15, True, True)
+
+
+def test_a_crash_names_the_requests_received_and_not_finished() -> None:
+    run = server_run(_run([
+        "[2026-07-10 03:06:30] Receive: obj=GenerateReqInput(text='a', rid='r1', stream=True)",
+        "[2026-07-10 03:06:30] Receive: obj=GenerateReqInput(text='b', rid='r2')",
+        "[2026-07-10 03:06:31] Finish: obj=GenerateReqInput(rid='r1'), out={'meta_info': "
+        "{'id': 'r1', 'prompt_tokens': 3, 'completion_tokens': 2}}",
+        "[2026-07-10 03:06:32] Receive: obj=GenerateReqInput(rid='r3')",
+        "[2026-07-10 03:06:37] Scheduler hit an exception: ValueError: bad grammar"]))
+    [f] = run.failures
+    assert f.requests == ["r2", "r3"] and f.message == "ValueError: bad grammar"
