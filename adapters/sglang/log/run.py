@@ -115,8 +115,8 @@ class RunReader:
         self._warning = False  # the last line opened a Python warning
         self._last: deque[str] = deque(maxlen=_LAST_LINES)
         self._methods = {
-            Kind.BATCH: self._batch, Kind.HTTP: self._http,
-            Kind.FINISH: self._finish, Kind.RECEIVE: self._receive, Kind.SERVER_ARGS: self._server_args,
+            Kind.BATCH: self._batch, Kind.HTTP: self._http, Kind.FINISH: self._finish,
+            Kind.RECEIVE: self._receive, Kind.SERVER_ARGS: self._server_args,
             Kind.CAPACITY: self._capacity, Kind.HYBRID: self._hybrid,
             Kind.EXCEPTION: self._exception, Kind.STARTED: self._started,
         }
