@@ -377,6 +377,8 @@ class Interval(TypedDict):
                                                         "cache held", _TOKENS)]]
     mm_hit_rate: NotRequired[Annotated[float | None, _f("vLLM: multimodal cache hit rate",
                                                         "ratio")]]
+    preemptions: NotRequired[Annotated[int | None, _f(
+        "vLLM: requests preempted (their KV cache taken for others) in the window", "count")]]
 
 
 PAYLOADS: dict[Trigger, type] = {

@@ -64,7 +64,7 @@ class IntervalLine:
     draft_acceptance: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific figures, under the payload's optional keys (`tokens`, `new_seqs`,
-    `new_tokens`, `cached_tokens`, `mm_hit_rate`)."""
+    `new_tokens`, `cached_tokens`, `mm_hit_rate`, `preemptions`)."""
 
     @property
     def speculative(self) -> bool:

@@ -4,7 +4,8 @@ adds, drops or renames costs only its own row:
 - `Engine 000: Avg prompt throughput: 2.5 tokens/s, Avg generation throughput: 74.7
   tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 7.4%, Prefix cache hit
   rate: 0.0%[, MM cache hit rate: z%]` (V1, `loggers.py`; V0's `Pending`, `GPU prefix cache
-  hit rate` too);
+  hit rate` too; 0.32's `Preemptions: N` where there were some, the KV cache named by its
+  device: `CPU KV cache usage`);
 - `SpecDecoding metrics: Mean acceptance length: 2.87, Accepted throughput: 48.90 tokens/s,
   Drafted throughput: 157.19 tokens/s, Accepted: 489 tokens, Drafted: 1572 tokens,
   Per-position acceptance rate: 0.740, 0.473, ..., Avg Draft acceptance rate: 31.1%` (V1,
@@ -54,11 +55,11 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "Running": ("running", _int),
     "Waiting": ("waiting", _int),
     "Pending": ("waiting", _int),
-    "GPU KV cache usage": ("kv_usage", _percent),
     "KV cache usage": ("kv_usage", _percent),
     "Prefix cache hit rate": ("prefix_hit_rate", _percent),
     "GPU prefix cache hit rate": ("prefix_hit_rate", _percent),
     "MM cache hit rate": ("mm_hit_rate", _percent),
+    "Preemptions": ("preemptions", _int),
     "Mean acceptance length": ("mean_accept_len", _num),
     "Accepted throughput": ("accepted_tps", _num),
     "Drafted throughput": ("drafted_tps", _num),
@@ -71,7 +72,7 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "Draft acceptance rate": ("draft_acceptance", _num),
 }
 """Each field name vLLM prints: the interval's attribute and how its value reads."""
-_EXTRA = frozenset({"mm_hit_rate"})
+_EXTRA = frozenset({"mm_hit_rate", "preemptions"})
 """Attributes that go to the payload's optional keys."""
 
 
@@ -81,7 +82,9 @@ def fields(text: str) -> dict[str, Any]:
     keys = list(_KEY.finditer(text))
     out: dict[str, Any] = {}
     for m, nxt in zip(keys, [*keys[1:], None], strict=True):
-        known = _FIELDS.get(m.group(1))
+        name = m.group(1)
+        # `GPU KV cache usage`, `CPU KV cache usage`, `XPU ...`: the device the engine names
+        known = _FIELDS.get("KV cache usage" if name.endswith(" KV cache usage") else name)
         if known is None:
             continue
         value = text[m.end():nxt.start() if nxt is not None else len(text)]

@@ -31,7 +31,7 @@ class Capacity:
         full)."""
         rows = self.windows.rows
         full = [(s, p) for s, p in rows if (p["kv_usage"] or 0.0) >= FULL]
-        waiting = [(s, p) for s, p in rows if p["waiting"]]
+        waiting = [(s, p) for s, p in rows if p["waiting"] or p.get("preemptions")]
         out = []
         if full:
             top = max(p["kv_usage"] for _, p in full)
@@ -43,14 +43,18 @@ class Capacity:
                 "waiting.", CAUSE_ADVICE[Cause.ENGINE_KV],
                 {"windows": len(full), "kv_usage": top, "first_line": full[0][1]["line"]}))
         if waiting:
-            most = max(waiting, key=lambda r: r[1]["waiting"])
+            most = max(waiting, key=lambda r: r[1]["waiting"] or 0)
+            preempted = sum(p.get("preemptions") or 0 for _, p in waiting)
+            also = f"; {preempted} request(s) preempted" if preempted else ""
             out.append(Finding(
                 Kind.REQUESTS_WAITING, Severity.WARNING if full else Severity.INFO,
                 waiting[0][0], waiting[-1][0],
                 f"Requests waited for the engine in {len(waiting)} of {len(rows)} "
                 f"window(s), up to {most[1]['waiting']} at {line_of(most[1])} (KV cache "
-                f"{pct(most[1]['kv_usage'] or 0.0)} in use, {most[1]['running']} running).",
+                f"{pct(most[1]['kv_usage'] or 0.0)} in use, {most[1]['running']} running)"
+                f"{also}.",
                 ADVICE[Kind.REQUESTS_WAITING],
                 {"windows": len(waiting), "max_waiting": most[1]["waiting"],
+                 "preemptions": preempted,
                  "first_line": waiting[0][1]["line"]}))
         return out
