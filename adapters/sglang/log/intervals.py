@@ -92,8 +92,8 @@ def in_flight(run: SglangRun, line: int) -> list[str]:
 def _crash(run: SglangRun, c: Crash) -> Failure:
     kind = FailureKind.SCHEDULER_CRASH if c.who == "Scheduler" else FailureKind.WORKER_DIED
     where = f" on {c.rank}" if c.rank else ""
-    message = c.exception or (f"{c.who}{where} hit an exception; its exception line is not "
-                              "in the log (the traceback is cut)")
+    message = c.exception or (f"{c.who}{where} hit an exception whose last line is not in "
+                              f"the log ({len(c.traceback)} traceback line(s) shown)")
     header = f"{c.who} hit an exception{where}"
     return Failure(kind, c.line, c.clock, message,
                    [*c.last_lines, header, *c.traceback[-_TRACEBACK_TAIL:]],
