@@ -8,12 +8,12 @@ import calendar
 import re
 from dataclasses import dataclass
 
-TAG = re.compile(r"\([A-Za-z][\w]* pid=\d+\) |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+TAG = re.compile(r"\([A-Za-z][\w-]* pid=\d+\) |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
                  r"\d\d-\d\d \d\d:\d\d:\d\d ")
 """What a vLLM line's body starts with: its process tag, else its level and time (what
 adapters/logs/prefix.py learns a file's outer prefixes before)."""
 
-_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z][\w]*) pid=(?P<pid>\d+)\) ?")
+_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z][\w-]*) pid=(?P<pid>\d+)\) ?")
 _LOGGED = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<clock>(?P<mo>\d\d)-"
                      r"(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)) "
                      r"(?:\[(?P<where>[^\]]+)\] ?)?")

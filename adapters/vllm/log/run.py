@@ -1,7 +1,8 @@
 """One vLLM server run, a line at a time, into an interval run (adapters/logs/intervals/run.py):
 its start-up facts (version, model, architecture, speculative method and k, prefix caching),
 its stats lines as intervals (a SpecDecoding line joins the Engine line printed with it),
-its HTTP access lines as requests, and its failures: the engine core's fatal error or
+its HTTP access lines as requests (with the id request logging gave the request, where it
+is on), and its failures: the engine core's fatal error or
 failed start, a worker's death, a traceback of the engine core whose header the log lacks;
 each with the lines before it, the requests the engine's input dump names, and the requests
 running at the last interval. Its shutdown lines end it; the shutdown's own errors (the API
@@ -38,6 +39,7 @@ _CACHING = re.compile(r"enable_prefix_caching['\"]?[=:] ?(?P<on>True|False)")
 _HYBRID_ARCH = re.compile(r"Qwen3_5|Qwen3Next|Mamba|Jamba|NemotronH|GraniteMoeHybrid|FalconH|"
                           r"Lfm2|Zamba|Bamba|Plamo2|MiniMaxText01|Kimi.?Linear")
 _HYBRID_LINE = re.compile(r"Mamba cache mode|gdn_linear_attn|mamba_ssm|GDN ")
+_RECEIVED = re.compile(r"^Received request (?P<id>\S+?):")
 _REQ_IDS = re.compile(r"req_ids?=\[?'?(?P<id>[\w.:-]{6,})")
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)"
                         r"(?::.*)?$")
@@ -72,6 +74,7 @@ class RunReader:
         self.shutting_down = False
         self.now: float | None = None
         self.dumped: list[str] = []
+        self.received: deque[str] = deque()  # ids request logging named, not yet answered
         self._open: dict[str, Failure] = {}  # process -> its failure still being printed
 
     def feed(self, number: int, line: Line, body: str) -> LineKind:
@@ -108,8 +111,14 @@ class RunReader:
         if hit is not None:
             if hit.path not in PROBES or hit.status >= 400:
                 self.served = True
+                rid = self.received.popleft() if self.received and hit.method == "POST" \
+                    else None
                 self.run.requests.append(RequestLine(number, None, self.now, hit.status,
-                                                     hit.method, hit.path))
+                                                     hit.method, hit.path, rid))
+            return LineKind.PARSED
+        m = _RECEIVED.match(msg)
+        if m is not None:  # request logging (--enable-log-requests): its access line follows
+            self.received.append(m.group("id"))
             return LineKind.PARSED
         if _SHUTDOWN.search(msg):
             self.shutting_down = True

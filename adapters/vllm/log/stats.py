@@ -81,7 +81,7 @@ def fields(text: str) -> dict[str, Any]:
     `SpecDecoding metrics: `), by attribute."""
     keys = list(_KEY.finditer(text))
     out: dict[str, Any] = {}
-    for m, nxt in zip(keys, [*keys[1:], None], strict=True):
+    for m, nxt in zip(keys, [*keys[1:], None], strict=False):
         name = m.group(1)
         # `GPU KV cache usage`, `CPU KV cache usage`, `XPU ...`: the device the engine names
         known = _FIELDS.get("KV cache usage" if name.endswith(" KV cache usage") else name)
@@ -94,18 +94,21 @@ def fields(text: str) -> dict[str, Any]:
 
 def stats_interval(message: str, line: int, clock: str | None, at: float | None
                    ) -> IntervalLine | None:
-    """The interval a stats line gives (None: the message is no stats line)."""
+    """The interval a stats line gives (None: the message is no stats line, such as
+    `Engine 000: vllm cache_config_info ...`, which names no figure)."""
     m = ENGINE.match(message)
-    if m is not None:
-        iv = IntervalLine(line, IntervalKind.ENGINE, clock, at, engine=int(m.group(1)))
-        apply(iv, fields(message[m.end():]))
-        return iv
-    m = SPEC.match(message)
-    if m is not None:
-        iv = IntervalLine(line, IntervalKind.SPEC, clock, at)
-        apply(iv, fields(message[m.end():]))
-        return iv
-    return None
+    kind = IntervalKind.ENGINE
+    if m is None:
+        m, kind = SPEC.match(message), IntervalKind.SPEC
+    if m is None:
+        return None
+    figures = fields(message[m.end():])
+    if not figures:
+        return None
+    iv = IntervalLine(line, kind, clock, at,
+                      engine=int(m.group(1)) if kind is IntervalKind.ENGINE else None)
+    apply(iv, figures)
+    return iv
 
 
 def apply(iv: IntervalLine, figures: dict[str, Any]) -> None:
