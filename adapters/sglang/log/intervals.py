@@ -37,7 +37,7 @@ _KINDS = {BatchKind.PREFILL: IntervalKind.PREFILL_BATCH,
 _ENDINGS = {RunEnd.CRASHED: RunEnding.DIED, RunEnd.DIED: RunEnding.DIED,
             RunEnd.SHUTDOWN: RunEnding.SHUTDOWN, RunEnd.LOG_ENDS: RunEnding.LOG_ENDS}
 _DP = re.compile(r"\bDP(\d+)\b")
-_TRACEBACK_TAIL = 6  # the traceback lines a failure quotes after the run's last lines
+_TRACEBACK_TAIL = 2  # the deepest frame shown (its file line and code) after the header
 
 
 def at(clock: str | None) -> float | None:
