@@ -6,8 +6,9 @@ What maps to what: `#running-req` -> running, `#queue-req` -> waiting, `token us
 hybrid's `full token usage` where the line has no plain one) -> kv_usage, `accept len` ->
 mean_accept_len, `accept rate` -> draft_acceptance, `gen throughput` -> generation_tps,
 `input throughput` -> prompt_tps, the old prefill line's `cache hit rate` (a percent) ->
-prefix_hit_rate (a ratio); `#token` (else `#full token`), `#new-seq`, `#new-token` and
-`#cached-token` go to the payload's SGLang keys. Requests come from the finished-request
+prefix_hit_rate (a ratio); `#token` (else `#full token`), `#new-seq`, `#new-token`,
+`#cached-token`, a hybrid's `mamba num`, `mamba usage`, `#swa token`, `swa token usage` and
+`#pending-token` go to the payload's SGLang keys. Requests come from the finished-request
 lines where the run has them (`--log-requests`: they carry the counts), else from the HTTP
 lines that ask for a generation (a POST) or were answered with an error; a health check is
 no request. A failure names the requests received and not finished before it.
@@ -49,7 +50,9 @@ def interval(b: Batch) -> IntervalLine:
     """One batch line as an interval: the figures it printed, nothing else."""
     dp = _DP.search(b.rank or "")
     extra = {"tokens": b.token if b.token is not None else b.full_token,
-             "new_seqs": b.new_seq, "new_tokens": b.new_token, "cached_tokens": b.cached_token}
+             "new_seqs": b.new_seq, "new_tokens": b.new_token, "cached_tokens": b.cached_token,
+             "mamba_num": b.mamba_num, "mamba_usage": b.mamba_usage, "swa_tokens": b.swa_token,
+             "swa_usage": b.swa_token_usage, "pending_tokens": b.pending_token}
     return IntervalLine(
         b.line, _KINDS[b.kind], b.clock, at(b.clock),
         engine=int(dp.group(1)) if dp else None,

@@ -33,7 +33,8 @@ def test_batch_figures_map_to_the_payload_as_printed() -> None:
     assert (d.kind, d.clock, d.engine, d.running, d.waiting, d.kv_usage, d.mean_accept_len,
             d.draft_acceptance, d.generation_tps) == (
         IntervalKind.DECODE_BATCH, "2026-07-10 03:06:32", 1, 3, 2, 0.05, 2.70, 0.57, 47.0)
-    assert d.extra == {"tokens": 3072} and d.speculative and d.prefix_hit_rate is None
+    assert d.extra == {"tokens": 3072, "mamba_num": 4, "mamba_usage": 0.33}
+    assert d.speculative and d.prefix_hit_rate is None
     assert (p.kind, p.kv_usage, p.prefix_hit_rate, p.engine) == (
         IntervalKind.PREFILL_BATCH, 0.10, 0.25, None)
     assert p.extra == {"new_seqs": 1, "new_tokens": 21, "cached_tokens": 7}
