@@ -127,3 +127,21 @@ def test_a_prefix_that_first_shows_late_in_a_file_is_learned_there() -> None:
     log = read_lines([*plain, late], "late.log")
     assert [b.running_req for b in log.runs[0].batches] == [4]
     assert log.prefixes == ["2026-07-10T03:06:32.1Z "]
+
+
+@pytest.mark.parametrize("prefix", [
+    "sglang-1  | ",                                   # docker compose's service column
+    "2026-07-10T03:06:32.123456789+00:00 stdout F ",  # kubectl / containerd
+    "Jul 10 03:06:32 gpu-box sglang[4242]: ",         # journald
+])
+def test_a_shippers_prefix_is_learned_from_the_file(prefix: str) -> None:
+    lines = [prefix + "[2026-07-10 03:06:32 TP0] Decode batch, #running-req: 3, #queue-req: 1",
+             prefix + "[2026-07-10 03:06:33 TP0] Scheduler hit an exception: Traceback (most "
+                      "recent call last):",
+             prefix + "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    log = read_lines([(x + "\n").encode() for x in lines], "shipped.log")
+    [run] = log.runs
+    assert [b.running_req for b in run.batches] == [3] and run.unknown == 0
+    assert run.crashes[0].exception == ("RuntimeError: CUDA error: an illegal memory access "
+                                        "was encountered")
+    assert log.prefixes == [prefix]
