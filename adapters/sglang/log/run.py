@@ -14,6 +14,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from adapters.logs.counting import LineKind
 from adapters.logs.prefix import prefix_time
 from adapters.logs.shapes import line_shape
 from adapters.sglang.log.args import ServerInfo, read_args
@@ -47,15 +48,6 @@ _LIFE = {Kind.READY: LifeKind.READY, Kind.SIGTERM: LifeKind.SIGTERM,
          Kind.SIGQUIT: LifeKind.SIGQUIT, Kind.CHILD_EXIT: LifeKind.CHILD_EXIT,
          Kind.KILL_TREE: LifeKind.KILL_TREE}
 _INT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "spec_verify_ct")
-
-
-class LineKind(StrEnum):
-    """How one line was counted."""
-
-    PARSED = "parsed"
-    SKIPPED = "skipped"
-    UNKNOWN = "unknown"
-    NEW_RUN = "new_run"  # not read: it starts another server process
 
 
 class RunEnd(StrEnum):
