@@ -29,8 +29,15 @@ from adapters.logs.intervals.run import (
 from adapters.logs.prefix import prefix_time
 from adapters.logs.sources import LogSource
 from adapters.sglang.log.reader import read_source as read_sglang
-from adapters.sglang.log.records import Batch, BatchKind, Crash, LifeEvent, LifeKind
-from adapters.sglang.log.run import RunEnd, SglangRun
+from adapters.sglang.log.records import (
+    Batch,
+    BatchKind,
+    Crash,
+    LifeEvent,
+    LifeKind,
+    RunEnd,
+    SglangRun,
+)
 
 ENGINE = "sglang"
 _KINDS = {BatchKind.PREFILL: IntervalKind.PREFILL_BATCH,

@@ -19,7 +19,8 @@ from adapters.logs.compressed import GzipCut
 from adapters.logs.prefix import Prefixes, clean, learn_prefixes
 from adapters.logs.sources import LogSource, SourceError, Stream, expand, shipped_log
 from adapters.sglang.log.patterns import OWN, TAG, unglue
-from adapters.sglang.log.run import LineKind, RunReader, SglangRun
+from adapters.sglang.log.records import SglangRun
+from adapters.sglang.log.run import LineKind, RunReader
 from fsm.errors import SpecledgerError
 
 _LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins

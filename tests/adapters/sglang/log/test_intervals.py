@@ -9,7 +9,7 @@ from adapters.logs.intervals.run import FailureKind, IntervalKind, RunEnding
 from adapters.logs.sources import LogSource
 from adapters.sglang.log.intervals import read_source, server_run
 from adapters.sglang.log.reader import read_lines
-from adapters.sglang.log.run import SglangRun
+from adapters.sglang.log.records import SglangRun
 
 ARGS = ("[2026-07-10 03:00:00] server_args=ServerArgs(model_path='m', speculative_algorithm="
         "'EAGLE', speculative_num_steps=3, speculative_eagle_topk=1, "

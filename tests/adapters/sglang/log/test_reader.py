@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.sglang.log.reader import SglangLog, SglangLogError, read_file, read_lines, sources
-from adapters.sglang.log.records import BatchKind, LifeKind
-from adapters.sglang.log.run import RunEnd
+from adapters.sglang.log.records import BatchKind, LifeKind, RunEnd
 
 COMPLETE = "sostrowsk-dgx-spark-local-llm-gb10-laguna-int4-dflash-v0.5.16-complete.log"
 FAILED_START = "sostrowsk-dgx-spark-local-llm-gb10-laguna-nvfp4-dflash-v0.5.16-failed-start.log"

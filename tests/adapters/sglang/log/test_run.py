@@ -5,8 +5,7 @@ lifecycle lines that tell a planned shutdown from a death."""
 import pytest
 
 from adapters.sglang.log.reader import SglangLogError, read_lines
-from adapters.sglang.log.records import LifeKind
-from adapters.sglang.log.run import RunEnd, SglangRun
+from adapters.sglang.log.records import LifeKind, RunEnd, SglangRun
 
 TS = "[2026-07-10 03:06:3{} TP0] "
 START = [
