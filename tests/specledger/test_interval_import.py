@@ -12,7 +12,7 @@ from adapters.vllm.log.reader import read_source, shipped
 from eventlog import get_session, open_db
 from specledger.cli import main
 from specledger.interval_import import import_paths
-from tests.adapters.vllm.log.test_reader import FIXTURES, TWO
+from tests.adapters.vllm.log.test_reader import FIXTURES, TWO, _lines
 
 
 def test_a_folder_imports_its_logs_and_says_what_is_no_log(tmp_path: Path) -> None:
@@ -68,6 +68,20 @@ def test_report_draws_the_series(tmp_path: Path, capsys: pytest.CaptureFixture[s
     html = out.read_text()
     assert "Interval series" in html and "acceptance at each draft position" in html
     assert html.count("<svg") >= 4
+
+
+def test_a_rotated_set_is_one_stream(tmp_path: Path) -> None:
+    import gzip
+
+    lines = _lines(gzip.decompress((FIXTURES / "default.log.gz").read_bytes()))
+    half = len(lines) // 2
+    (tmp_path / "server.log.1.gz").write_bytes(gzip.compress(b"".join(lines[:half])))
+    (tmp_path / "server.log").write_bytes(b"".join(lines[half:]))
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    (done,) = import_paths(db, [tmp_path / "server.log.1.gz", tmp_path / "server.log"],
+                           read_source)
+    assert done.lines == len(lines) and len(done.sessions) == 1
+    assert done.runs[0].summary["intervals"] == 3
 
 
 def test_import_sglang_then_every_reading_command(tmp_path: Path,
