@@ -145,7 +145,7 @@ class RunEnd(StrEnum):
 class SglangRun:
     """One server run: its records in line order, its settings, how its lines were counted
     and where it lies in the file (`first_line`..`last_line`; `pid` where uvicorn named
-    the process; `wall_start` its first logger time, seconds since the epoch as UTC)."""
+    the process)."""
 
     index: int
     first_line: int
@@ -158,13 +158,10 @@ class SglangRun:
     crashes: list[Crash] = field(default_factory=list)
     life: list[LifeEvent] = field(default_factory=list)
     pid: int | None = None
-    wall_start: float | None = None
-    ranks: Counter[str] = field(default_factory=Counter)
     parsed: int = 0
     skipped: int = 0
     unknown: int = 0
     unknown_shapes: Counter[str] = field(default_factory=Counter)
-    unknown_examples: list[str] = field(default_factory=list)
     ending: RunEnd = RunEnd.LOG_ENDS
     last_lines: list[str] = field(default_factory=list)
 
@@ -172,7 +169,3 @@ class SglangRun:
     def ready(self) -> bool:
         """Whether the server said it was ready to serve."""
         return any(e.kind is LifeKind.READY for e in self.life)
-
-    def decodes(self) -> list[Batch]:
-        """The run's `Decode batch` lines, in order."""
-        return [b for b in self.batches if b.kind is BatchKind.DECODE]

@@ -13,7 +13,6 @@ import re
 from collections import deque
 
 from adapters.logs.counting import LineKind
-from adapters.logs.prefix import prefix_time
 from adapters.logs.shapes import line_shape
 from adapters.sglang.log.args import read_args
 from adapters.sglang.log.fields import read_batch
@@ -42,7 +41,6 @@ from adapters.sglang.log.records import (
 )
 
 _LAST_LINES = 12
-UNKNOWN_EXAMPLES = 5
 _LIFE = {Kind.READY: LifeKind.READY, Kind.SIGTERM: LifeKind.SIGTERM,
          Kind.SIGQUIT: LifeKind.SIGQUIT, Kind.CHILD_EXIT: LifeKind.CHILD_EXIT,
          Kind.KILL_TREE: LifeKind.KILL_TREE}
@@ -86,8 +84,6 @@ class RunReader:
         self._count(kind)
         if kind is LineKind.UNKNOWN:
             self.out.unknown_shapes[line_shape(body)] += 1
-            if len(self.out.unknown_examples) < UNKNOWN_EXAMPLES:
-                self.out.unknown_examples.append(f"{number}: {body[:120]}")
         if body.strip():
             self._last.append(body.strip())
         return kind
@@ -104,10 +100,6 @@ class RunReader:
         """A line the logger wrote: read it if its message is one of the kinds."""
         clock = own.group("time")
         rank = own.group("rank")
-        if self.out.wall_start is None:
-            self.out.wall_start = prefix_time(clock)
-        if rank:
-            self.out.ranks[rank] += 1
         hit = KINDS.first(text)
         if hit is None:
             return LineKind.SKIPPED

@@ -108,7 +108,7 @@ def test_noise_is_skipped_and_a_stranger_line_is_unknown() -> None:
         "",
     ])
     assert (run.parsed, run.skipped, run.unknown) == (0, 6, 1)
-    assert run.unknown_examples == ["1: START 23:37:33 INT4"]
+    assert run.unknown_shapes == {"START N:N:N INTN": 1}
 
 
 def test_a_progress_bar_glued_to_a_logger_line_does_not_hide_it() -> None:
