@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
           "converters", "ingest", "scale", "batching", "incidents", "engines", "watch",
-          "backlog", "real-logs", "reading", "cli")
+          "backlog", "real-logs", "interval-logs", "reading", "cli")
 
 
 def run_suite(name: str, opts: "BenchOptions") -> "SuiteResult":

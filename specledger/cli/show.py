@@ -19,11 +19,15 @@ def run(args: argparse.Namespace) -> int:
     """`specledger show SESSION`."""
     from adapters.llama.builds.exposed import build_exposure
     from eventlog import get_session, open_db
+    from eventlog.series import SERIES
     from specledger.api import session_turns
     from specledger.views import output
+    from specledger.views.series import show_series
 
     engine = open_db(args.db, create=False)
     info = get_session(engine, args.session)
+    if info.config.get("series") == SERIES:
+        return show_series(engine, info, args.json)
     table = session_turns(engine, args.session)
     turns, partial, profiles = table.ended, table.partial, table.profiles
     exposure = build_exposure(info.config)
