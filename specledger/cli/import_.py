@@ -12,6 +12,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specledger.cli.options import add_common
+
 if TYPE_CHECKING:
     from specledger.runs.imports import SourceImport
     from specledger.runs.interval_import import IntervalReader
@@ -62,6 +64,8 @@ def add_parser(sub: Any) -> None:
                    help="the target GGUF the server ran, to record its sha256")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="logs read at once (default: one per CPU)")
+    add_common(p)
+    p.set_defaults(run=run)
 
 
 def _print_source(done: "SourceImport") -> None:

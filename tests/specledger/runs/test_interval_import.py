@@ -10,7 +10,7 @@ import pytest
 
 from adapters.vllm.log.reader import read_source, shipped
 from eventlog import get_session, open_db
-from specledger.cli import main
+from specledger.cli.main import main
 from specledger.runs.interval_import import import_paths
 from tests.adapters.vllm.log.test_reader import FIXTURES, TWO, _lines
 

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from adapters.logs.intervals.run import IntervalKind, IntervalLine
 from eventlog.series import Point
-from specledger.cli import main
+from specledger.cli.main import main
 from specledger.views.series import series_table
 from tests.adapters.vllm.log.test_reader import TWO
 
