@@ -33,7 +33,7 @@ from engine.hybrid.device import resolve_device, synchronize
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.shipped import model_dir
 from specbench.drafters import DRAFTERS, torch_config
-from specbench.drafters_runs import run_unrecorded
+from specbench.drafters.runs import run_unrecorded
 from specbench.record import results_folder
 
 STRATEGIES = ("checkpoint", "per_token", "input_replay")

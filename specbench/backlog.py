@@ -37,7 +37,7 @@ from eventlog import open_db
 from eventlog.schema import sessions
 from fsm.errors import SpecledgerError
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table
-from specbench.watch_load import drive, llama_server, rss_mib, start_watch
+from specbench.watch.load import drive, llama_server, rss_mib, start_watch
 from specledger.api import session_turns
 from specledger.watch.store import requests
 
