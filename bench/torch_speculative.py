@@ -12,9 +12,8 @@ the project); the resolved device is recorded in the results.
 
 Writes <STEM>.json and .md (default ./out/bench/torch_speculative; --record: the checkout's
 tracked bench/results/torch_speculative). The per-drafter speed table (acceptance,
-tok/s, speedup over plain, draft share) is `specledger bench drafters`
-(`bench/drafters.py`); the rollback strategies side by side are `specledger bench
-strategies`.
+tok/s, speedup over plain, draft share) is `specledger bench drafters`; the rollback
+strategies side by side are `specledger bench strategies`.
 """
 
 import argparse

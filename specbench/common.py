@@ -24,7 +24,7 @@ from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file
-from specbench.record import DEFAULT_OUT, results_folder
+from specbench.record import DEFAULT_OUT
 
 WARMUP_TOKENS = 8
 """The answer length of an engine's unmeasured first request: first-call allocations land
@@ -213,33 +213,3 @@ def add_out_flags(parser: argparse.ArgumentParser) -> None:
                        help="write the checkout's tracked bench/results (and, for "
                             "calibration, the shipped sim profile); full runs only")
 
-
-def main(suite: str, doc: str | None = None) -> None:
-    """A suite's script (`bench/<suite>.py`): parse --quick --out|--record --db --threads
-    --device, run the suite, print its table, goals and files. `doc` is the script's help
-    text."""
-    from specbench import run_suite
-
-    parser = argparse.ArgumentParser(description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes: a smoke run, not numbers to quote")
-    add_out_flags(parser)
-    parser.add_argument("--db", help="the benchmark's session log (default: <out>/bench.db)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                        help="torch backend's device (auto: CUDA when present)")
-    args = parser.parse_args()
-    try:
-        out = results_folder(args.out, args.record)
-        opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
-                            record=args.record, threads=args.threads, device=args.device)
-    except ConfigError as exc:
-        parser.error(str(exc))
-    result = run_suite(suite, opts)
-    print(result.table)
-    if result.goals:
-        print()
-        print(goals_table(result.goals))
-    for path in result.files:
-        print(path)

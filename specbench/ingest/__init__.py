@@ -10,7 +10,7 @@ moment every writer is released until the last one closes its last session, the 
 2-core machine is noisy); afterwards each ledger must hold every session whole.
 PostgreSQL is a throwaway server of this suite's own with its durable defaults (fsync and
 synchronous commit on); SQLite runs in WAL mode with synchronous=NORMAL, as the recorder
-configures it.
+configures it. Needs the PostgreSQL server binaries (apt-get install postgresql).
 """
 
 import pickle

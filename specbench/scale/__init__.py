@@ -5,7 +5,8 @@ A 1M-event session is analysed `repeat` times by each analysis (median wall time
 seconds beside it, which a shared machine disturbs less), and a 10M-event session once by
 each, for its peak memory. Every analysis runs in a fresh process (`worker.py`), so the
 peak RSS is the analysis's own, interpreter and imports included. The sessions are SQLite
-files grown from a real sim session (`session.py`).
+files grown from a real sim session (`session.py`). Needs about 2 GB of free disk for the 10M-event
+SQLite file.
 """
 
 import json
