@@ -34,8 +34,9 @@ from adapters.llama.calibration.taskfit import (
 from adapters.llama.log.sources import read_file
 from engine.files import write_file
 from specbench.common import md_table
+from specbench.record import CHECKOUT, recorded_results
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "real-logs" / "llama-server"
+CORPUS = CHECKOUT.parent / "shared" / "real-logs" / "llama-server"
 """The real-log corpus beside the checkout (CI clones it there too)."""
 PREFIX = "99sono-DockerBuildFiles-dgxspark-qwen36-27b-draftmtp-2026-05-19-"
 LOGS = {"n-max 2, p-min 0.85": f"{PREFIX}a.log", "n-max 3, p-min 0.75": f"{PREFIX}b.log"}
@@ -103,8 +104,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    from specbench.record import recorded_results
-
     cli = parse_args()
     folder = cli.out or recorded_results() / "calibration_llama"
     result = run()
