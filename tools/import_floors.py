@@ -175,18 +175,18 @@ def package_arrows(found: list[Arrow]) -> dict[tuple[str, str], int]:
 
 def render(found: list[Arrow], dot: bool = False) -> str:
     """The floors as a markdown table, highest first (each package's job and the packages
-    it imports, with how many imports), or as a graphviz digraph."""
+    it imports, highest first), or as a graphviz digraph (edges labelled with how many
+    module imports they stand for)."""
     counts = package_arrows(found)
     if dot:
         lines = ["digraph floors {", "  rankdir=TB;"]
         lines += [f'  "{s}" -> "{t}" [label={n}];' for (s, t), n in sorted(counts.items())]
         return "\n".join([*lines, "}"])
-    rows = ["| floor | package | its job | imports (module imports) |", "|---|---|---|---|"]
+    rows = ["| floor | package | its job | imports |", "|---|---|---|---|"]
     for level, (name, job) in reversed(list(enumerate(FLOORS))):
-        below = sorted(((t, n) for (s, t), n in counts.items() if s == name),
-                       key=lambda tn: -floor(tn[0]))
+        below = sorted((t for s, t in counts if s == name), key=floor, reverse=True)
         rows.append(f"| {level} | `{name}/` | {job} | "
-                    + (", ".join(f"`{t}` ({n})" for t, n in below) or "nothing") + " |")
+                    + (", ".join(f"`{t}`" for t in below) or "nothing") + " |")
     return "\n".join(rows)
 
 

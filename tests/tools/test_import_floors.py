@@ -86,3 +86,10 @@ def test_circles_are_exactly_the_back_edges_closing_a_path(drawn: tuple[int, set
     back = TOOL.Arrow("m0", f"m{n - 1}", True)
     circle = TOOL.circles([*down, *path, back])
     assert circle == [sorted(f"m{i}" for i in range(n))]
+
+
+def test_docs_architecture_draws_the_floors_as_they_are() -> None:
+    """docs/architecture.md's table is the tool's: a new arrow between packages means
+    redrawing it (`python tools/import_floors.py`)."""
+    table = TOOL.render(TOOL.arrows(TOOL.modules()))
+    assert table in (ROOT / "docs" / "architecture.md").read_text()
