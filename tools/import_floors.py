@@ -3,9 +3,10 @@ them, and what breaks the drawing (an arrow up the floors, a circle of modules).
 
 Every `import` in the project's packages counts, at a module's top or inside a function
 (a late import is still a dependency, only a cheaper one), except those under
-`if TYPE_CHECKING:` (annotations, never run). A package may import from its own floor's
-packages and below; the one arrow up it may draw is a door in `DOORS`, and that only inside
-a function (`specledger bench` loads the suites it dispatches to, and nothing else does).
+`if TYPE_CHECKING:` (annotations, never run). Each package is a floor of its own and may
+import from itself and the floors below; the one arrow up it may draw is a door in `DOORS`,
+and that only inside a function (`specledger bench` loads the suites it dispatches to,
+and nothing else does).
 
     python tools/import_floors.py            the floors, each package's job and its arrows
     python tools/import_floors.py --dot      the same as a graphviz digraph
@@ -18,6 +19,8 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,49 +121,9 @@ def arrows_up(found: list[Arrow]) -> list[Arrow]:
 
 
 def circles(found: list[Arrow]) -> list[list[str]]:
-    """The circles of modules (strongly connected components of two or more), each sorted
-    (Tarjan's algorithm, iterative: the tree is deeper than Python's recursion is safe)."""
-    graph: dict[str, set[str]] = {}
-    for a in found:
-        graph.setdefault(a.source, set()).add(a.target)
-        graph.setdefault(a.target, set())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is None:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        out.append(sorted(component))
-            elif child not in index:
-                index[child] = low[child] = len(index)
-                stack.append(child)
-                on_stack.add(child)
-                work.append((child, iter(sorted(graph[child]))))
-            elif child in on_stack:
-                low[node] = min(low[node], index[child])
-    return sorted(out)
+    """The circles of modules (strongly connected components of two or more), each sorted."""
+    graph = nx.DiGraph([(a.source, a.target) for a in found])
+    return sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
 
 
 def package_arrows(found: list[Arrow]) -> dict[tuple[str, str], int]:
