@@ -143,6 +143,39 @@ def test_ring_mode_writes_only_when_a_finding_fires(tmp_path: Path) -> None:
     assert (waiting.tally.findings, waiting.tally.recorded) == (0, 0)
 
 
+def test_a_finding_the_ring_writes_names_its_own_session(tmp_path: Path) -> None:
+    """Ring mode across a server restart (the log truncated: its line numbers start
+    again): the ring writes what it held in log order, and the finding names the session
+    its request was written to, not the last one the ring wrote with it; its hook gets
+    the same."""
+    log, db, hooked = tmp_path / "s.log", str(tmp_path / "l.db"), tmp_path / "hook.json"
+    log.touch()
+    docs: list[dict[str, object]] = []
+    w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, ring=1000,
+                             on_finding=f"cat > {hooked}"), lambda _: None, docs.append)
+    first, second = fixture_bytes("two-slots"), fixture_bytes("edited-history")
+    # The premise: the first run's last request ends on a later line than the finding's.
+    assert first.count(b"\n") > second[:second.index(b"| task 11 | stop processing")].count(
+        b"\n")
+    drip(w, log, first)
+    log.write_bytes(b"")  # the server restarted: O_TRUNC, the same file
+    w.step()
+    drip(w, log, second, seed=1)
+    w.finish()
+    [doc] = docs
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    watched(plain / "s.log", str(plain / "l.db"), "two-slots")
+    once = [task for *_, task, _ in rows(str(plain / "l.db"))]
+    # Written in log order: the first run's requests, then the second's.
+    assert [task for *_, task, _ in rows(db)] == once + [0, 11]
+    sid = next(s for s, _, _, task, _ in rows(db) if task == 11)
+    assert (doc["kind"], doc["task"], doc["session"]) == ("history_reprefill", 11, sid)
+    assert json.loads(hooked.read_text())["session"] == sid
+    stored = postmortem_session(open_db(db, create=False), sid)
+    assert "history_reprefill" in {f.kind.value for f in stored.findings}
+
+
 def test_the_ring_holds_a_bounded_number_of_rounds(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
     log.touch()
