@@ -1,0 +1,67 @@
+"""Counters of one stats line that contradict each other: vLLM's SpecDecoding line prints
+accepted and drafted tokens, their ratio (`Avg Draft acceptance rate`), the mean acceptance
+length and the acceptance at each position, which hold `ratio = accepted / drafted`,
+`mean length = 1 + sum of the positions' rates` (a verify emits its accepted drafts and one
+token of its own) and rates that never rise with the position (a draft is accepted only
+behind accepted ones). Each check allows the rounding of the printed figures."""
+
+from typing import Any
+
+from eventlog.postmortem.advice import CAUSE_ADVICE, Cause
+from eventlog.postmortem.detector import Handler
+from eventlog.postmortem.finding import Finding, Kind, Severity
+from eventlog.postmortem.intervals import Windows, line_of
+from eventlog.series import is_series
+from fsm.payloads import Interval
+from fsm.states import Trigger
+
+_PCT_ROUND = 0.0005   # a percentage printed with one decimal
+_LEN_ROUND = 0.005    # a length printed with two decimals
+_RATE_ROUND = 0.0005  # a rate printed with three decimals
+
+
+def contradictions(p: Interval) -> list[str]:
+    """What one window's figures contradict in each other (empty: nothing)."""
+    out = []
+    acc, drafted, ratio = p["accepted"], p["drafted"], p["draft_acceptance"]
+    if acc is not None and drafted is not None and acc > drafted:
+        out.append(f"accepted {acc} > drafted {drafted}")
+    if acc is not None and drafted and ratio is not None and \
+            abs(acc / drafted - ratio) > _PCT_ROUND + 1e-9:
+        out.append(f"acceptance rate {ratio * 100:.1f}% but accepted / drafted = "
+                   f"{acc}/{drafted} = {acc / drafted * 100:.2f}%")
+    pos, mean = p["acc_per_pos"], p["mean_accept_len"]
+    if pos and mean is not None and \
+            abs(1 + sum(pos) - mean) > _LEN_ROUND + _RATE_ROUND * len(pos) + 1e-9:
+        out.append(f"mean acceptance length {mean} but 1 + the positions' rates = "
+                   f"{1 + sum(pos):.3f}")
+    if pos:
+        rises = [i + 2 for i in range(len(pos) - 1) if pos[i + 1] > pos[i] + _RATE_ROUND]
+        if rises:
+            out.append(f"position {rises[0]} accepted more often ({pos[rises[0] - 1]}) than "
+                       f"position {rises[0] - 1} ({pos[rises[0] - 2]})")
+    return out
+
+
+class IntervalCounters:
+    """Checks each window as it comes."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.on = is_series(config)
+        self.windows = Windows()
+
+    def handlers(self) -> dict[Trigger, Handler]:
+        """INTERVAL, for an interval session only."""
+        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
+
+    def finish(self) -> list[Finding]:
+        """One warning for the windows whose counters disagree, quoting the first."""
+        bad = [(s, p, c) for s, p in self.windows.rows if (c := contradictions(p))]
+        if not bad:
+            return []
+        s, p, c = bad[0]
+        return [Finding(
+            Kind.ENGINE_COUNTER_MISMATCH, Severity.WARNING, s, bad[-1][0],
+            f"{len(bad)} stats line(s) contradict themselves, first at {line_of(p)}: "
+            f"{'; '.join(c)}.", CAUSE_ADVICE[Cause.ENGINE_COUNTERS],
+            {"windows": len(bad), "first_line": p["line"], "first": c})]
