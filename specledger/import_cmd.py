@@ -16,6 +16,7 @@ from adapters.llama.ledger.provenance import file_sha256
 from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.reader import LogFormatError
 from adapters.llama.log.sources import expand
+from adapters.sglang.log.intervals import read_source as read_sglang
 from adapters.vllm.log.reader import read_source as read_vllm
 from eventlog import open_db
 from specledger import output
@@ -33,9 +34,11 @@ class ImportFormat(StrEnum):
 
     LLAMA_SERVER = "llama-server"
     VLLM = "vllm"
+    SGLANG = "sglang"
 
 
-INTERVAL_READERS: dict[ImportFormat, IntervalReader] = {ImportFormat.VLLM: read_vllm}
+INTERVAL_READERS: dict[ImportFormat, IntervalReader] = {ImportFormat.VLLM: read_vllm,
+                                                        ImportFormat.SGLANG: read_sglang}
 """The engines whose logs report intervals, each with its reader."""
 
 
@@ -44,7 +47,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("import", help="record an external engine's logs as sessions")
     p.add_argument("format", choices=[f.value for f in ImportFormat],
                    help="the logs' engine (llama-server: its stdout/stderr, best with -v; "
-                        "vllm: its OpenAI server's output)")
+                        "vllm: its OpenAI server's output; sglang: its server's output)")
     p.add_argument("logs", type=Path, nargs="+", metavar="LOG",
                    help="log files (plain or gzip, any line prefix), a rotated set "
                         "(server.log.2.gz server.log.1 server.log: read in order as one), "
