@@ -22,8 +22,10 @@ from eventlog import open_db
 from specledger.watch.answering import AnswerStage
 from specledger.watch.findings import judge, reported
 from specledger.watch.intake import LogIntake
+from specledger.watch.intervals.loop import IntervalWatcher
 from specledger.watch.keep import Keeper
-from specledger.watch.options import WatchOptions
+from specledger.watch.options import LogEngine, WatchOptions
+from specledger.watch.polling import Polling
 from specledger.watch.report import Reporter
 from specledger.watch.requests import Request
 from specledger.watch.store import ensure_tables
@@ -34,8 +36,9 @@ from specledger.watch.tally import WatchTally
 SAVE_EVERY_S = 1.0
 
 
-class Watcher:
-    """Follows one log into one ledger; `say` prints a line, `emit` a finding's JSON."""
+class Watcher(Polling):
+    """Follows one llama-server log into one ledger; `say` prints a line, `emit` a
+    finding's JSON."""
 
     def __init__(self, opts: WatchOptions, say: Callable[[str], None],
                  emit: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -109,19 +112,15 @@ class Watcher:
         if self.answers is not None:
             self.answers.close()
 
-    def run(self, stop: threading.Event) -> WatchTally:
-        """Poll until `stop` is set, then finish."""
-        port = self.opts.metrics_port
-        served = self.report.metrics.serve(port) if port is not None else None
-        try:
-            while not stop.is_set():
-                if not self.step():
-                    stop.wait(self.opts.poll_s)
-            self.finish()
-        finally:
-            if served is not None:
-                served.shutdown()
-        return self.tally
+
+
+def make_watcher(opts: WatchOptions, say: Callable[[str], None],
+                 emit: Callable[[dict[str, Any]], None] | None = None) -> Polling:
+    """The watcher of `opts.engine`'s log: `Watcher` for llama-server's, `IntervalWatcher`
+    for an engine's that reports intervals."""
+    if opts.engine is LogEngine.LLAMA:
+        return Watcher(opts, say, emit)
+    return IntervalWatcher(opts, say, emit)
 
 
 @contextmanager

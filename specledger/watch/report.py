@@ -56,14 +56,18 @@ class Reporter:
         if kept.lag is not None:
             self.metrics.lag.set(kept.lag)
         for f in shown:
-            self.tally.findings += 1
             doc = finding_doc(f, req, kept.session, self.log)
-            if self.emit is not None:
-                self.emit(doc)
-            else:
-                self.say(finding_line(doc))
-            if self.hook is not None:
-                self.hook.send(doc)
+            self.finding(doc, finding_line)
+
+    def finding(self, doc: dict[str, Any], line: Callable[[dict[str, Any]], str]) -> None:
+        """Report one finding: `doc` with --json, else its `line`; and to the hook."""
+        self.tally.findings += 1
+        if self.emit is not None:
+            self.emit(doc)
+        else:
+            self.say(line(doc))
+        if self.hook is not None:
+            self.hook.send(doc)
 
     def close(self) -> None:
         """Let the hook's queued findings go out."""
