@@ -13,8 +13,9 @@ from specledger.watch.intervals.lines import READERS
 from specledger.watch.options import LogEngine
 from tests.specledger.watch.intervals.test_loop import corpus
 
-LOGS = [(LogEngine.VLLM, "vllm-project-vllm-39680-qwen35-0.8b-mtp-slower.log"),
-        (LogEngine.VLLM, "noonghunna-club-3090-105-2x3090-qwen36-27b-mtp6-bench.log"),
+LOGS = [(LogEngine.VLLM, "99sono-DockerBuildFiles-dgxspark-qwen36-35b-nvfp4-mtp2-v0.20.1-"
+                         "complete.log"),
+        (LogEngine.VLLM, "vllm-project-vllm-40756-qwen36-27b-mtp5-tp4-ima-crash.log"),
         (LogEngine.SGLANG, "sgl-project-sglang-28431-qwen36-mtp-v0.5.13-crash.log"),
         (LogEngine.SGLANG, "sgl-project-sglang-11948-qwen3-8b-eagle3-a800-tp2.log")]
 
@@ -27,7 +28,7 @@ def test_line_by_line_gives_the_runs_of_the_whole_file(engine: LogEngine, name: 
     for number, raw in enumerate(path.read_bytes().split(b"\n")[:-1], 1):
         lines.feed(number, raw.decode("utf-8", errors="surrogateescape"))
         counts.append(lines.count())
-        if number % 97 == 0:  # a live snapshot leaves the runs it shows unchanged
+        if number % 13 == 0:  # a live snapshot leaves the runs it shows unchanged
             assert len(lines.runs()) == lines.count()
     whole = INTERVAL_READERS[ImportFormat(engine.value)](LogSource((Path(path),))).runs
     assert [asdict(r) for r in lines.finish()] == [asdict(r) for r in whole]
