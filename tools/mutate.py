@@ -37,6 +37,7 @@ TIMEOUT_S = 600  # a mutation that makes a loop spin is stopped here (and counts
 WATCH = "tests/specledger/watch"
 FOLLOWER = f"{WATCH}/test_follower.py"
 LOOP = f"{WATCH}/test_loop.py"
+INTERVALS = f"{WATCH}/intervals/test_loop.py"
 FOLD = ("tests/eventlog/test_fold.py", "tests/eventlog/test_projection.py",
         "tests/eventlog/test_draft_profile.py", "tests/eventlog/test_turn_summaries.py")
 POSTMORTEM = (*(f"tests/eventlog/test_postmortem{part}.py"
@@ -131,6 +132,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     m("ring-out-of-log-order", "specledger/watch/ring.py",
       "key=lambda h: (h[0].run, h[0].last_line))", "key=lambda h: h[0].last_line)",
       (LOOP, "-k", "ring"), "after a restart the ring writes the runs' requests interleaved"),
+    m("interval-newest-not-held", "specledger/watch/intervals/live.py",
+      "        if not whole and intervals:", "        if False:", INTERVALS,
+      "an interval is written before the SpecDecoding line that completes it"),
+    m("interval-run-read-again-kept-twice", "specledger/watch/intervals/intake.py",
+      "self._earlier.pop(key, None)))", "None))", INTERVALS,
+      "a watch resumed inside a run records the run twice"),
+    m("interval-failure-said-at-the-end", "specledger/watch/intervals/loop.py",
+      "            if settled:\n                self._failures",
+      "            if False:\n                self._failures", INTERVALS,
+      "a crash is said only when its run ends, not once its lines are read"),
     m("ring-unbounded", "specledger/watch/ring.py",
       "while len(q) > 1 and self._held[slot] > self.rounds:", "while False:", LOOP,
       "--ring holds every round"),
