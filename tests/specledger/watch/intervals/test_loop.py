@@ -7,7 +7,6 @@ session."""
 
 import gzip
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from eventlog import list_sessions, open_db
 from eventlog.reader import get_session, scan_events
+from specbench.interval_logs import corpus_root
 from specledger.interval_import import import_paths
 from specledger.watch.intervals.lines import READERS
 from specledger.watch.intervals.loop import IntervalWatcher
@@ -26,11 +26,10 @@ VLLM_FIXTURE = Path(__file__).parents[3] / "adapters" / "vllm" / "log" / "fixtur
 
 def corpus(engine: str) -> Path:
     """The real logs users published (../shared/real-logs/ENGINE beside the checkout, or
-    `SPECLEDGER_REAL_LOGS`'s ENGINE folder), read where they are."""
-    named = os.environ.get("SPECLEDGER_REAL_LOGS")
-    root = Path(named) if named else Path(__file__).resolve().parents[5] / "shared" / "real-logs"
-    assert (root / engine).is_dir(), f"the real-log corpus is missing at {root / engine}"
-    return root / engine
+    under `SPECLEDGER_REAL_LOGS_ROOT`), read where they are."""
+    folder = corpus_root() / engine
+    assert folder.is_dir(), f"the real-log corpus is missing at {folder}"
+    return folder
 
 
 def vllm_run() -> bytes:
