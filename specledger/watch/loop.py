@@ -25,15 +25,11 @@ from specledger.watch.intake import LogIntake
 from specledger.watch.intervals.loop import IntervalWatcher
 from specledger.watch.keep import Keeper
 from specledger.watch.options import LogEngine, WatchOptions
-from specledger.watch.polling import Polling
+from specledger.watch.polling import SAVE_EVERY_S, Polling
 from specledger.watch.report import Reporter
 from specledger.watch.requests import Request
 from specledger.watch.store import ensure_tables
 from specledger.watch.tally import WatchTally
-
-# Where reading got to is saved with each request recorded, and at least this often while
-# a backlog is read with none completing, so a watch killed then resumes near there.
-SAVE_EVERY_S = 1.0
 
 
 class Watcher(Polling):
@@ -65,13 +61,9 @@ class Watcher(Polling):
         return bool(chunks) or answered
 
     def _say_gaps(self) -> None:
-        """Say each stretch of the log (or of the answers file) that could not be read."""
-        followers = [self.intake.follower] + ([self.answers.feed.follower]
-                                              if self.answers is not None else [])
-        for follower in followers:
-            gaps, follower.gaps = follower.gaps, []
-            for gap in gaps:
-                self.report.lost(follower.path, gap)
+        """Say what of the log (or of the answers file) could not be read."""
+        self.say_gaps([self.intake.follower] + ([self.answers.feed.follower]
+                                                if self.answers is not None else []))
 
     def _handle(self, done: list[Request]) -> None:
         """Each request through the stages: its answer settled, judged, kept, reported
@@ -111,7 +103,6 @@ class Watcher(Polling):
         self.intake.close()
         if self.answers is not None:
             self.answers.close()
-
 
 
 def make_watcher(opts: WatchOptions, say: Callable[[str], None],

@@ -1,12 +1,17 @@
 """What every watcher shares, whatever the log it follows: a poll (`step`), a last read
-when asked to stop (`finish`), and the loop between them, with the metrics served while
-it runs."""
+when asked to stop (`finish`), the loop between them, with the metrics served while it
+runs, and what could not be read, said."""
 
 import threading
 
+from specledger.watch.follower import LogFollower
 from specledger.watch.options import WatchOptions
 from specledger.watch.report import Reporter
 from specledger.watch.tally import WatchTally
+
+# Where reading got to is saved with each request (or run) recorded, and at least this often
+# while a backlog is read with none completing, so a watch killed then resumes near there.
+SAVE_EVERY_S = 1.0
 
 
 class Polling:
@@ -23,6 +28,13 @@ class Polling:
     def finish(self) -> None:
         """Read what the log holds now, close what is open, save where reading got to."""
         raise NotImplementedError
+
+    def say_gaps(self, followers: list[LogFollower]) -> None:
+        """Say each stretch of the followed files that could not be read, and count it."""
+        for follower in followers:
+            gaps, follower.gaps = follower.gaps, []
+            for gap in gaps:
+                self.report.lost(follower.path, gap)
 
     def run(self, stop: threading.Event) -> WatchTally:
         """Poll until `stop` is set, then finish."""

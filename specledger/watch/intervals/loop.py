@@ -28,12 +28,10 @@ from specledger.watch.intervals.intake import RunFile, RunIntake
 from specledger.watch.intervals.live import LiveRun
 from specledger.watch.keep import Keeper
 from specledger.watch.options import WatchOptions
-from specledger.watch.polling import Polling
+from specledger.watch.polling import SAVE_EVERY_S, Polling
 from specledger.watch.report import Reporter
 from specledger.watch.store import ensure_tables
 from specledger.watch.tally import WatchTally
-
-SAVE_EVERY_S = 1.0  # as for llama-server's log: a watch killed in a backlog resumes near
 
 
 class IntervalWatcher(Polling):
@@ -63,10 +61,7 @@ class IntervalWatcher(Polling):
         return bool(chunks)
 
     def _say_gaps(self) -> None:
-        follower = self.intake.follower
-        gaps, follower.gaps = follower.gaps, []
-        for gap in gaps:
-            self.report.lost(follower.path, gap)
+        self.say_gaps([self.intake.follower])
 
     def _read(self, chunks: list[Chunk]) -> None:
         """Feed the chunks; every run of a file they replaced ends."""
