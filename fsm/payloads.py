@@ -301,8 +301,9 @@ class TurnMetricsRow(TypedDict):
                                                  "give")]]
     task: NotRequired[Annotated[int, _f("imported: llama-server's task id")]]
     stop: NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]]
-    error: NotRequired[Annotated[str, _f("imported: the error llama-server sent the client "
-                                         "(`send_error`)")]]
+    error: NotRequired[Annotated[str, _f("imported: the error the server sent the client "
+                                         "(llama-server's `send_error`; an interval log's "
+                                         "HTTP error status)")]]
     mean_accept_len: NotRequired[Annotated[float, _f(
         "imported, the rounds not in the log: llama-server's own mean accepted length "
         "(print_timing)", "tokens")]]

@@ -7,6 +7,7 @@ server run an interval session."""
 
 import argparse
 import os
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from adapters.llama.log.reader import LogFormatError
 from adapters.llama.log.sources import expand
 from adapters.sglang.log.intervals import read_source as read_sglang
 from adapters.vllm.log.reader import read_source as read_vllm
+from adapters.vllm.log.reader import shipped as shipped_vllm
 from eventlog import open_db
 from specledger import output
 from specledger.api import session_turns
@@ -40,6 +42,8 @@ class ImportFormat(StrEnum):
 INTERVAL_READERS: dict[ImportFormat, IntervalReader] = {ImportFormat.VLLM: read_vllm,
                                                         ImportFormat.SGLANG: read_sglang}
 """The engines whose logs report intervals, each with its reader."""
+SHIPPED: dict[ImportFormat, Callable[[str], Path]] = {ImportFormat.VLLM: shipped_vllm}
+"""Those whose package ships a log (`shipped:NAME`), each with what finds it."""
 
 
 def add_parser(sub: Any) -> None:
@@ -141,7 +145,8 @@ def _import_intervals(args: argparse.Namespace, read: IntervalReader) -> int:
                              f"{args.format}")
     explicit = len(args.logs) == 1 and not args.logs[0].is_dir()
     done = []
-    for d in import_interval_paths(args.db, args.logs, read):
+    shipped = SHIPPED.get(ImportFormat(args.format))
+    for d in import_interval_paths(args.db, args.logs, read, shipped):
         if d.error is not None and explicit:
             raise LogFormatError(d.error)
         done.append(d)

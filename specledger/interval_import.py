@@ -55,10 +55,12 @@ def import_source(db: str, source: LogSource, read: IntervalReader) -> SourceImp
                         log.gzip_cut.to_dict() if log.gzip_cut is not None else None, runs)
 
 
-def import_paths(db: str, paths: list[Path], read: IntervalReader) -> Iterator[SourceImport]:
-    """Import every source the paths name, yielding each as it is done; a source the
-    reader refuses is yielded with its error. A missing path raises SourceError."""
-    for source in expand(paths):
+def import_paths(db: str, paths: list[Path], read: IntervalReader,
+                 shipped: Callable[[str], Path] | None = None) -> Iterator[SourceImport]:
+    """Import every source the paths name (`shipped:NAME` a log the engine's package
+    carries, which `shipped` finds), yielding each as it is done; a source the reader
+    refuses is yielded with its error. A missing path raises SourceError."""
+    for source in expand(paths, shipped):
         try:
             yield import_source(db, source, read)
         except (SpecledgerError, SourceError) as exc:

@@ -1,10 +1,10 @@
 """An interval run (adapters/logs/intervals/run.py) as a session, for any engine: each
 interval one `interval` event (fsm.payloads.Interval), each request the log shows one turn
 (`start_turn`, then `end_turn`, its metrics' `error` naming an error status), all on slot 0
-in log order;
-the run's start-up facts, failures and last lines in the session's stored source, where the
-postmortem's detectors read them (eventlog/postmortem/). Event times are seconds on the
-log's clock from the run's first timed line (0 where the log shows no time).
+in log order; the run's start-up facts, failures and last lines in the session's stored
+source, where the postmortem's detectors read them (eventlog/postmortem/intervals/). Event
+times are seconds on the log's clock from the run's first timed line (0 where the log shows
+no time).
 """
 
 import itertools

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from adapters.logs.intervals.run import IntervalLog, RunEnding, ServerRun
 from adapters.logs.prefix import Prefixes, clean, learn_prefixes
-from adapters.logs.sources import LogSource, SourceError, Stream
+from adapters.logs.sources import SHIPPED, LogSource, SourceError, Stream
 from adapters.vllm.errors import VllmError
 from adapters.vllm.log.lines import TAG, split_line
 from adapters.vllm.log.run import LineKind, RunReader
 
 _LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins
+SHIPPED_DIR = Path(__file__).with_name("shipped")
+"""vLLM logs the package carries (SOURCE.md there says what each is)."""
 
 
 class VllmLogError(VllmError):
@@ -119,3 +121,14 @@ def read_source(source: LogSource) -> IntervalLog:
 def read_file(path: str | Path) -> IntervalLog:
     """Read the vLLM log file at `path` (plain or gzip)."""
     return read_source(LogSource((Path(path),)))
+
+
+def shipped(name: str) -> Path:
+    """The shipped log `shipped:NAME` names; an unknown name raises VllmLogError listing
+    the shipped ones."""
+    path = SHIPPED_DIR / f"{name.removeprefix(SHIPPED)}.log.gz"
+    if not path.is_file():
+        known = ", ".join(SHIPPED + p.name.removesuffix(".log.gz")
+                          for p in sorted(SHIPPED_DIR.glob("*.log.gz")))
+        raise VllmLogError(f"no shipped vLLM log '{name}' (shipped: {known})")
+    return path

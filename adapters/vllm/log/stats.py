@@ -1,20 +1,17 @@
-"""vLLM's periodic stats lines, read by their `Name: value` fields, so a field a version
-adds, drops or renames costs only its own row:
+"""vLLM's periodic stats lines (V1 engines, `vllm/v1/metrics/loggers.py` and
+`spec_decode/metrics.py`), read by their `Name: value` fields, so a field a version adds,
+drops or renames costs only its own row:
 
 - `Engine 000: Avg prompt throughput: 2.5 tokens/s, Avg generation throughput: 74.7
   tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 7.4%, Prefix cache hit
-  rate: 0.0%[, MM cache hit rate: z%]` (V1, `loggers.py`; V0's `Pending`, `GPU prefix cache
-  hit rate` too; 0.32's `Preemptions: N` where there were some, the KV cache named by its
-  device: `CPU KV cache usage`);
+  rate: 0.0%[, MM cache hit rate: z%]`, the KV cache named by its device (`CPU KV cache
+  usage` on our CPU build), and 0.32's `Preemptions: N` where there were some;
 - `SpecDecoding metrics: Mean acceptance length: 2.87, Accepted throughput: 48.90 tokens/s,
   Drafted throughput: 157.19 tokens/s, Accepted: 489 tokens, Drafted: 1572 tokens,
-  Per-position acceptance rate: 0.740, 0.473, ..., Avg Draft acceptance rate: 31.1%` (V1,
-  `metrics.py`);
-- V0's `Speculative metrics: Draft acceptance rate: 0.650, ..., Number of accepted tokens:
-  N, Number of draft tokens: N, ...`.
+  Per-position acceptance rate: 0.740, 0.473, ..., Avg Draft acceptance rate: 31.1%`.
 
-A value is read as printed (a percentage over 100, a ratio as it is); a figure the line
-does not print stays None.
+A value is read as printed (a percentage over 100); a figure the line does not print stays
+None. V0 engines' `Speculative metrics:` lines are not read: no log we hold shows one.
 """
 
 import re
@@ -24,7 +21,7 @@ from typing import Any
 from adapters.logs.intervals.run import IntervalKind, IntervalLine
 
 ENGINE = re.compile(r"^Engine (\d+): ")
-SPEC = re.compile(r"^(?:SpecDecoding metrics|Speculative metrics): ")
+SPEC = re.compile(r"^SpecDecoding metrics: ")
 _KEY = re.compile(r"(?:^|, ?)([A-Za-z][A-Za-z #()/-]*?): ")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -54,10 +51,8 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "Avg generation throughput": ("generation_tps", _num),
     "Running": ("running", _int),
     "Waiting": ("waiting", _int),
-    "Pending": ("waiting", _int),
     "KV cache usage": ("kv_usage", _percent),
     "Prefix cache hit rate": ("prefix_hit_rate", _percent),
-    "GPU prefix cache hit rate": ("prefix_hit_rate", _percent),
     "MM cache hit rate": ("mm_hit_rate", _percent),
     "Preemptions": ("preemptions", _int),
     "Mean acceptance length": ("mean_accept_len", _num),
@@ -65,11 +60,8 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "Drafted throughput": ("drafted_tps", _num),
     "Accepted": ("accepted", _int),
     "Drafted": ("drafted", _int),
-    "Number of accepted tokens": ("accepted", _int),
-    "Number of draft tokens": ("drafted", _int),
     "Per-position acceptance rate": ("acc_per_pos", _ratios),
     "Avg Draft acceptance rate": ("draft_acceptance", _percent),
-    "Draft acceptance rate": ("draft_acceptance", _num),
 }
 """Each field name vLLM prints: the interval's attribute and how its value reads."""
 _EXTRA = frozenset({"mm_hit_rate", "preemptions"})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.logs.intervals.run import RunEnding
+from adapters.logs.intervals.run import IntervalKind, RunEnding
 from adapters.vllm.log.reader import VllmLogError, read_file, read_lines
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -24,7 +24,9 @@ TWO = (b"(APIServer pid=1422509) INFO 04-09 11:27:10 [loggers.py:259] Engine 000
 
 
 def _lines(data: bytes) -> list[bytes]:
-    return data.splitlines(keepends=True)
+    """Physical lines as a file holds them: cut at newlines only (a line may end in CR)."""
+    parts = data.split(b"\n")
+    return [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 @pytest.mark.parametrize("name", ["default", "debug"])
@@ -37,7 +39,10 @@ def test_our_captures_read_as_one_run_that_shut_down(name: str) -> None:
     assert run.prefix_caching is False  # off with speculation (adapters/vllm/options.py)
     assert [r.path for r in run.requests] == ["/v1/completions", *["/v1/chat/completions"] * 2]
     assert all(r.status == 200 for r in run.requests)
-    assert any(iv.speculative for iv in run.intervals)
+    drafting = [iv for iv in run.intervals if iv.speculative]
+    # Each SpecDecoding line joined the Engine line printed with it: one interval each.
+    assert drafting and all(iv.kind is IntervalKind.ENGINE and iv.generation_tps is not None
+                            for iv in drafting)
     assert run.parsed + run.skipped + run.unknown == log.lines
 
 
@@ -81,3 +86,13 @@ def test_text_that_is_no_vllm_log_is_refused() -> None:
         read_lines([b"hello\n", b"world\n"], "notes.txt")
     with pytest.raises(VllmLogError, match="empty"):
         read_lines([], "empty.log")
+
+
+def test_a_prefix_first_met_past_the_head_is_learned_as_met() -> None:
+    """A file's prefixes are learned from its first 5,000 lines, then from each line whose
+    shape is new (a shipper switched on mid-file)."""
+    bare = [b"(APIServer pid=1422509) INFO 05-08 16:25:09 [x.py:1] Waiting\n"] * 5000
+    stamped = b"2026-05-08T16:25:19.123456789Z " + _lines(TWO)[0]
+    log = read_lines([*bare, stamped])
+    (run,) = log.runs
+    assert [iv.line for iv in run.intervals] == [5001] and run.unknown == 0

@@ -63,3 +63,12 @@ def test_an_engine_core_error_line_opens_a_failure_its_exception_names() -> None
     assert f.kind is FailureKind.ENGINE_DIED
     assert f.message == "torch.AcceleratorError: CUDA error: an illegal memory access was " \
                         "encountered"
+
+
+def test_what_a_shutdown_prints_is_no_failure() -> None:
+    lines = [b"(APIServer pid=1) INFO 08-21 10:24:34 [launcher.py:100] [shutdown] API server: "
+             b"shutdown triggered\n",
+             b"(EngineCore pid=7) ERROR 08-21 10:24:34 [core.py:1138] EngineCore encountered "
+             b"a fatal error.\n"]
+    (run,) = read_lines(lines).runs
+    assert run.failures == [] and run.ending is RunEnding.SHUTDOWN

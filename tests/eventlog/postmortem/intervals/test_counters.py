@@ -1,0 +1,37 @@
+"""A stats line whose counters contradict each other is named; the rounding of printed
+figures is not a contradiction."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eventlog.postmortem.finding import Kind
+from eventlog.postmortem.intervals.counters import contradictions
+from tests.eventlog.postmortem.intervals.runs import findings, run_of, spec, window
+
+
+def test_a_rate_that_disagrees_with_its_counts() -> None:
+    bad = window(1, accepted=97, drafted=225, acc_per_pos=[0.844, 0.6, 0.378, 0.222, 0.111],
+                 draft_acceptance=0.9, mean_accept_len=3.16)
+    (f,) = findings(run_of(bad))
+    assert f.kind is Kind.ENGINE_COUNTER_MISMATCH and "acceptance rate 90.0%" in f.explanation
+
+
+def test_more_accepted_than_drafted_and_a_rising_position() -> None:
+    p = spec(1, 12, 10, [0.5, 0.7]).payload()
+    found = contradictions(p)
+    assert any("accepted 12 > drafted 10" in c for c in found)
+    assert any("position 2 accepted more often" in c for c in found)
+
+
+@given(st.integers(1, 5), st.integers(1, 2000), st.data())
+def test_figures_printed_as_vllm_prints_them_agree(k: int, steps: int, data: st.DataObject
+                                                   ) -> None:
+    """Counts of `steps` verifies of k drafts, accepted as prefixes, printed rounded."""
+    counts = sorted(data.draw(st.lists(st.integers(0, steps), min_size=k, max_size=k)),
+                    reverse=True)
+    drafted, accepted = steps * k, sum(counts)
+    p = window(1, accepted=accepted, drafted=drafted,
+               acc_per_pos=[round(c / steps, 3) for c in counts],
+               draft_acceptance=round(accepted / drafted, 3),
+               mean_accept_len=round(1 + accepted / steps, 2)).payload()
+    assert contradictions(p) == []
