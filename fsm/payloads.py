@@ -380,6 +380,17 @@ class Interval(TypedDict):
                                                         "ratio")]]
     preemptions: NotRequired[Annotated[int | None, _f(
         "vLLM: requests preempted (their KV cache taken for others) in the window", "count")]]
+    mamba_num: NotRequired[Annotated[int | None, _f(
+        "SGLang hybrid: Mamba state slots in use (running requests' and cached ones)",
+        "count")]]
+    mamba_usage: NotRequired[Annotated[float | None, _f(
+        "SGLang hybrid: share of the Mamba state pool in use", "ratio")]]
+    swa_tokens: NotRequired[Annotated[int | None, _f(
+        "SGLang hybrid: `#swa token`, sliding-window KV tokens in use", _TOKENS)]]
+    swa_usage: NotRequired[Annotated[float | None, _f(
+        "SGLang hybrid: share of the sliding-window KV pool in use", "ratio")]]
+    pending_tokens: NotRequired[Annotated[int | None, _f(
+        "SGLang prefill: `#pending-token`, prompt tokens still to prefill", _TOKENS)]]
 
 
 PAYLOADS: dict[Trigger, type] = {

@@ -18,6 +18,7 @@ from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.reader import LogFormatError
 from adapters.llama.log.sources import expand
 from adapters.sglang.log.intervals import read_source as read_sglang
+from adapters.sglang.log.reader import shipped as shipped_sglang
 from adapters.vllm.log.reader import read_source as read_vllm
 from adapters.vllm.log.reader import shipped as shipped_vllm
 from eventlog import open_db
@@ -42,7 +43,8 @@ class ImportFormat(StrEnum):
 INTERVAL_READERS: dict[ImportFormat, IntervalReader] = {ImportFormat.VLLM: read_vllm,
                                                         ImportFormat.SGLANG: read_sglang}
 """The engines whose logs report intervals, each with its reader."""
-SHIPPED: dict[ImportFormat, Callable[[str], Path]] = {ImportFormat.VLLM: shipped_vllm}
+SHIPPED: dict[ImportFormat, Callable[[str], Path]] = {ImportFormat.VLLM: shipped_vllm,
+                                                       ImportFormat.SGLANG: shipped_sglang}
 """Those whose package ships a log (`shipped:NAME`), each with what finds it."""
 
 
@@ -139,7 +141,7 @@ def _print_intervals(done: SourceImport) -> None:
 
 
 def _import_intervals(args: argparse.Namespace, read: IntervalReader) -> int:
-    """`import vllm`: each source's runs as interval sessions."""
+    """`import vllm`, `import sglang`: each source's runs as interval sessions."""
     if args.responses is not None or args.model is not None:
         raise LogFormatError(f"--responses and --model go with llama-server logs, not "
                              f"{args.format}")

@@ -15,7 +15,7 @@ from fsm.states import Trigger
 from specledger import output
 
 _COLUMNS = ("line", "clock", "t s", "prompt tok/s", "gen tok/s", "run", "wait", "KV %",
-            "prefix hit %", "mean len", "accepted/drafted", "acc % at 1..k")
+            "prefix hit %", "mean len", "acc %", "accepted/drafted", "acc % at 1..k")
 
 
 def _v(x: float | int | None, fmt: str = "{}") -> str:
@@ -28,7 +28,8 @@ def _pct(x: float | None) -> str:
 
 
 def series_table(points: Sequence[Point], title: str) -> Table:
-    """One row per interval, in log order; '-' where its line gives no figure."""
+    """One row per interval, in log order; '-' where its line gives no figure. `acc %` is
+    the engine's own acceptance rate (SGLang's `accept rate` is all its lines give of it)."""
     t = Table(title=title, title_justify="left")
     for c in _COLUMNS:
         t.add_column(c, justify="right")
@@ -40,7 +41,8 @@ def series_table(points: Sequence[Point], title: str) -> Table:
         t.add_row(str(iv["line"]), _v(iv["clock"]), f"{p.t:.0f}", _v(iv["prompt_tps"]),
                   _v(iv["generation_tps"]), _v(iv["running"]), _v(iv["waiting"]),
                   _pct(iv["kv_usage"]), _pct(iv["prefix_hit_rate"]),
-                  _v(iv["mean_accept_len"], "{:.2f}"), counts or "-",
+                  _v(iv["mean_accept_len"], "{:.2f}"), _pct(iv["draft_acceptance"]),
+                  counts or "-",
                   "-" if pos is None else " ".join(f"{x * 100:.0f}" for x in pos))
     return t
 

@@ -146,6 +146,10 @@ ADVICE: dict[Kind, str] = {
     Kind.DRAFT_POSITIONS_WASTED: "Lower num_speculative_tokens to the last draft position "
                                  "that is accepted often enough to pay for its drafted "
                                  "token (the positions listed add little per verify).",
+    Kind.ACCEPTANCE_SATURATED: "Read the output of the requests running then for a "
+                               "repetition loop: cap their max_tokens, or set a repetition "
+                               "or frequency penalty; with greedy decoding (temperature 0) a "
+                               "repetitive text accepts everything without a loop.",
 }
 """Each kind's advice (OUTPUT_MISMATCH's names the `{reference}` session)."""
 

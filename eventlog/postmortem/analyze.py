@@ -34,6 +34,7 @@ from eventlog.postmortem.intervals.counters import IntervalCounters
 from eventlog.postmortem.intervals.failures import EngineFailures
 from eventlog.postmortem.intervals.http import HttpStatuses
 from eventlog.postmortem.intervals.prefix_cache import PrefixCacheZero
+from eventlog.postmortem.intervals.saturation import AcceptanceSaturated
 from eventlog.postmortem.intervals.speed import SpeculationSpeed
 from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.sampler import SamplerCheck
@@ -104,7 +105,8 @@ def detectors(config: dict[str, Any], path_of: PathOf) -> list[Detector]:
             Violations(config, inflation), DraftStateSizes(config), SamplerCheck(config),
             UnknownInputs(config), ServerLogCheck(config), EngineFailures(config),
             IntervalAcceptance(config), SpeculationSpeed(config), Capacity(config),
-            PrefixCacheZero(config), IntervalCounters(config), HttpStatuses(config)]
+            PrefixCacheZero(config), IntervalCounters(config), HttpStatuses(config),
+            AcceptanceSaturated(config)]
 
 
 class _Pass:

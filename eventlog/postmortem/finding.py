@@ -48,6 +48,7 @@ class Kind(StrEnum):
     REQUESTS_WAITING = "requests_waiting"                  # an interval log's waiting queue
     PREFIX_CACHE_ZERO = "prefix_cache_zero"                # hybrid + speculation, no hits
     DRAFT_POSITIONS_WASTED = "draft_positions_wasted"      # club-3090 #105
+    ACCEPTANCE_SATURATED = "acceptance_saturated"          # SGLang #28179
 
 
 @dataclass(frozen=True)

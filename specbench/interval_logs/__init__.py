@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from adapters.logs.sources import LogSource
+from adapters.sglang.log.intervals import read_source as read_sglang
 from adapters.vllm.log.reader import read_source as read_vllm
 from engine.files import write_file
 from eventlog import open_db
@@ -27,7 +28,7 @@ SUITE = "interval-logs"
 COMMAND = "specledger bench interval-logs"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "interval-logs.md"
 LABEL = "vLLM/SGLang logs"
-READERS: dict[str, IntervalReader] = {"vllm": read_vllm}
+READERS: dict[str, IntervalReader] = {"vllm": read_vllm, "sglang": read_sglang}
 """Each engine's folder of the corpus, with its reader."""
 
 
@@ -61,9 +62,10 @@ def read_corpus(root: Path, db: str) -> list[LogResult]:
 
 def page(results: list[LogResult]) -> str:
     """docs/interval-logs.md: the goals, the table and the quoted findings."""
-    intro = ("The vLLM server logs users published (the corpus in `../shared/real-logs/vllm`, "
-             "its README naming each one's thread, version, hardware and settings), each "
-             "imported as interval sessions (`specledger import vllm`) and read by the "
+    intro = ("The vLLM and SGLang server logs users published (the corpus in "
+             "`../shared/real-logs/vllm` and `../shared/real-logs/sglang`, each README naming "
+             "each log's thread, version, hardware and settings), each imported as interval "
+             "sessions (`specledger import vllm`, `specledger import sglang`) and read by the "
              "postmortem, beside what its thread says happened; judged as "
              "[real-logs.md](real-logs.md) judges llama-server's. Written by "
              f"`{COMMAND} --record`; `tests/specbench/test_interval_logs.py` checks this page "

@@ -1,4 +1,4 @@
-"""What each real vLLM (and SGLang) log's public thread says happened, in our words, and
+"""What each real vLLM and SGLang log's public thread says happened, in our words, and
 which findings would name it: the expectations the `interval-logs` suite and its test hold
 the postmortem to. The logs and their sources are in ../shared/real-logs/<engine>/ (its
 README names each one's thread, version, hardware and settings); a log is keyed by
@@ -44,4 +44,43 @@ THREADS: dict[str, Thread] = {
         "traceback (shutdown noise)"),
     _V + "sostrowsk-dgx-spark-local-llm-gb10-qwen36-35b-a3b-nvfp4-mtp3-v0.25.1-complete.log": (
         Thread("a whole healthy benchmark run, clean shutdown")),
+}
+_S = "sglang/"
+THREADS |= {
+    _S + "sgl-project-sglang-27325-mtp-specv2-mamba-extrabuffer-nonetype-crash.log": Thread(
+        "the scheduler dies with `TypeError: 'NoneType' object cannot be interpreted as an "
+        "integer` on the spec-v2 verify path (MTP, Mamba `extra_buffer`); the fragment stops "
+        "at the traceback's fourth line", "scheduler crash", names=("server_crash",)),
+    _S + "sgl-project-sglang-31103-qwen36-35b-a3b-fp8-h20-v0.5.15-crash.log": Thread(
+        "the scheduler still crashes while serving after the upgrade to 0.5.15 (EAGLE/MTP on "
+        "a hybrid; the exception line is past the fragment)", "scheduler crash",
+        names=("server_crash",)),
+    _S + "sgl-project-sglang-28431-qwen36-mtp-v0.5.13-crash.log": Thread(
+        "an MTP scheduler crash in 0.5.13 (SIGQUIT, a traceback through eagle_worker_v2); a "
+        "commenter sees one start in five fail", "scheduler crash", names=("server_crash",)),
+    _S + "sgl-project-sglang-28179-qwen36-27b-fp8-dflash-repetition-loop-abridged.log": Thread(
+        "one request stuck in a repetition loop for 10 s at accept len 8.00 / accept rate "
+        "1.00 (DFlash), `#full token` growing 320 a second (the reporter abridged the lines)",
+        "repetition loop", names=("acceptance_saturated",)),
+    _S + "sgl-project-sglang-30047-npu-qwen-hybrid-mtp-prefixcache-bench.log": Thread(
+        "a PR's validation benchmark on Ascend (a hybrid with MTP, accept rate 0.71-0.97, "
+        "prefix-cache hits in its second round): no incident"),
+    _S + "sgl-project-sglang-11948-qwen3-8b-eagle3-a800-tp2.log": Thread(
+        "a performance report: EAGLE-3 on Qwen3-8B accepts 1.8-2.2 tokens a verify and "
+        "speeds up less than the paper"),
+    _S + "sgl-project-sglang-10407-qwen3-next-80b-v0.5.2-ima-nospec.log": Thread(
+        "`an illegal memory access was encountered` while decoding Qwen3-Next at 11 running "
+        "requests, no speculation (the exception line is past the fragment)",
+        "scheduler crash", names=("server_crash",)),
+    _S + "sgl-project-sglang-3724-deepseek-r1-nextn-structured-output-crash.log": Thread(
+        "a structured-output request with NEXTN speculation crashes the scheduler (the "
+        "request itself is not in the lines)", "scheduler crash", names=("server_crash",)),
+    _S + "sostrowsk-dgx-spark-local-llm-gb10-laguna-int4-dflash-v0.5.16-complete.log": Thread(
+        "a whole benchmark run with DFlash (16 draft tokens): a performance report, no "
+        "incident named; its planned shutdown prints SIGQUIT (shutdown noise) and three "
+        "requests were answered 400"),
+    _S + "sostrowsk-dgx-spark-local-llm-gb10-laguna-nvfp4-dflash-v0.5.16-failed-start.log": (
+        Thread("the server stops during start-up, in its first CUDA graph capture, with no "
+               "error line (the repository's README blames the OOM killer)", "failed start",
+               names=("server_crash",))),
 }

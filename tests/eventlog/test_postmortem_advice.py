@@ -38,6 +38,7 @@ SUBJECT = {
     Kind.REQUESTS_WAITING: "concurrency",
     Kind.PREFIX_CACHE_ZERO: "prefix caching",
     Kind.DRAFT_POSITIONS_WASTED: "num_speculative_tokens",
+    Kind.ACCEPTANCE_SATURATED: "repetition loop",
 }
 CAUSE_SUBJECT = {Cause.IMPORTED: "Import the log again",
                  Cause.DRAFT_STATE_NOT_SAVED: "draft model's state",

@@ -12,6 +12,7 @@ from specbench.interval_logs.threads import THREADS
 from specbench.real_logs import LogResult, verdict
 
 _V = "vllm/"
+_S = "sglang/"
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,9 @@ def _finding(r: LogResult, kind: str) -> dict:  # type: ignore[type-arg]
 def test_every_log_imports_as_sessions(results: dict[str, LogResult]) -> None:
     keys = {k for k in THREADS if k.partition("/")[0] in READERS}
     assert set(results) == keys
-    assert {k.removeprefix(_V) for k in keys if k.startswith(_V)} == {
-        p.name for p in (corpus_root() / "vllm").glob("*.log")}
+    for engine in ("vllm", "sglang"):
+        assert {k.partition("/")[2] for k in keys if k.startswith(engine + "/")} == {
+            p.name for p in (corpus_root() / engine).glob("*.log")}, engine
     for r in results.values():
         assert r.error is None and r.sessions, r.name
 
@@ -61,6 +63,24 @@ def test_the_findings_quote_the_lines(results: dict[str, LogResult]) -> None:
     start = _finding(results[_V + "99sono-DockerBuildFiles-rtx5090-wsl-qwen36-27b-mtp3-"
                              "v0.20.0-startup-crash.log"], "server_crash")["numbers"]
     assert start["message"] == "RuntimeError: CUDA driver error: device not ready"
+
+
+def test_the_sglang_findings_quote_the_lines(results: dict[str, LogResult]) -> None:
+    loop = _finding(results[_S + "sgl-project-sglang-28179-qwen36-27b-fp8-dflash-repetition-"
+                            "loop-abridged.log"], "acceptance_saturated")["numbers"]
+    assert (loop["windows"], loop["mean_accept_len"], loop["running"]) == (10, 8.0, [1])
+    nonetype = _finding(results[_S + "sgl-project-sglang-27325-mtp-specv2-mamba-extrabuffer-"
+                                "nonetype-crash.log"], "server_crash")["numbers"]
+    assert (nonetype["failure"], nonetype["first_line"], nonetype["running"]) == (
+        "scheduler_crash", 5, 1)
+    start = _finding(results[_S + "sostrowsk-dgx-spark-local-llm-gb10-laguna-nvfp4-dflash-"
+                             "v0.5.16-failed-start.log"], "server_crash")["numbers"]
+    assert start["failure"] == "startup_failed" and start["first_line"] == 66
+    complete = results[_S + "sostrowsk-dgx-spark-local-llm-gb10-laguna-int4-dflash-v0.5.16-"
+                       "complete.log"]
+    assert _finding(complete, "engine_counter_mismatch")["numbers"]["first_line"] == 386
+    assert _finding(complete, "http_errors")["numbers"]["errors"] == {
+        "HTTP 400 for POST /v1/chat/completions": 3}
 
 
 def test_the_page_is_a_fresh_reading(results: dict[str, LogResult]) -> None:

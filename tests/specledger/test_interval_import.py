@@ -82,3 +82,37 @@ def test_a_rotated_set_is_one_stream(tmp_path: Path) -> None:
                            read_source)
     assert done.lines == len(lines) and len(done.sessions) == 1
     assert done.runs[0].summary["intervals"] == 3
+
+
+def test_import_sglang_then_every_reading_command(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's SGLang example: its session shows, postmortems (exit 1: the scheduler
+    crashed), exports and reports like a vLLM one."""
+    db = str(tmp_path / "l.db")
+    assert main(["import", "sglang", "shipped:mtp-mamba-crash-27325", "--db", db,
+                 "--json"]) == 0
+    (doc,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert (doc["engine"], doc["intervals"], doc["requests"]) == ("sglang", 3, 0)
+    assert [f["kind"] for f in doc["failures"]] == ["scheduler_crash"]
+    assert main(["show", "1", "--db", db]) == 0
+    shown = capsys.readouterr().out
+    assert "3 intervals" in shown and "failure scheduler_crash at log line 5" in shown
+    assert main(["postmortem", "1", "--db", db]) == 1
+    assert "The scheduler crashed at log line 5" in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "s.parquet"
+    assert main(["export", "1", "--format", "parquet", "--out", str(out), "--db", db]) == 0
+    assert main(["report", "1", "--db", db, "--out", str(tmp_path / "r.html")]) == 0
+    assert out.stat().st_size and "Interval series" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["import", "sglang", "{notes}"], "is not an SGLang log"),
+    (["import", "sglang", "shipped:nothing"], "no shipped log 'shipped:nothing'"),
+])
+def test_bad_sglang_input_is_one_line(argv: list[str], said: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    assert main([*(a.format(notes=notes) for a in argv), "--db", str(tmp_path / "l.db")]) != 0
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -47,6 +47,7 @@ from adapters.llama.log.structured import (
     structured_record,
 )
 from adapters.logs.compressed import GzipCut
+from adapters.logs.counting import LineKind
 from adapters.logs.shapes import line_shape
 
 TAG = re.compile(
@@ -105,15 +106,6 @@ _PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LOOP_TAGS = ("que ", "res ", "srv ")  # the server loop's tags, by the line's first 4 characters
 _STRUCTURED_FIRST = frozenset("IWEVD{= ")  # how a structured logger's line can begin
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
-
-
-class LineKind(StrEnum):
-    """How one line was counted."""
-
-    PARSED = "parsed"
-    SKIPPED = "skipped"
-    UNKNOWN = "unknown"
-    NEW_RUN = "new_run"  # not read: it starts another server process
 
 
 class RunEnd(StrEnum):

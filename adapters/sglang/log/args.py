@@ -116,8 +116,3 @@ class ServerInfo:
         for attr, key, kind in _TYPED:
             setattr(self, attr, _get(args, key, kind))
         self.model = self.model or _get(args, "model_path", str)  # type: ignore[assignment]
-
-    @property
-    def speculative(self) -> bool:
-        """Whether the run's arguments name a speculative algorithm."""
-        return self.speculative_algorithm is not None

@@ -6,8 +6,9 @@ What maps to what: `#running-req` -> running, `#queue-req` -> waiting, `token us
 hybrid's `full token usage` where the line has no plain one) -> kv_usage, `accept len` ->
 mean_accept_len, `accept rate` -> draft_acceptance, `gen throughput` -> generation_tps,
 `input throughput` -> prompt_tps, the old prefill line's `cache hit rate` (a percent) ->
-prefix_hit_rate (a ratio); `#token` (else `#full token`), `#new-seq`, `#new-token` and
-`#cached-token` go to the payload's SGLang keys. Requests come from the finished-request
+prefix_hit_rate (a ratio); `#token` (else `#full token`), `#new-seq`, `#new-token`,
+`#cached-token`, a hybrid's `mamba num`, `mamba usage`, `#swa token`, `swa token usage` and
+`#pending-token` go to the payload's SGLang keys. Requests come from the finished-request
 lines where the run has them (`--log-requests`: they carry the counts), else from the HTTP
 lines that ask for a generation (a POST) or were answered with an error; a health check is
 no request. A failure names the requests received and not finished before it.
@@ -28,8 +29,15 @@ from adapters.logs.intervals.run import (
 from adapters.logs.prefix import prefix_time
 from adapters.logs.sources import LogSource
 from adapters.sglang.log.reader import read_source as read_sglang
-from adapters.sglang.log.records import Batch, BatchKind, Crash, LifeEvent, LifeKind
-from adapters.sglang.log.run import RunEnd, SglangRun
+from adapters.sglang.log.records import (
+    Batch,
+    BatchKind,
+    Crash,
+    LifeEvent,
+    LifeKind,
+    RunEnd,
+    SglangRun,
+)
 
 ENGINE = "sglang"
 _KINDS = {BatchKind.PREFILL: IntervalKind.PREFILL_BATCH,
@@ -37,7 +45,7 @@ _KINDS = {BatchKind.PREFILL: IntervalKind.PREFILL_BATCH,
 _ENDINGS = {RunEnd.CRASHED: RunEnding.DIED, RunEnd.DIED: RunEnding.DIED,
             RunEnd.SHUTDOWN: RunEnding.SHUTDOWN, RunEnd.LOG_ENDS: RunEnding.LOG_ENDS}
 _DP = re.compile(r"\bDP(\d+)\b")
-_TRACEBACK_TAIL = 6  # the traceback lines a failure quotes after the run's last lines
+_TRACEBACK_TAIL = 2  # the deepest frame shown (its file line and code) after the header
 
 
 def at(clock: str | None) -> float | None:
@@ -49,7 +57,9 @@ def interval(b: Batch) -> IntervalLine:
     """One batch line as an interval: the figures it printed, nothing else."""
     dp = _DP.search(b.rank or "")
     extra = {"tokens": b.token if b.token is not None else b.full_token,
-             "new_seqs": b.new_seq, "new_tokens": b.new_token, "cached_tokens": b.cached_token}
+             "new_seqs": b.new_seq, "new_tokens": b.new_token, "cached_tokens": b.cached_token,
+             "mamba_num": b.mamba_num, "mamba_usage": b.mamba_usage, "swa_tokens": b.swa_token,
+             "swa_usage": b.swa_token_usage, "pending_tokens": b.pending_token}
     return IntervalLine(
         b.line, _KINDS[b.kind], b.clock, at(b.clock),
         engine=int(dp.group(1)) if dp else None,
@@ -92,8 +102,8 @@ def in_flight(run: SglangRun, line: int) -> list[str]:
 def _crash(run: SglangRun, c: Crash) -> Failure:
     kind = FailureKind.SCHEDULER_CRASH if c.who == "Scheduler" else FailureKind.WORKER_DIED
     where = f" on {c.rank}" if c.rank else ""
-    message = c.exception or (f"{c.who}{where} hit an exception; its exception line is not "
-                              "in the log (the traceback is cut)")
+    message = c.exception or (f"{c.who}{where} hit an exception whose last line is not in "
+                              f"the log ({len(c.traceback)} traceback line(s) shown)")
     header = f"{c.who} hit an exception{where}"
     return Failure(kind, c.line, c.clock, message,
                    [*c.last_lines, header, *c.traceback[-_TRACEBACK_TAIL:]],

@@ -67,8 +67,10 @@ WARNING = re.compile(r"\.py:\d+: \w*Warning: ")
 
 
 def unglue(line: str) -> str:
-    """A line without the progress bar a logger line was glued to (tqdm ends its bar
-    without a newline, so the next message follows on the same line)."""
+    """A line as a terminal shows it: what follows its last carriage return (a progress
+    bar redraws itself after one), without the bar a logger line was glued to (tqdm ends
+    its bar without a newline, so the next message follows on the same line)."""
+    line = line.rsplit("\r", 1)[-1]
     m = _GLUED.match(line)
     return line if m is None else line[m.end():]
 

@@ -17,12 +17,15 @@ from pathlib import Path
 
 from adapters.logs.compressed import GzipCut
 from adapters.logs.prefix import Prefixes, clean, learn_prefixes
-from adapters.logs.sources import LogSource, SourceError, Stream, expand
+from adapters.logs.sources import LogSource, SourceError, Stream, expand, shipped_log
 from adapters.sglang.log.patterns import OWN, TAG, unglue
-from adapters.sglang.log.run import LineKind, RunReader, SglangRun
+from adapters.sglang.log.records import SglangRun
+from adapters.sglang.log.run import LineKind, RunReader
 from fsm.errors import SpecledgerError
 
 _LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins
+SHIPPED_DIR = Path(__file__).with_name("shipped")
+"""Real SGLang logs users published that the package carries (SOURCE.md there says whose)."""
 
 
 class SglangLogError(SpecledgerError):
@@ -124,10 +127,19 @@ def read_file(path: str | Path) -> SglangLog:
     return read_source(LogSource((Path(path),)))
 
 
-def sources(paths: list[Path]) -> list[LogSource]:
-    """The sources the paths name (files, folders, rotated sets); a missing path raises
-    SglangLogError."""
+def shipped(name: str) -> Path:
+    """The shipped log `shipped:NAME` names; an unknown name raises SglangLogError listing
+    the shipped ones."""
     try:
-        return expand(paths)
+        return shipped_log(SHIPPED_DIR, name)
+    except SourceError as exc:
+        raise SglangLogError(str(exc)) from None
+
+
+def sources(paths: list[Path]) -> list[LogSource]:
+    """The sources the paths name (files, folders, rotated sets, `shipped:NAME`); a
+    missing path raises SglangLogError."""
+    try:
+        return expand(paths, shipped)
     except SourceError as exc:
         raise SglangLogError(str(exc)) from None

@@ -1,10 +1,13 @@
 """What an SGLang server log says, as typed records: the scheduler's periodic batch lines,
-HTTP answers, finished requests (`--log-requests`), crashes with their tracebacks, and the
-process's lifecycle lines. Every field holds what its line printed, None where the line
-has no such field: nothing is derived here."""
+HTTP answers, finished requests (`--log-requests`), crashes with their tracebacks, the
+process's lifecycle lines, and one server run holding them all. Every field holds what its
+line printed, None where the line has no such field: nothing is derived here."""
 
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from adapters.sglang.log.args import ServerInfo
 
 
 class BatchKind(StrEnum):
@@ -125,3 +128,44 @@ class LifeEvent:
     line: int
     clock: str | None
     detail: str
+
+
+class RunEnd(StrEnum):
+    """How a server run ends in the file: a scheduler or worker crash (`crashed`), its
+    shutdown lines without one (`shutdown`), a child's death without a traceback
+    (`died`: SIGQUIT, or another start follows), or the file ends (`log_ends`)."""
+
+    CRASHED = "crashed"
+    SHUTDOWN = "shutdown"
+    DIED = "died"
+    LOG_ENDS = "log_ends"
+
+
+@dataclass
+class SglangRun:
+    """One server run: its records in line order, its settings, how its lines were counted
+    and where it lies in the file (`first_line`..`last_line`; `pid` where uvicorn named
+    the process)."""
+
+    index: int
+    first_line: int
+    last_line: int
+    server: ServerInfo = field(default_factory=ServerInfo)
+    batches: list[Batch] = field(default_factory=list)
+    http: list[HttpAnswer] = field(default_factory=list)
+    finished: list[FinishedRequest] = field(default_factory=list)
+    received: list[ReceivedRequest] = field(default_factory=list)
+    crashes: list[Crash] = field(default_factory=list)
+    life: list[LifeEvent] = field(default_factory=list)
+    pid: int | None = None
+    parsed: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    unknown_shapes: Counter[str] = field(default_factory=Counter)
+    ending: RunEnd = RunEnd.LOG_ENDS
+    last_lines: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the server said it was ready to serve."""
+        return any(e.kind is LifeKind.READY for e in self.life)

@@ -10,13 +10,11 @@ up to the exception line that ends it.
 """
 
 import re
-from collections import Counter, deque
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections import deque
 
-from adapters.logs.prefix import prefix_time
+from adapters.logs.counting import LineKind
 from adapters.logs.shapes import line_shape
-from adapters.sglang.log.args import ServerInfo, read_args
+from adapters.sglang.log.args import read_args
 from adapters.sglang.log.fields import read_batch
 from adapters.sglang.log.patterns import (
     EXCEPTION_LINE,
@@ -31,7 +29,6 @@ from adapters.sglang.log.patterns import (
     Kind,
 )
 from adapters.sglang.log.records import (
-    Batch,
     BatchKind,
     Crash,
     FinishedRequest,
@@ -39,71 +36,15 @@ from adapters.sglang.log.records import (
     LifeEvent,
     LifeKind,
     ReceivedRequest,
+    RunEnd,
+    SglangRun,
 )
 
 _LAST_LINES = 12
-UNKNOWN_EXAMPLES = 5
 _LIFE = {Kind.READY: LifeKind.READY, Kind.SIGTERM: LifeKind.SIGTERM,
          Kind.SIGQUIT: LifeKind.SIGQUIT, Kind.CHILD_EXIT: LifeKind.CHILD_EXIT,
          Kind.KILL_TREE: LifeKind.KILL_TREE}
 _INT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "spec_verify_ct")
-
-
-class LineKind(StrEnum):
-    """How one line was counted."""
-
-    PARSED = "parsed"
-    SKIPPED = "skipped"
-    UNKNOWN = "unknown"
-    NEW_RUN = "new_run"  # not read: it starts another server process
-
-
-class RunEnd(StrEnum):
-    """How a server run ends in the file: a scheduler or worker crash (`crashed`), its
-    shutdown lines without one (`shutdown`), a child's death without a traceback
-    (`died`: SIGQUIT, or another start follows), or the file ends (`log_ends`)."""
-
-    CRASHED = "crashed"
-    SHUTDOWN = "shutdown"
-    DIED = "died"
-    LOG_ENDS = "log_ends"
-
-
-@dataclass
-class SglangRun:
-    """One server run: its records in line order, its settings, how its lines were counted
-    and where it lies in the file (`first_line`..`last_line`; `pid` where uvicorn named
-    the process; `wall_start` its first logger time, seconds since the epoch as UTC)."""
-
-    index: int
-    first_line: int
-    last_line: int
-    server: ServerInfo = field(default_factory=ServerInfo)
-    batches: list[Batch] = field(default_factory=list)
-    http: list[HttpAnswer] = field(default_factory=list)
-    finished: list[FinishedRequest] = field(default_factory=list)
-    received: list[ReceivedRequest] = field(default_factory=list)
-    crashes: list[Crash] = field(default_factory=list)
-    life: list[LifeEvent] = field(default_factory=list)
-    pid: int | None = None
-    wall_start: float | None = None
-    ranks: Counter[str] = field(default_factory=Counter)
-    parsed: int = 0
-    skipped: int = 0
-    unknown: int = 0
-    unknown_shapes: Counter[str] = field(default_factory=Counter)
-    unknown_examples: list[str] = field(default_factory=list)
-    ending: RunEnd = RunEnd.LOG_ENDS
-    last_lines: list[str] = field(default_factory=list)
-
-    @property
-    def ready(self) -> bool:
-        """Whether the server said it was ready to serve."""
-        return any(e.kind is LifeKind.READY for e in self.life)
-
-    def decodes(self) -> list[Batch]:
-        """The run's `Decode batch` lines, in order."""
-        return [b for b in self.batches if b.kind is BatchKind.DECODE]
 
 
 class RunReader:
@@ -143,8 +84,6 @@ class RunReader:
         self._count(kind)
         if kind is LineKind.UNKNOWN:
             self.out.unknown_shapes[line_shape(body)] += 1
-            if len(self.out.unknown_examples) < UNKNOWN_EXAMPLES:
-                self.out.unknown_examples.append(f"{number}: {body[:120]}")
         if body.strip():
             self._last.append(body.strip())
         return kind
@@ -161,10 +100,6 @@ class RunReader:
         """A line the logger wrote: read it if its message is one of the kinds."""
         clock = own.group("time")
         rank = own.group("rank")
-        if self.out.wall_start is None:
-            self.out.wall_start = prefix_time(clock)
-        if rank:
-            self.out.ranks[rank] += 1
         hit = KINDS.first(text)
         if hit is None:
             return LineKind.SKIPPED

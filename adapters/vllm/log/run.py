@@ -11,8 +11,8 @@ server's output handler meeting the stopped engine) are no failure.
 
 import re
 from collections import deque
-from enum import StrEnum
 
+from adapters.logs.counting import LineKind
 from adapters.logs.intervals.run import (
     Failure,
     FailureKind,
@@ -53,15 +53,6 @@ _FAILURES = (
 _STARTS = re.compile(r"non-default args:|vLLM API server version|^\s*▄▄ ▄█ █ .*version ")
 _SHUTDOWN = re.compile(r"^\[shutdown\]|^Shutting down$|^Application shutdown complete"
                        r"|^Finished server process")
-
-
-class LineKind(StrEnum):
-    """How a line was counted."""
-
-    PARSED = "parsed"      # it became an interval, a request, a fact or a failure
-    SKIPPED = "skipped"    # a vLLM line the session does not use
-    UNKNOWN = "unknown"    # no shape of vLLM's
-    NEW_RUN = "new_run"    # it starts another server: the caller opens a run for it
 
 
 class RunReader:

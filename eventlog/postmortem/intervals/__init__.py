@@ -20,8 +20,9 @@ class Windows:
 
     @property
     def speculative(self) -> list[tuple[int, Interval]]:
-        """The windows that drafted."""
-        return [(s, p) for s, p in self.rows if p["drafted"] or p["acc_per_pos"]]
+        """The windows that drafted (SGLang prints only its acceptance length and rate)."""
+        return [(s, p) for s, p in self.rows if p["drafted"] or p["acc_per_pos"]
+                or p["mean_accept_len"] is not None or p["draft_acceptance"] is not None]
 
 
 def pct(x: float) -> str:

@@ -1,7 +1,8 @@
 """Acceptance over an interval run, per draft position: drafts never (or almost never)
 accepted, acceptance collapsing from the run's first half to its second, and deep draft
 positions that hardly ever accept (each costs a drafted token per verify for a small
-fraction of one)."""
+fraction of one). A log that prints no drafted counts (SGLang: only each window's accept
+length and rate) is judged on the engine's own rates, the same thresholds."""
 
 from typing import Any
 
@@ -46,6 +47,40 @@ def _positions(rows: list[tuple[int, Interval]]) -> list[float]:
     return [x / total for x in weighted] if total else []
 
 
+def _mean_rate(rows: list[tuple[int, Interval]]) -> float:
+    """The mean of the windows' own acceptance rates (each window counts once: the log
+    gives no drafted counts to weigh them by)."""
+    rates = [p["draft_acceptance"] for _, p in rows if p["draft_acceptance"] is not None]
+    return sum(rates) / len(rates) if rates else 0.0
+
+
+def _rate_collapse(rows: list[tuple[int, Interval]], fix: str) -> list[Finding]:
+    """A collapse judged on the windows' own rates, where the log prints no counts."""
+    rows = [(s, p) for s, p in rows if p["draft_acceptance"] is not None]
+    if not rows:
+        return []
+    first, last, mean = rows[0][0], rows[-1][0], _mean_rate(rows)
+    lens = f"{rows[0][1]['mean_accept_len']} -> {rows[-1][1]['mean_accept_len']}"
+    numbers: dict[str, Any] = {"windows": len(rows), "mean_rate": round(mean, 4),
+                               "first_line": rows[0][1]["line"]}
+    if mean < NEAR_ZERO:
+        return [Finding(
+            Kind.ACCEPTANCE_COLLAPSE, Severity.WARNING, first, last,
+            f"Drafting collapsed: the engine's acceptance rate averaged {pct(mean)} over "
+            f"{len(rows)} window(s) from {line_of(rows[0][1])} (mean acceptance length "
+            f"{lens}).", fix, numbers)]
+    half = len(rows) // 2
+    r1, r2 = _mean_rate(rows[:half]), _mean_rate(rows[half:])
+    if len(rows) >= MIN_WINDOWS and r1 > 0 and r2 < HALF_DROP * r1:
+        return [Finding(
+            Kind.ACCEPTANCE_COLLAPSE, Severity.WARNING, rows[half][0], last,
+            f"Acceptance collapsed over the run: the engine's acceptance rate averaged "
+            f"{pct(r1)} in its first {half} window(s), {pct(r2)} in the last "
+            f"{len(rows) - half} (from {line_of(rows[half][1])}; mean acceptance length "
+            f"{lens}).", fix, numbers | {"first_half": r1, "second_half": r2})]
+    return []
+
+
 class IntervalAcceptance:
     """Folds the windows that drafted; reports a collapse, then wasted deep positions."""
 
@@ -70,6 +105,8 @@ class IntervalAcceptance:
                                    "acc_per_pos": [round(x, 3) for x in pos],
                                    "first_line": rows[0][1]["line"]}
         fix = CAUSE_ADVICE[Cause.WINDOWED_ACCEPTANCE]
+        if not drafted and not pos:
+            return _rate_collapse(rows, fix)
         if drafted and acc / drafted < NEAR_ZERO:
             dead = [i + 1 for i, x in enumerate(pos) if x == 0.0]
             where = (f"; positions {dead[0]}-{dead[-1]} never accepted in any window"

@@ -3,7 +3,9 @@ accepted and drafted tokens, their ratio (`Avg Draft acceptance rate`), the mean
 length and the acceptance at each position, which hold `ratio = accepted / drafted`,
 `mean length = 1 + sum of the positions' rates` (a verify emits its accepted drafts and one
 token of its own) and rates that never rise with the position (a draft is accepted only
-behind accepted ones). Each check allows the rounding of the printed figures."""
+behind accepted ones). SGLang's batch line prints the requests running and the KV tokens
+they hold (`#token`, a hybrid's `#full token`): a running request holds at least one. Each
+check allows the rounding of the printed figures."""
 
 from typing import Any
 
@@ -30,6 +32,9 @@ def contradictions(p: Interval) -> list[str]:
             abs(acc / drafted - ratio) > _PCT_ROUND + 1e-9:
         out.append(f"acceptance rate {ratio * 100:.1f}% but accepted / drafted = "
                    f"{acc}/{drafted} = {acc / drafted * 100:.2f}%")
+    tokens = p.get("tokens")
+    if tokens == 0 and p["running"]:
+        out.append(f"{p['running']} request(s) running but 0 KV tokens in use (#token)")
     pos, mean = p["acc_per_pos"], p["mean_accept_len"]
     if pos and mean is not None and \
             abs(1 + sum(pos) - mean) > _LEN_ROUND + _RATE_ROUND * len(pos) + 1e-9:

@@ -1,7 +1,9 @@
 """The prefix cache of a hybrid model with speculation: a hit rate of 0 over a whole run.
 vLLM keeps a hybrid model's recurrent (Mamba / GDN) state for prefix caching only in its
 "align" mode, and a speculative run with prefix caching off prefills every request's whole
-prompt again, however much of it the last request shared (adapters/vllm/options.py)."""
+prompt again, however much of it the last request shared (adapters/vllm/options.py). SGLang
+prints no hit rate in its newer prefill lines, only the prompt tokens the cache held
+(`#cached-token`): 0 of them is a window without a hit."""
 
 from typing import Any
 
@@ -34,8 +36,9 @@ class PrefixCacheZero:
         if not (self.method or self.windows.speculative):
             return []
         prefilled = [(s, p) for s, p in rows if p["prompt_tps"] and
-                     p["prefix_hit_rate"] is not None]
-        if len(prefilled) < 2 or any(p["prefix_hit_rate"] for _, p in prefilled):
+                     (p["prefix_hit_rate"] is not None or p.get("cached_tokens") is not None)]
+        if len(prefilled) < 2 or any(p["prefix_hit_rate"] or p.get("cached_tokens")
+                                     for _, p in prefilled):
             return []
         off = self.caching is False
         why = ("prefix caching is off (the engine's config says enable_prefix_caching=False)"

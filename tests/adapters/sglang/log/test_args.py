@@ -26,7 +26,7 @@ def test_the_settings_are_typed_and_the_served_name_wins() -> None:
             info.num_draft_tokens) == ("qwen", "EAGLE", 3, 1, 4)
     assert (info.tp_size, info.disable_radix_cache, info.mamba_scheduler_strategy) == (
         2, False, "extra_buffer")
-    assert info.speculative and info.mamba_radix_cache_strategy is None
+    assert info.mamba_radix_cache_strategy is None
 
 
 def test_a_line_cut_short_keeps_what_came_before_the_cut() -> None:
@@ -34,4 +34,4 @@ def test_a_line_cut_short_keeps_what_came_before_the_cut() -> None:
     assert args == {"model_path": "m", "tp_size": 1}
     info = ServerInfo()
     info.take_args({"tp_size": True, "model_path": "m"})
-    assert info.tp_size is None and info.model == "m" and not info.speculative
+    assert info.tp_size is None and info.model == "m" and info.speculative_algorithm is None

@@ -9,7 +9,7 @@ from adapters.logs.intervals.run import FailureKind, IntervalKind, RunEnding
 from adapters.logs.sources import LogSource
 from adapters.sglang.log.intervals import read_source, server_run
 from adapters.sglang.log.reader import read_lines
-from adapters.sglang.log.run import SglangRun
+from adapters.sglang.log.records import SglangRun
 
 ARGS = ("[2026-07-10 03:00:00] server_args=ServerArgs(model_path='m', speculative_algorithm="
         "'EAGLE', speculative_num_steps=3, speculative_eagle_topk=1, "
@@ -33,7 +33,8 @@ def test_batch_figures_map_to_the_payload_as_printed() -> None:
     assert (d.kind, d.clock, d.engine, d.running, d.waiting, d.kv_usage, d.mean_accept_len,
             d.draft_acceptance, d.generation_tps) == (
         IntervalKind.DECODE_BATCH, "2026-07-10 03:06:32", 1, 3, 2, 0.05, 2.70, 0.57, 47.0)
-    assert d.extra == {"tokens": 3072} and d.speculative and d.prefix_hit_rate is None
+    assert d.extra == {"tokens": 3072, "mamba_num": 4, "mamba_usage": 0.33}
+    assert d.speculative and d.prefix_hit_rate is None
     assert (p.kind, p.kv_usage, p.prefix_hit_rate, p.engine) == (
         IntervalKind.PREFILL_BATCH, 0.10, 0.25, None)
     assert p.extra == {"new_seqs": 1, "new_tokens": 21, "cached_tokens": 7}
@@ -72,8 +73,8 @@ def test_a_crash_is_a_failure_with_its_last_lines_and_running_requests() -> None
                               "exception: RuntimeError: CUDA error"]))
     assert [(f.kind, f.message) for f in worker.failures] == [
         (FailureKind.WORKER_DIED, "RuntimeError: CUDA error")]
-    assert cut.failures[0].message.startswith("Scheduler on TP3 hit an exception; its "
-                                              "exception line is not in the log")
+    assert cut.failures[0].message == ("Scheduler on TP3 hit an exception whose last line is "
+                                       "not in the log (0 traceback line(s) shown)")
 
 
 def test_a_death_nobody_asked_for_fails_and_a_planned_shutdown_does_not() -> None:

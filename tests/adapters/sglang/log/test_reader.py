@@ -8,13 +8,16 @@ from pathlib import Path
 import pytest
 
 from adapters.sglang.log.reader import SglangLog, SglangLogError, read_file, read_lines, sources
-from adapters.sglang.log.records import BatchKind, LifeKind
-from adapters.sglang.log.run import RunEnd
+from adapters.sglang.log.records import Batch, BatchKind, LifeKind, RunEnd, SglangRun
 
 COMPLETE = "sostrowsk-dgx-spark-local-llm-gb10-laguna-int4-dflash-v0.5.16-complete.log"
 FAILED_START = "sostrowsk-dgx-spark-local-llm-gb10-laguna-nvfp4-dflash-v0.5.16-failed-start.log"
 # The lines of the user's own start script ("START 23:37:33 INT4"), not SGLang's.
 SCRIPT_BANNERS = {COMPLETE: 1, FAILED_START: 1}
+
+
+def _decodes(run: SglangRun) -> list[Batch]:
+    return [b for b in run.batches if b.kind is BatchKind.DECODE]
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +79,9 @@ def test_the_complete_run_reads_its_whole_life(logs: dict[str, SglangLog]) -> No
     assert (s.model, s.speculative_algorithm, s.num_draft_tokens, s.num_steps,
             s.max_total_tokens, s.architecture, s.hybrid) == (
         "poolside/Laguna-S-2.1-INT4", "DFLASH", 16, 1, 185897, "LagunaForCausalLM", {"swa"})
-    accept = [b.accept_len for b in run.decodes()]
+    accept = [b.accept_len for b in _decodes(run)]
     assert (min(accept), max(accept)) == (1.23, 3.79)
-    assert sum(b.full_token == 0 for b in run.decodes()) == 1
+    assert sum(b.full_token == 0 for b in _decodes(run)) == 1
     assert run.ready and run.pid == 31319 and not run.crashes
     assert run.ending is RunEnd.SHUTDOWN
 
@@ -117,7 +120,7 @@ def test_the_fragments_figures_are_the_lines_own(logs: dict[str, SglangLog]) -> 
     assert max(b.cached_token or 0 for b in npu.batches) == 1114624
     assert {b.graph_device for b in npu.batches} == {"npu"} and npu.skipped == 3
     eagle = logs["sgl-project-sglang-11948-qwen3-8b-eagle3-a800-tp2.log"].runs[0]
-    assert [b.accept_rate for b in eagle.decodes()] == [0.54, 0.49, 0.45, 0.51, 0.45]
+    assert [b.accept_rate for b in _decodes(eagle)] == [0.54, 0.49, 0.45, 0.51, 0.45]
 
 
 def test_a_prefix_that_first_shows_late_in_a_file_is_learned_there() -> None:
@@ -127,3 +130,21 @@ def test_a_prefix_that_first_shows_late_in_a_file_is_learned_there() -> None:
     log = read_lines([*plain, late], "late.log")
     assert [b.running_req for b in log.runs[0].batches] == [4]
     assert log.prefixes == ["2026-07-10T03:06:32.1Z "]
+
+
+@pytest.mark.parametrize("prefix", [
+    "sglang-1  | ",                                   # docker compose's service column
+    "2026-07-10T03:06:32.123456789+00:00 stdout F ",  # kubectl / containerd
+    "Jul 10 03:06:32 gpu-box sglang[4242]: ",         # journald
+])
+def test_a_shippers_prefix_is_learned_from_the_file(prefix: str) -> None:
+    lines = [prefix + "[2026-07-10 03:06:32 TP0] Decode batch, #running-req: 3, #queue-req: 1",
+             prefix + "[2026-07-10 03:06:33 TP0] Scheduler hit an exception: Traceback (most "
+                      "recent call last):",
+             prefix + "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    log = read_lines([(x + "\n").encode() for x in lines], "shipped.log")
+    [run] = log.runs
+    assert [b.running_req for b in run.batches] == [3] and run.unknown == 0
+    assert run.crashes[0].exception == ("RuntimeError: CUDA error: an illegal memory access "
+                                        "was encountered")
+    assert log.prefixes == [prefix]

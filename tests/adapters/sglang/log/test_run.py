@@ -5,8 +5,7 @@ lifecycle lines that tell a planned shutdown from a death."""
 import pytest
 
 from adapters.sglang.log.reader import SglangLogError, read_lines
-from adapters.sglang.log.records import LifeKind
-from adapters.sglang.log.run import RunEnd, SglangRun
+from adapters.sglang.log.records import LifeKind, RunEnd, SglangRun
 
 TS = "[2026-07-10 03:06:3{} TP0] "
 START = [
@@ -109,7 +108,7 @@ def test_noise_is_skipped_and_a_stranger_line_is_unknown() -> None:
         "",
     ])
     assert (run.parsed, run.skipped, run.unknown) == (0, 6, 1)
-    assert run.unknown_examples == ["1: START 23:37:33 INT4"]
+    assert run.unknown_shapes == {"START N:N:N INTN": 1}
 
 
 def test_a_progress_bar_glued_to_a_logger_line_does_not_hide_it() -> None:
@@ -147,3 +146,15 @@ def test_an_exception_on_its_header_line_is_the_crash_message() -> None:
     assert (c.who, c.rank, c.exception, c.traceback) == (
         "TpModelWorkerClient", "TP1",
         "RuntimeError: CUDA error: an illegal memory access was encountered", [])
+
+
+def test_a_redrawn_progress_bar_reads_as_the_terminal_shows_it() -> None:
+    [run] = _read(["\r  0%|   | 0/58 [00:00<?, ?it/s]\rCapturing (bs=8):   2%|   | 1/58 "
+                   "[01:54<1:48:53, 114.62s/it][2026-08-01 23:43:38] max_total_num_tokens=7"])
+    assert run.server.max_total_tokens == 7
+    assert run.last_lines == ["[2026-08-01 23:43:38] max_total_num_tokens=7"]
+    [bar] = _read(["[2026-08-01 21:51:16] Capture target prefill CUDA graph begin.",
+                   "\r  0%|   | 0/58 [00:00<?, ?it/s]\rCapturing:   0%|   | 0/58 "
+                   "[00:00<?, ?it/s]/x/resource_tracker.py:279: UserWarning: resource_tracker: "
+                   "There appear to be 1 leaked semaphore objects to clean up at shutdown"])
+    assert "\r" not in bar.last_lines[-1] and bar.last_lines[-1].startswith("Capturing:")

@@ -21,6 +21,13 @@ def spec(line: int, accepted: int, drafted: int, pos: list[float], **more: objec
                   mean_accept_len=round(1 + sum(pos), 2), **more)
 
 
+def batch(line: int, **figures: object) -> IntervalLine:
+    """An SGLang `Decode batch` interval at `line` with `figures`: its acceptance length
+    and rate, never drafted counts or per-position rates (SGLang prints none)."""
+    return IntervalLine(line, IntervalKind.DECODE_BATCH, f"2026-06-14 15:28:{line % 60:02d}",
+                        float(line), None, **figures)  # type: ignore[arg-type]
+
+
 def findings(run: ServerRun, peers: tuple[dict[str, object], ...] = ()) -> list[Finding]:
     """The postmortem of `run` recorded as a session."""
     journal = UnitJournal()

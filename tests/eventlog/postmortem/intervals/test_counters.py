@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from eventlog.postmortem.finding import Kind
 from eventlog.postmortem.intervals.counters import contradictions
-from tests.eventlog.postmortem.intervals.runs import findings, run_of, spec, window
+from tests.eventlog.postmortem.intervals.runs import batch, findings, run_of, spec, window
 
 
 def test_a_rate_that_disagrees_with_its_counts() -> None:
@@ -35,3 +35,13 @@ def test_figures_printed_as_vllm_prints_them_agree(k: int, steps: int, data: st.
                draft_acceptance=round(accepted / drafted, 3),
                mean_accept_len=round(1 + accepted / steps, 2)).payload()
     assert contradictions(p) == []
+
+
+def test_a_running_request_holding_no_kv_token_contradicts_its_line() -> None:
+    """SGLang's `#running-req: 1, #full token: 0` (a Laguna run's line 386)."""
+    assert contradictions(batch(386, running=1, extra={"tokens": 0}).payload()) == [
+        "1 request(s) running but 0 KV tokens in use (#token)"]
+    assert contradictions(batch(1, running=0, extra={"tokens": 0}).payload()) == []
+    (f,) = findings(run_of(batch(1, running=2, extra={"tokens": 500}),
+                           batch(2, running=1, extra={"tokens": 0})))
+    assert f.kind is Kind.ENGINE_COUNTER_MISMATCH and f.numbers["first_line"] == 2
