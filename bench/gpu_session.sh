@@ -112,7 +112,7 @@ llama_steps() {  # 3: the CUDA server's logs, sessions and postmortems
     repeat=3
     [ "$device" = cpu ] && repeat=1
     # only the default build's server is built here
-    step calibration_llama 150 "$py" -m specbench.calibration_llama_logs $quick \
+    step calibration_llama 150 "$py" -m specbench.calibration.llama.logs $quick \
         --device "$device" --repeat "$repeat" --builds 0.3.36 --out "$res/calibration_llama"
     cp -r "$SPECLEDGER_CACHE/logs/calibration_llama_logs" "$res/calibration_logs" 2>/dev/null
     mkdir -p "$res/runs"

@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                "the GPU machine, or pass --smoke-cpu for a CPU dry run")
         print(msg, file=sys.stderr)
         return 2
-    from specbench import kernels_measure
-    from specbench import kernels_report as reporting
+    from specbench.kernels import measure as kernels_measure
+    from specbench.kernels import report as reporting
 
     fla, fla_note = (None, "skipped on CPU") if args.smoke_cpu else load_fla(args.fla_wheel)
     started = time.perf_counter()

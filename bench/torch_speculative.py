@@ -12,9 +12,8 @@ the project); the resolved device is recorded in the results.
 
 Writes <STEM>.json and .md (default ./out/bench/torch_speculative; --record: the checkout's
 tracked bench/results/torch_speculative). The per-drafter speed table (acceptance,
-tok/s, speedup over plain, draft share) is `specledger bench drafters`
-(`bench/drafters.py`); the rollback strategies side by side are `specledger bench
-strategies`.
+tok/s, speedup over plain, draft share) is `specledger bench drafters`; the rollback
+strategies side by side are `specledger bench strategies`.
 """
 
 import argparse
@@ -33,7 +32,7 @@ from engine.hybrid.device import resolve_device, synchronize
 from engine.hybrid.loader import LoadedCheckpoint, load_checkpoint
 from engine.shipped import model_dir
 from specbench.drafters import DRAFTERS, torch_config
-from specbench.drafters_runs import run_unrecorded
+from specbench.drafters.runs import run_unrecorded
 from specbench.record import results_folder
 
 STRATEGIES = ("checkpoint", "per_token", "input_replay")

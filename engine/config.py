@@ -1,12 +1,23 @@
 """The run configuration: one typed dataclass, validated once at the edge."""
 
 import math
+import re
 from dataclasses import Field, asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from adapters.llama.server.paths import DEFAULT_BUILD, is_version
 from engine.errors import ConfigError
+
+DEFAULT_BUILD = "0.3.36"
+"""The llama.cpp build `make llama` builds and every run uses unless told otherwise, named by
+its llama-cpp-python version; adapters/llama/server/paths.py keeps the builds. Here, with
+the option it is the default of, because the engine's floor lies below the adapters'."""
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+
+def is_version(build: object) -> bool:
+    """Whether `build` names a llama-cpp-python version (X.Y.Z), as a build is named."""
+    return isinstance(build, str) and _VERSION.fullmatch(build) is not None
 
 
 class BackendKind(StrEnum):

@@ -14,7 +14,7 @@ Measured: every request recorded exactly once (the ledger holds copies x the run
 requests, each key once, none incomplete, their prompt and completion tokens those the
 clients were answered, copy for copy), nothing said lost, the rotations seen, how long the
 watch took to catch up and its rate, and its peak resident memory (a poll reads at most
-4 MiB, so memory must not grow with the backlog).
+4 MiB, so memory must not grow with the backlog). Needs `make llama`.
 """
 
 import math
@@ -37,7 +37,7 @@ from eventlog import open_db
 from eventlog.schema import sessions
 from fsm.errors import SpecledgerError
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table
-from specbench.watch_load import drive, llama_server, rss_mib, start_watch
+from specbench.watch.load import drive, llama_server, rss_mib, start_watch
 from specledger.api import session_turns
 from specledger.watch.store import requests
 

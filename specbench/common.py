@@ -6,7 +6,6 @@ and SVG. docs/results.md links those files, as recorded in the checkout's `bench
 (`record.py`), and quotes the goals table.
 """
 
-import argparse
 import json
 import platform
 import sqlite3
@@ -24,7 +23,7 @@ from adapters.llama.server.paths import DEFAULT_BUILD, check_build
 from engine.config import SHIPPED_DRAFT, SHIPPED_TARGET
 from engine.errors import ConfigError
 from engine.files import replacing, write_file
-from specbench.record import DEFAULT_OUT, add_out_flags, results_folder
+from specbench.record import DEFAULT_OUT
 
 WARMUP_TOKENS = 8
 """The answer length of an engine's unmeasured first request: first-call allocations land
@@ -202,34 +201,3 @@ def panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
     fig, ax = new_figure(width * n, height)
     ax.remove()
     return fig, list(fig.subplots(1, n, squeeze=False)[0])
-
-
-def main(suite: str, doc: str | None = None) -> None:
-    """A suite's script (`bench/<suite>.py`): parse --quick --out|--record --db --threads
-    --device, run the suite, print its table, goals and files. `doc` is the script's help
-    text."""
-    from specbench import run_suite
-
-    parser = argparse.ArgumentParser(description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes: a smoke run, not numbers to quote")
-    add_out_flags(parser)
-    parser.add_argument("--db", help="the benchmark's session log (default: <out>/bench.db)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                        help="torch backend's device (auto: CUDA when present)")
-    args = parser.parse_args()
-    try:
-        out = results_folder(args.out, args.record)
-        opts = BenchOptions(out=out, db=args.db or str(out / "bench.db"), quick=args.quick,
-                            record=args.record, threads=args.threads, device=args.device)
-    except ConfigError as exc:
-        parser.error(str(exc))
-    result = run_suite(suite, opts)
-    print(result.table)
-    if result.goals:
-        print()
-        print(goals_table(result.goals))
-    for path in result.files:
-        print(path)

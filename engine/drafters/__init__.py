@@ -1,5 +1,6 @@
 """Drafters: who proposes the tokens a round verifies."""
 
-from engine.drafters.base import Drafter, make_drafter
+from engine.drafters.base import Drafter
+from engine.drafters.registry import make_drafter
 
 __all__ = ["Drafter", "make_drafter"]

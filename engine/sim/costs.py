@@ -33,9 +33,10 @@ checkpoint costs `state_tensors` x `tensor_copy_s` beside its bytes, which is wh
 it cost hundreds of milliseconds on some backends whatever the bandwidth
 (docs/design.md#llama-checkpoints). Both default to 0.
 
-Profiles are named so a session records which one produced its times: the built-in ones
-below, and measured ones stored as JSON in `engine/sim/profiles/` (`specledger bench
-calibration` writes them).
+Profiles are named so a session records which one produced its times, and all of them live
+as JSON in `engine/sim/profiles/`: the built-in ones (`BUILT_IN`, derived from
+specifications), the published ones (`engine/sim/published.py`) and the measured ones
+(`specledger bench calibration` writes them).
 """
 
 import itertools
@@ -246,59 +247,6 @@ class CostProfile:
         }[strategy]
 
 
-PROFILES: dict[str, CostProfile] = {
-    p.name: p
-    for p in (
-        CostProfile(
-            name="qwen3.5-27b-h200",
-            # 27e9 bf16 weights; H200 HBM3e 4.8 TB/s at ~80% achieved; ~600 TFLOP/s bf16
-            # achieved; 16 full-attention layers x 4 KV heads x 256 x (K+V) x bf16; 48 GDN
-            # layers x 32 x 128 x 128 fp32 recurrent state + conv windows.
-            weight_bytes=54e9,
-            hbm_bw=3.84e12,
-            flops_per_token=54e9,
-            peak_flops=6.0e14,
-            kv_bytes_per_token=16 * 4 * 256 * 2 * 2,
-            state_bytes=48 * 32 * 128 * 128 * 4 + 48 * 10240 * 4 * 2,
-            copy_bw=1.6e12,
-            launch_s=2.0e-4,
-            description="Qwen3.5-27B (bf16) on one H200",
-            input_bytes_per_token=48 * (16 * 128 * 2 + 32 * 128 + 2 * 32) * 2,
-        ),
-        CostProfile(
-            name="qwen3-next-80b-h200",
-            # 3B active parameters per token, but a verify batch touches more experts;
-            # 36 GDN layers of 32 x 128 x 128 fp32 = 72 MiB of state per sequence.
-            weight_bytes=12e9,
-            hbm_bw=3.84e12,
-            flops_per_token=6e9,
-            peak_flops=6.0e14,
-            kv_bytes_per_token=12 * 2 * 256 * 2 * 2,
-            state_bytes=72 * 1024**2,
-            copy_bw=1.6e12,
-            launch_s=3.0e-4,
-            description="Qwen3-Next-80B-A3B (bf16) on one H200",
-            input_bytes_per_token=36 * (16 * 128 * 2 + 32 * 128 + 2 * 32) * 2,
-        ),
-        CostProfile(
-            name="tiny-cpu",
-            # The order of the project's shipped ~3M-parameter model on two CPU cores;
-            # `specledger bench` calibrates a measured profile of its own.
-            weight_bytes=12e6,
-            hbm_bw=8e9,
-            flops_per_token=6e6,
-            peak_flops=2e10,
-            kv_bytes_per_token=2 * 2 * 64 * 2 * 4,
-            state_bytes=6 * 4 * 32 * 32 * 4,
-            copy_bw=4e9,
-            launch_s=1.5e-3,
-            description="the project's tiny hybrid model on a 2-core CPU",
-            input_bytes_per_token=6 * (4 * 32 * 3 + 2 * 4) * 4,
-        ),
-    )
-}
-
-
 # Rates divide: they must be positive. Sizes and the launch time may be zero.
 _RATES = ("hbm_bw", "peak_flops", "copy_bw", "host_bw")
 _TEXT = ("name", "description")
@@ -382,6 +330,13 @@ def load_profile_file(path: Path) -> CostProfile:
     return profile
 
 
+BUILT_IN = ("qwen3.5-27b-h200", "qwen3-next-80b-h200", "tiny-cpu")
+"""The profiles derived from specifications, not measured (each file's `calibration` block
+says from which): listed first, and a file of the same name elsewhere never shadows one."""
+PROFILES: dict[str, CostProfile] = {
+    name: load_profile_file(PROFILE_DIR / f"{name}.json") for name in BUILT_IN}
+
+
 def save_profile(profile: CostProfile, folder: Path,
                  calibration: dict[str, Any] | None = None) -> Path:
     """Write `profile` as `<folder>/<name>.json` (the folder is created); return the path."""
@@ -425,6 +380,7 @@ def get_profile(name: str, folder: Path = PROFILE_DIR) -> CostProfile:
 
 
 __all__ = [
+    "BUILT_IN",
     "PROFILES",
     "PROFILE_DIR",
     "ROUND_COPIES",

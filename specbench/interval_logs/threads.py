@@ -76,9 +76,8 @@ THREADS |= {
         "a structured-output request with NEXTN speculation crashes the scheduler (the "
         "request itself is not in the lines)", "scheduler crash", names=("server_crash",)),
     _S + "sostrowsk-dgx-spark-local-llm-gb10-laguna-int4-dflash-v0.5.16-complete.log": Thread(
-        "a whole benchmark run with DFlash (16 draft tokens): a performance report, no "
-        "incident named; its planned shutdown prints SIGQUIT (shutdown noise) and three "
-        "requests were answered 400"),
+        "a whole benchmark run with DFlash (16 draft tokens), no incident named; its planned "
+        "shutdown prints SIGQUIT (shutdown noise) and three requests were answered 400"),
     _S + "sostrowsk-dgx-spark-local-llm-gb10-laguna-nvfp4-dflash-v0.5.16-failed-start.log": (
         Thread("the server stops during start-up, in its first CUDA graph capture, with no "
                "error line (the repository's README blames the OOM killer)", "failed start",

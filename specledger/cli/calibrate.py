@@ -8,7 +8,7 @@ marked where it needs what the fit log never measured.
 
 Any log of a -v server fits; a log holds only the costs its server paid, so `RECIPE` is
 the server to log on one's own machine for a reach as wide as one log gives
-(specbench/calibration_llama_recipe.py says why).
+(specbench/calibration/llama/recipe.py says why).
 """
 
 import argparse

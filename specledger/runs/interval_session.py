@@ -5,7 +5,7 @@ unit (specledger/observed.py), the session `failed` where the run died."""
 from adapters.logs.intervals.record import Source, record_run
 from adapters.logs.intervals.run import ServerRun
 from adapters.protocol import Recording
-from specledger.observed import UnitJournal, store_journal
+from specledger.runs.observed import UnitJournal, store_journal
 
 
 def store_interval_run(db: str, run: ServerRun, src: Source) -> tuple[int, Recording]:

@@ -1,8 +1,9 @@
 """n-gram drafters: what they draft from a history, and their feedback rules."""
 
 from engine.config import RunConfig
-from engine.drafters.base import ChainDrafter, make_drafter
+from engine.drafters.base import ChainDrafter
 from engine.drafters.ngram import HashPool, NgramMapK, NgramMod, NgramParams, NgramSimple
+from engine.drafters.registry import make_drafter
 from engine.session import MemoryJournal, Session
 from fsm.states import Trigger
 

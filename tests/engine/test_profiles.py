@@ -43,6 +43,16 @@ def test_builtin_profiles_come_first(tmp_path: Path) -> None:
     assert profile_names(tmp_path).count(name) == 1
 
 
+def test_every_profile_lives_in_the_profiles_folder() -> None:
+    """One home: the built-in profiles are files in `engine/sim/profiles/` like the
+    measured ones, each saying how it was derived, and found first by name."""
+    for name, profile in PROFILES.items():
+        path = PROFILE_DIR / f"{name}.json"
+        assert load_profile_file(path) == profile
+        assert json.loads(path.read_text())["calibration"]["derived"]
+    assert profile_names()[:len(PROFILES)] == list(PROFILES)
+
+
 def test_round_trip_through_get_profile(tmp_path: Path) -> None:
     path = save_profile(MEASURED, tmp_path, {"date": "2024-01-01", "fit_error": {"x": 0.1}})
     assert path == tmp_path / "my-cpu-measured.json"
@@ -151,8 +161,9 @@ def test_shipped_profiles_load_and_drive_the_sim(path: Path) -> None:
     assert SimBackend(RunConfig(profile=path.stem)).costs == profile
     config = RunConfig(backend=BackendKind.SIM, turns=2, prompt_tokens=600, question_tokens=8,
                        answer_tokens=24, seed=2, ctx_checkpoint_every=256, profile=path.stem)
+    other_name = "qwen3.5-27b-h200" if path.stem == "tiny-cpu" else "tiny-cpu"
     runs = {}
-    for name in (path.stem, "tiny-cpu"):
+    for name in (path.stem, other_name):
         journal = MemoryJournal()
         Session(config.replace(profile=name), journal).run()
         runs[name] = journal.events
@@ -165,7 +176,7 @@ def test_shipped_profiles_load_and_drive_the_sim(path: Path) -> None:
         assert e.duration == pytest.approx(_prefill_s(profile, end - tokens, tokens),
                                            rel=1e-12)
     assert all(e.duration == pytest.approx(profile.checkpoint_s(), rel=1e-12) for e in saves)
-    other = runs["tiny-cpu"]
+    other = runs[other_name]
     assert [(e.trigger, e.payload.get("append")) for e in evs] == [
         (e.trigger, e.payload.get("append")) for e in other]
     assert [e.duration for e in evs] != [e.duration for e in other]

@@ -11,9 +11,9 @@ import pytest
 from eventlog import list_sessions, open_db, scan_events
 from eventlog.diff import diff_tokens
 from specbench.batching import sim_grid, torch_grid
-from specbench.batching_points import PLAIN, Point, cpu, stops_paying
+from specbench.batching.points import PLAIN, Point, cpu, stops_paying
 from specbench.record import DEFAULT_OUT
-from specbench.strategies_points import CORRECT
+from specbench.strategies.points import CORRECT
 from specledger.cli.main import main
 
 

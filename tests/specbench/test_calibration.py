@@ -11,8 +11,8 @@ from engine.sim.costs import PROFILE_DIR, get_profile
 from eventlog import get_session, open_db
 from specbench import BenchOptions, calibration, run_suite
 from specbench.calibration import PROFILE_NAME
-from specbench.calibration_fit import FITTED
-from specbench.calibration_measure import QUICK
+from specbench.calibration.fit import FITTED
+from specbench.calibration.measure import QUICK
 from specledger.cli.main import main
 
 

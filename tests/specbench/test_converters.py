@@ -9,7 +9,7 @@ from adapters.llama.builds.matrix import MATRIX
 from adapters.llama.server.paths import DEFAULT_BUILD, built
 from engine.hybrid.tokenizer import decode
 from specbench.converters import plan_for, tensor_groups, verdict
-from specbench.converters_runs import (
+from specbench.converters.runs import (
     NO_MTP,
     Cell,
     Outcome,

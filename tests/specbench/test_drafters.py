@@ -14,7 +14,7 @@ from eventlog import list_sessions, open_db, scan_events
 from eventlog.diff import diff_tokens
 from specbench import BenchOptions, SuiteResult, run_suite
 from specbench.drafters import QUICK_DRAFTERS
-from specbench.drafters_runs import PLAIN
+from specbench.drafters.runs import PLAIN
 
 MODELS = SHIPPED_ROOT
 

@@ -4,7 +4,7 @@ methods kept."""
 
 from adapters.differential import Answer
 from specbench.engines import rows, table
-from specbench.engines_runs import EngineRun, prometheus_total
+from specbench.engines.runs import EngineRun, prometheus_total
 
 PAGE = """# HELP llamacpp:spec_decode_num_drafts_total Speculative: verification steps
 # TYPE llamacpp:spec_decode_num_drafts_total counter

@@ -16,8 +16,8 @@ from eventlog import count_events, open_db
 from eventlog.schema import events
 from specbench import BenchOptions, run_suite
 from specbench.ingest import FLEET, QUICK
-from specbench.ingest_runs import check, measure
-from specbench.journal_script import ScriptJournal
+from specbench.ingest.journal_script import ScriptJournal
+from specbench.ingest.runs import check, measure
 from specledger.api import run_session
 
 

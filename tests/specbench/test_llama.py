@@ -11,7 +11,7 @@ from adapters.llama.server.paths import require_converter, require_server
 from eventlog import list_sessions, open_db
 from specbench import SUITES, BenchOptions, run_suite
 from specbench.llama import DRAFTERS, QUICK_DRAFTERS
-from specbench.llama_runs import llama_name
+from specbench.llama.runs import llama_name
 from tests.adapters.llama.conftest import require_llama
 
 

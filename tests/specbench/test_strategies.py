@@ -12,7 +12,7 @@ from eventlog import list_sessions, open_db, scan_events
 from eventlog.diff import diff_tokens
 from specbench import BenchOptions, SuiteResult, run_suite
 from specbench.strategies import SIM_PROFILES
-from specbench.strategies_points import CORRECT
+from specbench.strategies.points import CORRECT
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ instead of a measurement: a forward beyond the sizes measured is the curve exten
 (adapters/llama/calibration/curve.py), a drafter never run is charged 0 or its share of the
 model's shape, another graph is charged per node. Such a prediction is an extrapolation,
 and `outside` says why, in words, for `calibrate`, `whatif` and the cross-validation
-suite (specbench/calibration_llama_logs.py) to print beside the number.
+suite (specbench/calibration/llama/logs.py) to print beside the number.
 """
 
 from collections import Counter

@@ -16,21 +16,14 @@ the default build.
 """
 
 import os
-import re
 from pathlib import Path
 
 from adapters.cache import cache_root
 from adapters.llama.errors import LlamaNotBuiltError, UnknownBuildError
+from engine.config import DEFAULT_BUILD, is_version
 
-DEFAULT_BUILD = "0.3.36"
 LLAMA_PY_VERSION = DEFAULT_BUILD  # the name tools/build_llama.sh's environment uses
 SERVER_ENV = "SPECLEDGER_LLAMA_SERVER"
-_VERSION = re.compile(r"\d+\.\d+\.\d+")
-
-
-def is_version(build: object) -> bool:
-    """Whether `build` names a llama-cpp-python version (X.Y.Z), as a build is named."""
-    return isinstance(build, str) and _VERSION.fullmatch(build) is not None
 
 
 def check_build(build: str) -> str:

@@ -87,8 +87,10 @@ def _turn_metrics(turn: int, req: RequestLine) -> TurnMetricsRow:
                           unknown=sorted(unknown))
 
 
-class _Writer:
-    """Numbers the events, keeps slot 0's state and the clock's origin."""
+class RunWriter:
+    """Numbers a run's events, keeps slot 0's state and the clock's origin (None: the
+    time of the first timed item written, for a writer that meets the run's items as they
+    come, as `watch` does)."""
 
     def __init__(self, sink: Sink, origin: float | None) -> None:
         self.sink, self.origin = sink, origin
@@ -98,6 +100,9 @@ class _Writer:
 
     def fire(self, turn: int, trigger: Trigger, at: float | None, payload: Any,
              dest: RoundState | None = None) -> None:
+        """One event at log time `at`, moving slot 0 to `dest`."""
+        if self.origin is None:
+            self.origin = at
         t = at - self.origin if at is not None and self.origin is not None else 0.0
         self.sink.append(Event(next(self.seq), _SLOT, turn, 0, trigger, self.state,
                                dest or self.state, max(t, 0.0), 0.0, payload))
@@ -105,10 +110,12 @@ class _Writer:
         self.events += 1
 
     def interval(self, iv: IntervalLine) -> None:
+        """One interval, a unit of its own."""
         self.fire(0, Trigger.INTERVAL, iv.at, iv.payload())
         self.sink.end_unit()
 
     def request(self, turn: int, req: RequestLine) -> None:
+        """One request as turn `turn`, a unit of its own."""
         self.fire(turn, Trigger.START_TURN, req.at,
                   {"prompt_tokens": req.prompt_tokens, "kept": None, "f_keep": None},
                   RoundState.IDLE)
@@ -119,26 +126,36 @@ class _Writer:
         self.sink.end_unit()
 
 
+def in_log_order(intervals: list[IntervalLine],
+                 requests: list[RequestLine]) -> list[IntervalLine | RequestLine]:
+    """Intervals and requests in log order (an interval before a request of its line)."""
+    merged = sorted([(iv.line, 0, iv) for iv in intervals]
+                    + [(rq.line, 1, rq) for rq in requests], key=lambda x: x[:2])
+    return [item for _, _, item in merged]
+
+
+def run_error(run: ServerRun) -> str | None:
+    """Why the run's session is `failed` (None: it is not): its last failure, or an end
+    with no shutdown lines."""
+    if run.failures:
+        f = run.failures[-1]
+        return f"{f.kind.value} at log line {f.line}: {f.message}"
+    if run.ending is RunEnding.DIED:
+        return f"the server's run ends at line {run.last_line} without its shutdown lines"
+    return None
+
+
 def record_run(run: ServerRun, src: Source, sink: Sink) -> Recording:
     """Fire `run`'s intervals and requests into `sink`, in log order: the session to
     store (`failed` where the run died)."""
     times = [x.at for x in (*run.intervals, *run.requests) if x.at is not None]
-    w = _Writer(sink, min(times) if times else None)
-    merged = sorted([(iv.line, 0, iv) for iv in run.intervals]
-                    + [(rq.line, 1, rq) for rq in run.requests], key=lambda x: x[:2])
+    w = RunWriter(sink, min(times) if times else None)
     turn = 0
-    for _, _, item in merged:
+    for item in in_log_order(run.intervals, run.requests):
         if isinstance(item, IntervalLine):
             w.interval(item)
         else:
             turn += 1
             w.request(turn, item)
-    error = None
-    if run.failures:
-        f = run.failures[-1]
-        error = f"{f.kind.value} at log line {f.line}: {f.message}"
-    elif run.ending is RunEnding.DIED:
-        error = f"the server's run ends at line {run.last_line} without its shutdown lines"
     return Recording(session_config(run, src), f"{run.engine}-log", None, None, [], 0,
-                     w.events, error)
-
+                     w.events, run_error(run))

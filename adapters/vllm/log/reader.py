@@ -27,8 +27,10 @@ class VllmLogError(VllmError):
     """The input is not a vLLM server log (or cannot be read as text)."""
 
 
-class _Runs:
-    """The runs of one file as its lines come."""
+class FileRuns:
+    """The runs of one file as its lines come (`read_lines` feeds it a whole file,
+    `specledger watch --vllm-log` a live one): `done` the runs ended, `current` the one
+    being read."""
 
     def __init__(self, prefixes: Prefixes) -> None:
         self.prefixes = prefixes
@@ -37,6 +39,7 @@ class _Runs:
         self.vllm_lines = 0
 
     def feed(self, number: int, raw: str) -> None:
+        """Read physical line `number`."""
         line = clean(raw)
         _, body = self.prefixes.split(line)
         parts = split_line(body)
@@ -67,6 +70,7 @@ class _Runs:
             self.current = None
 
     def finish(self) -> list[ServerRun]:
+        """Every run, the last one ended where the file ends."""
         self._close()
         return self.done
 
@@ -82,7 +86,7 @@ def read_lines(lines: Iterable[bytes], name: str = "input") -> IntervalLog:
     if any(b"\x00" in raw for raw in head):
         raise VllmLogError(f"{name} is binary, not a vLLM log (pass the text file the "
                            "server's stdout/stderr went to)")
-    runs = _Runs(learn_prefixes(TAG, [clean(raw.decode("utf-8", "surrogateescape")
+    runs = FileRuns(learn_prefixes(TAG, [clean(raw.decode("utf-8", "surrogateescape")
                                             .rstrip("\n")) for raw in head]))
     digest = hashlib.sha256()
     number, partial = 0, None

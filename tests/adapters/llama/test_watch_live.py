@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from adapters.process import free_port
 from eventlog import open_db
 from fsm.errors import SpecledgerError
-from specbench.watch_load import (
+from specbench.watch.load import (
     Phase,
     Served,
     drive,

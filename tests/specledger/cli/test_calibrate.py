@@ -124,7 +124,7 @@ def test_an_ngram_log_derives_the_mtp_heads_cost_from_the_models_shape(
 
 def test_the_help_gives_the_recipe_log_the_bench_records(capsys: pytest.CaptureFixture[str]
                                                          ) -> None:
-    from specbench.calibration_llama_recipe import DRAFT, P_MIN, recipe_flags
+    from specbench.calibration.llama.recipe import DRAFT, P_MIN, recipe_flags
 
     with pytest.raises(SystemExit):
         main(["calibrate", "--help"])

@@ -16,7 +16,7 @@ from adapters.llama.calibration.clock import LogClock, log_clock
 from adapters.llama.calibration.fit import LogFit, fit_log, predict_tok_s
 from adapters.llama.calibration.reach import outside, reach_of
 from adapters.llama.log.sources import read_log
-from specbench.calibration_llama_misses import line_gap_s, miss_reasons
+from specbench.calibration.llama.misses import line_gap_s, miss_reasons
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "calibration"
 NAMES = ("none-k8", "ngram-mod-k4", "ngram-mod-k8", "ngram-simple-k8")

@@ -3,8 +3,6 @@ requests become turns, a run that died is a failed session, and the series reads
 
 from pathlib import Path
 
-from specledger.observed import UnitJournal
-
 from adapters.logs.intervals.record import Source, record_run
 from adapters.logs.intervals.run import (
     Failure,
@@ -23,6 +21,7 @@ from fsm.payload_schema import check_events
 from fsm.states import Trigger
 from specledger.api import session_turns
 from specledger.runs.interval_session import store_interval_run
+from specledger.runs.observed import UnitJournal
 
 SRC = Source("server.log", "0" * 64, 1)
 

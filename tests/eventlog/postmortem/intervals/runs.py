@@ -1,11 +1,10 @@
 """Interval runs built in tests, recorded as a vLLM log's would be, and their postmortem."""
 
-from specledger.observed import UnitJournal
-
 from adapters.logs.intervals.record import Source, record_run
 from adapters.logs.intervals.run import IntervalKind, IntervalLine, ServerRun
 from eventlog.postmortem.analyze import analyze
 from eventlog.postmortem.finding import Finding
+from specledger.runs.observed import UnitJournal
 
 
 def window(line: int, **figures: object) -> IntervalLine:

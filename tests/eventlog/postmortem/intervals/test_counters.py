@@ -4,7 +4,7 @@ figures is not a contradiction."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventlog.postmortem.finding import Kind
+from eventlog.postmortem.finding import Kind, Severity
 from eventlog.postmortem.intervals.counters import contradictions
 from tests.eventlog.postmortem.intervals.runs import batch, findings, run_of, spec, window
 
@@ -45,3 +45,16 @@ def test_a_running_request_holding_no_kv_token_contradicts_its_line() -> None:
     (f,) = findings(run_of(batch(1, running=2, extra={"tokens": 500}),
                            batch(2, running=1, extra={"tokens": 0})))
     assert f.kind is Kind.ENGINE_COUNTER_MISMATCH and f.numbers["first_line"] == 2
+
+
+def test_one_line_of_running_requests_without_tokens_is_a_note() -> None:
+    """The Laguna run's lone line 386 (its answer logged a line before): a note; two such
+    lines, or any other contradiction beside it, a warning."""
+    (lone,) = findings(run_of(batch(1, running=2, extra={"tokens": 500}),
+                              batch(2, running=1, extra={"tokens": 0})))
+    assert lone.severity is Severity.INFO and "One line alone" in lone.explanation
+    (twice,) = findings(run_of(batch(1, running=1, extra={"tokens": 0}),
+                               batch(2, running=1, extra={"tokens": 0})))
+    assert twice.severity is Severity.WARNING
+    (rate,) = findings(run_of(window(1, accepted=97, drafted=225, draft_acceptance=0.9)))
+    assert rate.severity is Severity.WARNING
