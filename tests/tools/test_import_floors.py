@@ -50,9 +50,9 @@ def test_an_import_of_a_higher_floor_is_an_arrow_up_late_or_not(tmp_path: Path) 
 
 def test_the_bench_door_opens_late_only(tmp_path: Path) -> None:
     files = {"specledger/__init__.py": "", "specbench/__init__.py": "",
-             "specledger/bench_cmd.py": "def run():\n    import specbench\n"}
+             "specledger/cli/bench.py": "def run():\n    import specbench\n"}
     assert TOOL.arrows_up(_tree(tmp_path, files)) == []
-    files["specledger/bench_cmd.py"] = "import specbench\n"
+    files["specledger/cli/bench.py"] = "import specbench\n"
     assert len(TOOL.arrows_up(_tree(tmp_path, files))) == 1
 
 
