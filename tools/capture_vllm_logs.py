@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from specledger.vllm_run import VllmEngine  # noqa: E402
+from specledger.runs.vllm import VllmEngine  # noqa: E402
 
 from adapters.vllm.conversation import Conversation  # noqa: E402
 from adapters.vllm.server import VllmServer  # noqa: E402

@@ -1,6 +1,6 @@
 """Store an interval run (adapters/logs/intervals/) as a session: the events go to memory
 first, then the session is created with its configuration and the events written unit by
-unit (specledger/observed.py), the session `failed` where the run died."""
+unit (specledger/runs/observed.py), the session `failed` where the run died."""
 
 from adapters.logs.intervals.record import Source, record_run
 from adapters.logs.intervals.run import ServerRun

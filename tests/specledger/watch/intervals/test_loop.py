@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from specledger.interval_import import import_paths
+from specledger.runs.interval_import import import_paths
 
 from eventlog import list_sessions, open_db
 from eventlog.reader import get_session, scan_events
