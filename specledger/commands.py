@@ -8,10 +8,10 @@ from typing import Any
 from adapters.llama.builds.exposed import build_exposure
 from engine.config import BackendKind, RunConfig
 from engine.errors import ConfigError
-from engine.metrics import TurnMetrics
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
 from eventlog.projection import project_session
+from fsm.turn_metrics import TurnMetrics
 from specledger import (
     analysis_cmds,
     bench_cmd,

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
-from engine.metrics import TurnMetrics
 from engine.session import MemoryJournal, Session
 from eventlog import Recorder, project
 from eventlog.fold import LogFold, TurnRecord, fold_log, fold_session
 from eventlog.projection import project_session
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 TIMINGS = ("prefill_s", "decode_s", "rollback_s", "repair_s", "reprefill_s")
 
