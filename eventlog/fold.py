@@ -14,6 +14,7 @@ from eventlog.records import SlotView, TurnRecord
 from eventlog.turn_fold import Payload, TurnsFold
 from fsm.event import APPEND, DIGEST, POSITION, TRIM, Event
 from fsm.states import TRANSITIONS, RoundState, Trigger
+from fsm.turn_metrics import TurnMetrics
 
 STEPS: dict[Trigger, str] = {
     Trigger.BEGIN: "checkpoint", Trigger.DRAFT: "draft", Trigger.VERIFY: "verify",
@@ -33,6 +34,7 @@ both roll back)."""
 DEST: dict[str, RoundState] = {t: dest for t, _, dest in TRANSITIONS if dest is not None}
 """Each trigger's destination state; a note (which stays in its state) has none."""
 _VIOLATION = Trigger.INVARIANT_VIOLATION
+_count = TurnsFold.step  # looked up once: it runs per event
 
 
 class LogFold(TurnsFold):
@@ -49,9 +51,8 @@ class LogFold(TurnsFold):
              dest: RoundState | None, t: float, d: float, p: Payload) -> TurnRecord:
         """Fold one event given as its fields (`dest` None: the state stays, as after a
         note); returns the record of the turn it belongs to."""
-        v = self.slots.get(slot)
-        if v is None:
-            v = self.slots[slot] = SlotView(slot)
+        rec = _count(self, seq, slot, turn, rnd, trigger, dest, t, d, p)
+        v = self.slots[slot]
         if p:
             # Order matters: an event may cut the tokens back and then append to the cut.
             if TRIM in p:
@@ -67,13 +68,16 @@ class LogFold(TurnsFold):
         if dest is not None:
             v.state = dest
         v.turn, v.round = turn, rnd
-        rec = TurnsFold.step(self, seq, slot, turn, rnd, trigger, dest, t, d, p)
-        if rec.stats is not v.latest:  # the slot's next turn began
-            v.next_turn(rec.stats)
         phase = PHASES.get(trigger)
         if phase is not None:
             rec.phase_s[phase] = rec.phase_s.get(phase, 0.0) + d
         return rec
+
+    def _began(self, slot: int, counts: TurnMetrics) -> None:
+        v = self.slots.get(slot)
+        if v is None:
+            v = self.slots[slot] = SlotView(slot)
+        v.next_turn(counts)
 
 
 def fold_log(events: Iterable[Event], on_close: Callable[[TurnRecord], None] | None = None

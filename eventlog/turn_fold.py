@@ -23,11 +23,12 @@ class _Turn:
     """A slot's open turn: its public record and counts, and what the fold needs between
     its events."""
 
-    __slots__ = ("answer_end", "prefill_from", "rec", "rollback_t", "round_eog", "round_k",
-                 "round_no", "round_t", "stats", "t")
+    __slots__ = ("answer_end", "close", "prefill_from", "rec", "rollback_t", "round_eog",
+                 "round_k", "round_no", "round_t", "stats", "t", "turn")
 
-    def __init__(self, rec: TurnRecord) -> None:
-        self.rec, self.stats = rec, rec.stats
+    def __init__(self, rec: TurnRecord, close: Callable[[TurnRecord], None]) -> None:
+        self.rec, self.stats, self.turn = rec, rec.stats, rec.turn
+        self.close = close  # what its END_TURN hands the record to
         self.t = 0.0  # the time of the turn's latest event
         self.round_no = 0
         self.round_t = 0.0  # when the round began: the time of the event before it
@@ -63,7 +64,7 @@ class TurnsFold:
         note); returns the record of the turn it belongs to."""
         self.seq = seq
         o = self._open.get(slot)
-        if o is None or o.rec.turn != turn:
+        if o is None or o.turn != turn:
             o = self._begin(slot, turn, seq)
         rec = o.rec
         rec.last_seq = seq
@@ -72,7 +73,7 @@ class TurnsFold:
             o.round_no, o.round_t, o.round_k, o.round_eog = rnd, o.t, -1, None
         handle = COUNTERS.get(trigger)
         if handle is not None:
-            handle(self, o, p, t, d)
+            handle(o, p, t, d)
         o.t = t
         return rec
 
@@ -80,8 +81,12 @@ class TurnsFold:
         rec = TurnRecord(slot, turn, first_seq=seq, stats=TurnMetrics(slot, turn))
         if turn:  # nothing belongs to a turn before the first one starts
             self.records[(slot, turn)] = rec
-        o = self._open[slot] = _Turn(rec)
+        o = self._open[slot] = _Turn(rec, self.close)
+        self._began(slot, rec.stats)
         return o
+
+    def _began(self, slot: int, counts: TurnMetrics) -> None:
+        """`slot`'s next turn began, counting into `counts` (a hook: nothing here)."""
 
     def counts(self, slot: int) -> TurnMetrics:
         """The counts of `slot`'s open turn (what the engine records in END_TURN's
@@ -94,17 +99,17 @@ class TurnsFold:
             self._on_close(self.records.pop((rec.slot, rec.turn)))
 
 
-Handler = Callable[[TurnsFold, _Turn, Payload, float, float], None]
+Handler = Callable[[_Turn, Payload, float, float], None]
 
 
-def _verify(_f: TurnsFold, o: _Turn, p: Payload, _t: float, _d: float) -> None:
+def _verify(o: _Turn, p: Payload, _t: float, _d: float) -> None:
     k = int(p.get("drafted") or len(p.get("drafts", ())))
     o.stats.drafted += k
     o.rec.verifies += 1
     o.round_k = k
 
 
-def _commit(_f: TurnsFold, o: _Turn, p: Payload, t: float, _d: float) -> None:
+def _commit(o: _Turn, p: Payload, t: float, _d: float) -> None:
     _rolled_back(o)
     accepted = p.get("accepted") or 0
     st = o.stats
@@ -118,43 +123,43 @@ def _commit(_f: TurnsFold, o: _Turn, p: Payload, t: float, _d: float) -> None:
     _committed(o, p)
 
 
-def _draft(_f: TurnsFold, o: _Turn, _p: Payload, _t: float, _d: float) -> None:
+def _draft(o: _Turn, _p: Payload, _t: float, _d: float) -> None:
     o.round_k = 0
 
 
-def _reject(_f: TurnsFold, o: _Turn, p: Payload, t: float, _d: float) -> None:
+def _reject(o: _Turn, p: Payload, t: float, _d: float) -> None:
     o.round_eog = p.get("eog")
     o.rollback_t = t
 
 
-def _accept(_f: TurnsFold, o: _Turn, p: Payload, _t: float, _d: float) -> None:
+def _accept(o: _Turn, p: Payload, _t: float, _d: float) -> None:
     o.round_eog = p.get("eog")
 
 
-def _restore(_f: TurnsFold, o: _Turn, _p: Payload, _t: float, _d: float) -> None:
+def _restore(o: _Turn, _p: Payload, _t: float, _d: float) -> None:
     o.stats.restores += 1
 
 
-def _retry(_f: TurnsFold, o: _Turn, _p: Payload, _t: float, _d: float) -> None:
+def _retry(o: _Turn, _p: Payload, _t: float, _d: float) -> None:
     _rolled_back(o)
 
 
-def _violation(_f: TurnsFold, o: _Turn, _p: Payload, _t: float, _d: float) -> None:
+def _violation(o: _Turn, _p: Payload, _t: float, _d: float) -> None:
     o.stats.violations += 1
 
 
-def _livelock(_f: TurnsFold, o: _Turn, _p: Payload, _t: float, _d: float) -> None:
+def _livelock(o: _Turn, _p: Payload, _t: float, _d: float) -> None:
     o.stats.livelocks += 1
 
 
-def _start_turn(_f: TurnsFold, o: _Turn, p: Payload, _t: float, _d: float) -> None:
+def _start_turn(o: _Turn, p: Payload, _t: float, _d: float) -> None:
     st = o.stats
     st.prompt_tokens = p.get("prompt_tokens", 0)
     st.kept_tokens = p.get("kept", 0)
     st.f_keep = p.get("f_keep", 1.0)
 
 
-def _prefill(_f: TurnsFold, o: _Turn, p: Payload, _t: float, d: float) -> None:
+def _prefill(o: _Turn, p: Payload, _t: float, d: float) -> None:
     st = o.stats
     n = p.get("tokens", 0)
     st.prefill_tokens += n
@@ -169,16 +174,16 @@ def _prefill(_f: TurnsFold, o: _Turn, p: Payload, _t: float, d: float) -> None:
     _committed(o, p)
 
 
-def _ctx_restore(_f: TurnsFold, o: _Turn, p: Payload, _t: float, d: float) -> None:
+def _ctx_restore(o: _Turn, p: Payload, _t: float, d: float) -> None:
     st = o.stats
     st.ctx_restores += 1
     st.reprefill_tokens += p.get("reprefill", 0)
     st.repair_s += d
 
 
-def _end_turn(f: TurnsFold, o: _Turn, p: Payload, _t: float, _d: float) -> None:
+def _end_turn(o: _Turn, p: Payload, _t: float, _d: float) -> None:
     o.rec.metrics = p.get("metrics")
-    f.close(o.rec)
+    o.close(o.rec)
 
 
 COUNTERS: dict[str, Handler] = {
