@@ -282,8 +282,9 @@ TurnMetricsRow = TypedDict("TurnMetricsRow", {
                                                    "give")]],
     "task": NotRequired[Annotated[int, _f("imported: llama-server's task id")]],
     "stop": NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]],
-    "error": NotRequired[Annotated[str, _f("imported: the error llama-server sent the "
-                                           "client (`send_error`)")]],
+    "error": NotRequired[Annotated[str, _f("imported: the error the server sent the client "
+                                           "(llama-server's `send_error`; an interval log's "
+                                           "HTTP error status)")]],
     "mean_accept_len": NotRequired[Annotated[float, _f(
         "imported, the rounds not in the log: llama-server's own mean accepted length "
         "(print_timing)", "tokens")]],
@@ -323,6 +324,58 @@ class InvariantViolation(TypedDict):
     details: Annotated[dict[str, Any], _f("the numbers that show it, per invariant")]
 
 
+# --- a server log's aggregates (adapters/logs/intervals/, docs/events.md#interval-sessions) -----
+
+
+class Interval(TypedDict):
+    """One aggregate line of a server log (vLLM's periodic `Engine NNN:` and `SpecDecoding
+    metrics:` lines, SGLang's `Prefill batch` / `Decode batch`): exactly the figures the
+    line gives, each None where it gives none; rates are the engine's own over its window."""
+
+    line: Annotated[int, _f("the log line (the first, where two lines make one interval)")]
+    kind: Annotated[str, _f("the line's kind (`adapters.logs.intervals.run.IntervalKind`)")]
+    clock: Annotated[str | None, _f("the log's own time of the line, as printed")]
+    engine: Annotated[int | None, _f("the engine (vLLM's `Engine NNN`, a data-parallel rank)",
+                                     "index")]
+    prompt_tps: Annotated[float | None, _f("prompt (prefill) throughput", "tokens/s")]
+    generation_tps: Annotated[float | None, _f("generation throughput", "tokens/s")]
+    running: Annotated[int | None, _f("requests running", "count")]
+    waiting: Annotated[int | None, _f("requests waiting (queued)", "count")]
+    kv_usage: Annotated[float | None, _f("KV cache in use", "ratio")]
+    prefix_hit_rate: Annotated[float | None, _f("prefix cache hit rate", "ratio")]
+    mean_accept_len: Annotated[float | None, _f(
+        "mean acceptance length (tokens per verify, the bonus token included)", _TOKENS)]
+    accepted_tps: Annotated[float | None, _f("accepted draft tokens per second", "tokens/s")]
+    drafted_tps: Annotated[float | None, _f("drafted tokens per second", "tokens/s")]
+    accepted: Annotated[int | None, _f("draft tokens accepted in the window", _TOKENS)]
+    drafted: Annotated[int | None, _f("draft tokens verified in the window", _TOKENS)]
+    acc_per_pos: Annotated[list[float] | None, _f("acceptance rate at each draft position",
+                                                  "ratio")]
+    draft_acceptance: Annotated[float | None, _f("the engine's accepted / drafted", "ratio")]
+    tokens: NotRequired[Annotated[int | None, _f("SGLang `#token`: KV tokens in use",
+                                                 _TOKENS)]]
+    new_seqs: NotRequired[Annotated[int | None, _f("SGLang prefill: new requests", "count")]]
+    new_tokens: NotRequired[Annotated[int | None, _f("SGLang prefill: new prompt tokens",
+                                                     _TOKENS)]]
+    cached_tokens: NotRequired[Annotated[int | None, _f("SGLang prefill: prompt tokens the "
+                                                        "cache held", _TOKENS)]]
+    mm_hit_rate: NotRequired[Annotated[float | None, _f("vLLM: multimodal cache hit rate",
+                                                        "ratio")]]
+    preemptions: NotRequired[Annotated[int | None, _f(
+        "vLLM: requests preempted (their KV cache taken for others) in the window", "count")]]
+    mamba_num: NotRequired[Annotated[int | None, _f(
+        "SGLang hybrid: Mamba state slots in use (running requests' and cached ones)",
+        "count")]]
+    mamba_usage: NotRequired[Annotated[float | None, _f(
+        "SGLang hybrid: share of the Mamba state pool in use", "ratio")]]
+    swa_tokens: NotRequired[Annotated[int | None, _f(
+        "SGLang hybrid: `#swa token`, sliding-window KV tokens in use", _TOKENS)]]
+    swa_usage: NotRequired[Annotated[float | None, _f(
+        "SGLang hybrid: share of the sliding-window KV pool in use", "ratio")]]
+    pending_tokens: NotRequired[Annotated[int | None, _f(
+        "SGLang prefill: `#pending-token`, prompt tokens still to prefill", _TOKENS)]]
+
+
 PAYLOADS: dict[Trigger, type] = {
     Trigger.BEGIN: Begin, Trigger.DRAFT: Draft, Trigger.VERIFY: Verify,
     Trigger.DECODE: Decode, Trigger.ACCEPT: Accept, Trigger.REJECT: Reject,
@@ -331,5 +384,6 @@ PAYLOADS: dict[Trigger, type] = {
     Trigger.PREFILL: Prefill, Trigger.CTX_SAVE: CtxSave, Trigger.CTX_RESTORE: CtxRestore,
     Trigger.END_TURN: EndTurn, Trigger.FAIL: Fail,
     Trigger.INVARIANT_VIOLATION: InvariantViolation, Trigger.LIVELOCK: Livelock,
+    Trigger.INTERVAL: Interval,
 }
 """Each trigger's payload type."""

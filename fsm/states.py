@@ -45,6 +45,8 @@ class Trigger(StrEnum):
     # notes (reflexive)
     INVARIANT_VIOLATION = "invariant_violation"
     LIVELOCK = "livelock"
+    # a server log's aggregate over an interval or a batch (reflexive: no slot moves)
+    INTERVAL = "interval"
 
 
 TRANSITIONS: tuple[tuple[Trigger, tuple[RoundState, ...], RoundState | None], ...] = (
@@ -72,5 +74,6 @@ TRANSITIONS: tuple[tuple[Trigger, tuple[RoundState, ...], RoundState | None], ..
     (Trigger.FAIL, tuple(RoundState), RoundState.FAILED),
     (Trigger.INVARIANT_VIOLATION, tuple(RoundState), None),
     (Trigger.LIVELOCK, tuple(RoundState), None),
+    (Trigger.INTERVAL, tuple(RoundState), None),
 )
 """(trigger, sources, destination); destination None means 'stay in the source state'."""

@@ -11,7 +11,7 @@ from specbench.common import BenchOptions, Goal, SuiteResult
 
 SUITES = ("conversation", "strategies", "recorder", "calibration", "drafters", "llama",
           "converters", "ingest", "scale", "batching", "incidents", "engines", "watch",
-          "backlog", "real-logs", "reading")
+          "backlog", "real-logs", "interval-logs", "reading")
 
 
 def run_suite(name: str, opts: BenchOptions) -> SuiteResult:

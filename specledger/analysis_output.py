@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from eventlog.diff import Divergence, TurnDelta
@@ -198,5 +199,5 @@ def print_finding(f: Finding) -> None:
     colour = _COLOUR[f.severity.value]
     console.print(f"\n[bold {colour}]{f.severity.value}[/] [bold]{f.kind.value}[/] "
                   f"({f.place()})")
-    console.print(f"  {f.explanation}")
+    console.print(f"  {escape(f.explanation)}")  # a log line's `[file.py:N]` is no markup
     console.print(f"  [bold]fix:[/] {f.fix}")

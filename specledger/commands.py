@@ -11,6 +11,7 @@ from engine.errors import ConfigError
 from eventlog import DEFAULT_DB, get_session, list_sessions, open_db
 from eventlog.errors import EmptyLedgerError
 from eventlog.projection import project_session
+from eventlog.series import SERIES
 from fsm.turn_metrics import TurnMetrics
 from specledger import (
     analysis_cmds,
@@ -29,6 +30,7 @@ from specledger.api import run_session, session_turns
 from specledger.cli_common import RERUN_BACKENDS, add_tolerance, at_least
 from specledger.errors import UsageError
 from specledger.run_flags import add_run_flags, config_from_args
+from specledger.series_output import show_series
 
 SUBCOMMAND_MODULES = (analysis_cmds, bench_cmd, import_cmd, calibrate_cmd, whatif_cmd,
                       export_cmd, migrate_cmd, llama_cmd, watch_cmd, demo)
@@ -158,6 +160,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     """`specledger show SESSION`."""
     engine = open_db(args.db, create=False)
     info = get_session(engine, args.session)
+    if info.config.get("series") == SERIES:
+        return show_series(engine, info, args.json)
     table = session_turns(engine, args.session)
     turns, partial, profiles = table.ended, table.partial, table.profiles
     exposure = build_exposure(info.config)

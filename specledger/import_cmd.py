@@ -1,10 +1,13 @@
 """`specledger import llama-server LOG... [--responses FILE] [--model GGUF] [--jobs N]`: record
 the llama-server logs a user has (files, rotated sets, folders; any line prefix; pieces;
 several server runs a file) as sessions that every reading command (show, replay,
-postmortem, graph, report) takes like one of ours."""
+postmortem, graph, report) takes like one of ours. `specledger import vllm LOG...` does the
+same for the engines whose logs report intervals (specledger/interval_import.py): each
+server run an interval session."""
 
 import argparse
 import os
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,15 @@ from adapters.llama.ledger.provenance import file_sha256
 from adapters.llama.ledger.responses import read_responses
 from adapters.llama.log.reader import LogFormatError
 from adapters.llama.log.sources import expand
+from adapters.sglang.log.intervals import read_source as read_sglang
+from adapters.sglang.log.reader import shipped as shipped_sglang
+from adapters.vllm.log.reader import read_source as read_vllm
+from adapters.vllm.log.reader import shipped as shipped_vllm
 from eventlog import open_db
 from specledger import output
 from specledger.api import session_turns
+from specledger.interval_import import IntervalReader
+from specledger.interval_import import import_paths as import_interval_paths
 from specledger.llama_import import SourceImport, import_paths, import_source
 
 _ENDINGS = {"shutdown": "shut down", "died": "[red]died[/] (no shutdown lines)",
@@ -27,13 +36,24 @@ class ImportFormat(StrEnum):
     """What `import` reads."""
 
     LLAMA_SERVER = "llama-server"
+    VLLM = "vllm"
+    SGLANG = "sglang"
+
+
+INTERVAL_READERS: dict[ImportFormat, IntervalReader] = {ImportFormat.VLLM: read_vllm,
+                                                        ImportFormat.SGLANG: read_sglang}
+"""The engines whose logs report intervals, each with its reader."""
+SHIPPED: dict[ImportFormat, Callable[[str], Path]] = {ImportFormat.VLLM: shipped_vllm,
+                                                       ImportFormat.SGLANG: shipped_sglang}
+"""Those whose package ships a log (`shipped:NAME`), each with what finds it."""
 
 
 def add_parser(sub: Any) -> None:
     """The `import` subcommand."""
     p = sub.add_parser("import", help="record an external engine's logs as sessions")
     p.add_argument("format", choices=[f.value for f in ImportFormat],
-                   help="the logs' engine (llama-server: its stdout/stderr, best with -v)")
+                   help="the logs' engine (llama-server: its stdout/stderr, best with -v; "
+                        "vllm: its OpenAI server's output; sglang: its server's output)")
     p.add_argument("logs", type=Path, nargs="+", metavar="LOG",
                    help="log files (plain or gzip, any line prefix), a rotated set "
                         "(server.log.2.gz server.log.1 server.log: read in order as one), "
@@ -92,6 +112,59 @@ def _print_source(done: SourceImport) -> None:
             con.print(f"    {n:6d}  {shape}", markup=False, highlight=False)
 
 
+def _print_intervals(done: SourceImport) -> None:
+    """What one source of an interval engine gave: its lines, then each run's session."""
+    con = output.console
+    if done.error is not None:
+        con.print(f"[red]{done.error}[/]")
+        return
+    prefix = f", line prefix {done.prefixes[0]!r}" if done.prefixes else ""
+    con.print(f"{done.name}: {done.lines} lines{prefix}, {len(done.runs)} server run(s): "
+              f"{done.parsed} parsed, {done.skipped} skipped, {done.unknown} unknown")
+    for run in done.runs:
+        where = f"run {run.index + 1}, lines {run.first_line}-{run.last_line}"
+        if run.session is None:
+            con.print(f"  {where}: {run.why_not}, not recorded ({_ENDINGS[run.ending]})")
+            continue
+        s = run.summary
+        spec = (f"{s['drafter']} k={s['draft_max']}" if s["drafter"] else "not logged")
+        con.print(f"  session {run.session}: {where} ({s['engine']} "
+                  f"{s['version'] or 'version not logged'}, speculative {spec}): "
+                  f"{s['intervals']} interval(s), {s['requests']} request(s), "
+                  f"{len(s['failures'])} failure(s); {_ENDINGS[run.ending]}")
+    if done.partial_line is not None:
+        con.print(f"  [yellow]line {done.partial_line} was cut mid-write and dropped[/]")
+    if done.unknown_shapes:
+        con.print("  unknown lines, most common shapes first:")
+        for shape, n in done.unknown_shapes[:5]:
+            con.print(f"    {n:6d}  {shape}", markup=False, highlight=False)
+
+
+def _import_intervals(args: argparse.Namespace, read: IntervalReader) -> int:
+    """`import vllm`, `import sglang`: each source's runs as interval sessions."""
+    if args.responses is not None or args.model is not None:
+        raise LogFormatError(f"--responses and --model go with llama-server logs, not "
+                             f"{args.format}")
+    explicit = len(args.logs) == 1 and not args.logs[0].is_dir()
+    done = []
+    shipped = SHIPPED.get(ImportFormat(args.format))
+    for d in import_interval_paths(args.db, args.logs, read, shipped):
+        if d.error is not None and explicit:
+            raise LogFormatError(d.error)
+        done.append(d)
+        if not args.json:
+            _print_intervals(d)
+    recorded = [r for d in done for r in d.runs if r.session is not None]
+    if args.json:
+        output.emit_json({"sessions": [r.summary for r in recorded],
+                          "files": [d.to_dict() for d in done]})
+    if not recorded:
+        reasons = "; ".join(d.error or f"{d.name}: no interval, request or failure in "
+                            f"its {d.lines} line(s)" for d in done)
+        raise LogFormatError(f"nothing recorded: {reasons}")
+    return 0
+
+
 def _with_turns(summary: dict[str, Any], db: str) -> dict[str, Any]:
     """A recorded run's summary with its turns' rows (`--json`)."""
     turns = session_turns(open_db(db, create=False), summary["session"])
@@ -100,6 +173,9 @@ def _with_turns(summary: dict[str, Any], db: str) -> dict[str, Any]:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Read the logs (and answers), record each server run, print what was imported."""
+    read = INTERVAL_READERS.get(ImportFormat(args.format))
+    if read is not None:
+        return _import_intervals(args, read)
     model = require_gguf(args.model, "--model") if args.model is not None else None
     model_sha = file_sha256(model) if model is not None else None
     if args.responses is not None:

@@ -13,6 +13,7 @@ from eventlog import get_session
 from eventlog.diff import DiffMode, StreamDiff, diff_mode, diff_streams
 from eventlog.postmortem import Finding, postmortem_session
 from eventlog.reader import scan_events
+from eventlog.series import interval_series, is_series
 from eventlog.token_diff import TOKEN_TRIGGERS, Part
 from eventlog.turns import fold_turns
 from specledger.analysis_output import Decoders, shorten, value_text
@@ -21,6 +22,7 @@ from specledger.graphs import GraphKind, graph_dot
 from specledger.token_text import decoders
 from viz import inline_svg
 from viz.batching import FORWARD_TRIGGERS, BatchSummary, collect_forwards, summarize
+from viz.series import series_svg
 
 _TURN_COLUMNS = (("turn", "turn"), ("slot", "slot"), ("prompt_tokens", "prompt"),
                  ("generated_tokens", "gen"), ("drafted", "drafted"),
@@ -88,6 +90,8 @@ def _overview(engine: Engine, sessions: list[int], postmortems: dict[int, Any]) 
 
 def _session(engine: Engine, sid: int, findings: list[Finding]) -> str:
     info = get_session(engine, sid)
+    if is_series(info.config):
+        return _series(engine, sid, info.config, findings)
     turns = [r.metrics for r in fold_turns(scan_events(engine, sid)).values() if r.metrics]
     rows = [[value_text(m.get(key)) for key, _ in _TURN_COLUMNS] for m in turns]
     config = ", ".join(f"{k}={v}" for k, v in info.config.items())
@@ -104,6 +108,22 @@ def _session(engine: Engine, sid: int, findings: list[Finding]) -> str:
                + _figure(engine, GraphKind.FSM, [sid], f"f{sid}"))
     out.append("<h3>Round timeline</h3>" + _figure(engine, GraphKind.TIMELINE, [sid], f"t{sid}"))
     return "".join(out)
+
+
+def _series(engine: Engine, sid: int, config: dict[str, Any],
+            findings: list[Finding]) -> str:
+    """An interval session (a vLLM or SGLang log): its series drawn over time, then the
+    findings."""
+    points = interval_series(engine, sid)
+    shown = ", ".join(f"{k}={config.get(k)}" for k in ("engine", "version", "model",
+                                                        "drafter", "draft_max"))
+    charts = series_svg([p.t for p in points], [dict(p.interval) for p in points])
+    return "".join([f"<h2 id='session-{sid}'>Session {sid}</h2>",
+                    f"<p class='muted'><code>{escape(shown)}</code></p>",
+                    f"<h3>Interval series ({len(points)} intervals)</h3>",
+                    *(f"<div class='fig fit'>{c}</div>" for c in charts),
+                    "<h3>Findings</h3>",
+                    "".join(_finding(f) for f in findings) or "<p>No findings.</p>"])
 
 
 def _batching(s: BatchSummary) -> str:

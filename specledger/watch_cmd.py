@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ConfigError
 from eventlog.postmortem.finding import Severity
 from specledger.cli_common import at_least
+from specledger.watch.options import LogEngine
 from specledger.watch.prune import parse_duration
 
 if TYPE_CHECKING:
@@ -21,10 +22,16 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     """The `watch` subcommand."""
-    p = sub.add_parser("watch", help="follow a live llama-server log into the ledger")
-    p.add_argument("--llama-log", type=Path, required=True, metavar="PATH",
-                   help="the log llama-server writes (best with -v --log-timestamps "
-                        "--log-prefix); followed through rotation, truncation, restarts")
+    p = sub.add_parser("watch", help="follow a live server log (llama-server, vLLM, "
+                       "SGLang) into the ledger")
+    log = p.add_mutually_exclusive_group(required=True)
+    log.add_argument("--llama-log", type=Path, metavar="PATH",
+                     help="the log llama-server writes (best with -v --log-timestamps "
+                          "--log-prefix); followed through rotation, truncation, restarts")
+    for engine in (LogEngine.VLLM, LogEngine.SGLANG):
+        log.add_argument(f"--{engine.value}-log", type=Path, metavar="PATH",
+                         help=f"the log a {engine.value} server writes: each server run a "
+                              "session, its intervals written as they come")
     p.add_argument("--responses-from", type=Path, default=None, metavar="FILE",
                    help="a JSON-lines file the clients append their answers to (completion "
                         "objects with `timings`): each request is recorded with its answer, "
@@ -60,19 +67,24 @@ def _summary(t: "WatchTally") -> dict[str, Any]:
 def cmd_watch(args: argparse.Namespace) -> int:
     """Follow until SIGINT/SIGTERM; print findings as they come, a summary at the end."""
     try:  # prometheus_client comes with the llama extra: every other command runs without
-        from specledger.watch.loop import Watcher, WatchOptions, stop_on_signals
+        from specledger.watch.loop import WatchOptions, make_watcher, stop_on_signals
     except ModuleNotFoundError as exc:
         if exc.name != "prometheus_client":
             raise
         raise ConfigError("'watch' needs prometheus_client (its metrics): pip install "
                           "'specledger[llama]'") from None
-    opts = WatchOptions(log=args.llama_log, db=args.db, on_finding=args.on_finding,
+    engine, path = next((e, getattr(args, f"{e.value}_log")) for e in LogEngine
+                        if getattr(args, f"{e.value}_log") is not None)
+    if engine is not LogEngine.LLAMA and (args.ring or args.responses_from):
+        raise ConfigError(f"--ring and --responses-from follow llama-server's requests: "
+                          f"--{engine.value}-log takes neither")
+    opts = WatchOptions(log=path, db=args.db, engine=engine, on_finding=args.on_finding,
                         metrics_port=args.metrics_port, keep=args.keep,
                         keep_for=parse_duration(args.keep_for) if args.keep_for else None,
                         ring=args.ring, severity=Severity(args.severity),
                         responses=args.responses_from)
-    if args.llama_log.is_dir():
-        raise ConfigError(f"--llama-log {args.llama_log} is a directory: name the log file")
+    if path.is_dir():
+        raise ConfigError(f"--{engine.value}-log {path} is a directory: name the log file")
     if args.responses_from is not None and args.responses_from.is_dir():
         raise ConfigError(f"--responses-from {args.responses_from} is a directory: name "
                           "the file the clients append their answers to")
@@ -84,10 +96,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     def emit(doc: dict[str, Any]) -> None:
         say(json.dumps(doc))
 
-    watcher = Watcher(opts, say, emit if args.json else None)
+    watcher = make_watcher(opts, say, emit if args.json else None)
     if not args.json:
         at = watcher.tally.resumed_at
-        say(f"watching {args.llama_log} into {args.db}"
+        say(f"watching {path} into {args.db}"
             + (f", resuming at byte {at}" if at is not None else "")
             + (f", metrics on 127.0.0.1:{args.metrics_port}/metrics"
                if args.metrics_port is not None else "")
@@ -101,7 +113,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         emit({"summary": doc})
     else:
         lag = doc["lag_s"]
-        say(f"stopped: {doc['recorded']} request(s) recorded ({doc['incomplete']} "
+        unit = "request(s)" if engine is LogEngine.LLAMA else "server run(s)"
+        say(f"stopped: {doc['recorded']} {unit} recorded ({doc['incomplete']} "
             f"incomplete), {doc['skipped']} already recorded, {doc['findings']} finding(s), "
             f"{doc['pruned']} session(s) pruned"
             + (f", {doc['ring_dropped']} held in the ring and dropped" if args.ring else "")

@@ -37,6 +37,7 @@ TIMEOUT_S = 600  # a mutation that makes a loop spin is stopped here (and counts
 WATCH = "tests/specledger/watch"
 FOLLOWER = f"{WATCH}/test_follower.py"
 LOOP = f"{WATCH}/test_loop.py"
+INTERVALS = f"{WATCH}/intervals/test_loop.py"
 FOLD = ("tests/eventlog/test_fold.py", "tests/eventlog/test_projection.py",
         "tests/eventlog/test_draft_profile.py", "tests/eventlog/test_turn_summaries.py")
 POSTMORTEM = (*(f"tests/eventlog/test_postmortem{part}.py"
@@ -65,7 +66,7 @@ def m(name: str, file: str, original: str, replacement: str, tests: tuple[str, .
 
 MUTATIONS: tuple[Mutation, ...] = (
     # The watch: its loop, metrics and bounds.
-    m("resume-records-the-recorded-again", "specledger/watch/loop.py",
+    m("resume-records-the-recorded-again", "specledger/watch/intake.py",
       "            if req.key in self._seen:", "            if False and req.key in self._seen:",
       LOOP, "a resumed watch records twice the requests it reads again"),
     m("position-accepted-off-by-one", "specledger/watch/metrics.py",
@@ -99,16 +100,17 @@ MUTATIONS: tuple[Mutation, ...] = (
       "SEVERITY_ORDER[f.severity] <= SEVERITY_ORDER[floor]",
       "SEVERITY_ORDER[f.severity] < SEVERITY_ORDER[floor]", LOOP,
       "a finding at exactly --severity is not printed"),
-    m("no-header-on-resume", "specledger/watch/loop.py",
+    m("no-header-on-resume", "specledger/watch/intake.py",
       "            merge_facts(self.stream.server, probe.server)", "            pass", LOOP,
       "a resumed watch forgets the server's start-up facts"),
     m("cursor-saved-only-with-a-request", "specledger/watch/loop.py",
       "if chunks and time.monotonic() - self._saved_at >= SAVE_EVERY_S:", "if False:", LOOP,
       "a watch killed while reading a backlog with no request done resumes nowhere"),
     m("gaps-said-only-at-the-end", "specledger/watch/loop.py",
-      "        self._gaps()\n        for chunk in chunks:", "        for chunk in chunks:",
+      "        chunks = self.intake.poll()\n        self._say_gaps()\n",
+      "        chunks = self.intake.poll()\n",
       LOOP, "what could not be read is said only when the watch stops"),
-    m("restart-unseen", "specledger/watch/loop.py", "                if piece.restart:",
+    m("restart-unseen", "specledger/watch/intake.py", "                if piece.restart:",
       "                if False:", LOOP,
       "a server restarted into the same file is folded as the one before it"),
     m("stream-runs-merged", "specledger/watch/stream.py",
@@ -124,6 +126,22 @@ MUTATIONS: tuple[Mutation, ...] = (
       'answers = None if self.known(self.starts.get(task.task, (0, 0, ""))[2]) else (',
       "answers = None if False else (", f"{WATCH}/test_answers.py",
       "a request read again takes an answer meant for another"),
+    m("ring-names-the-last-session", "specledger/watch/keep.py",
+      "            if held is req:\n                session = sid", "            session = sid",
+      f"{WATCH}/test_keep.py", "a finding the ring writes names another request's session"),
+    m("ring-out-of-log-order", "specledger/watch/ring.py",
+      "key=lambda h: (h[0].run, h[0].last_line))", "key=lambda h: h[0].last_line)",
+      (LOOP, "-k", "ring"), "after a restart the ring writes the runs' requests interleaved"),
+    m("interval-newest-not-held", "specledger/watch/intervals/live.py",
+      "        if not whole and intervals:", "        if False:", INTERVALS,
+      "an interval is written before the SpecDecoding line that completes it"),
+    m("interval-run-read-again-kept-twice", "specledger/watch/intervals/intake.py",
+      "self._earlier.pop(key, None)))", "None))", INTERVALS,
+      "a watch resumed inside a run records the run twice"),
+    m("interval-failure-said-at-the-end", "specledger/watch/intervals/loop.py",
+      "            if settled:\n                self._failures",
+      "            if False:\n                self._failures", INTERVALS,
+      "a crash is said only when its run ends, not once its lines are read"),
     m("ring-unbounded", "specledger/watch/ring.py",
       "while len(q) > 1 and self._held[slot] > self.rounds:", "while False:", LOOP,
       "--ring holds every round"),

@@ -34,6 +34,16 @@ _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                         "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def clean(raw: str) -> str:
+    """A physical line without its ANSI colours and carriage return."""
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    return raw[:-1] if raw.endswith("\r") else raw
+
+
 def shape(prefix: str) -> str:
     """A prefix's shape as a regular expression: digit runs `\\d+`, letter runs
     `[^\\W\\d_]+`, space runs ` +`, anything else (a tab too) itself."""

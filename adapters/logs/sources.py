@@ -49,6 +49,17 @@ class LogSource:
         return last if not older else f"{last} (+{older} rotated)"
 
 
+def shipped_log(folder: Path, name: str) -> Path:
+    """The log `shipped:NAME` names in an engine's folder of shipped logs (`NAME.log.gz`);
+    an unknown name raises SourceError listing the shipped ones."""
+    path = folder / f"{name.removeprefix(SHIPPED)}.log.gz"
+    if not path.is_file():
+        known = ", ".join(SHIPPED + p.name.removesuffix(".log.gz")
+                          for p in sorted(folder.glob("*.log.gz")))
+        raise SourceError(f"no shipped log '{name}' (shipped: {known})")
+    return path
+
+
 def _rotation(path: Path) -> tuple[str, int, int]:
     """(base name, kind, order) of a file: kind 0 for a rotated part, 1 for the live file;
     a part's order sorts oldest first."""

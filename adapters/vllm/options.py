@@ -95,6 +95,12 @@ class VllmOptions:
     eager: bool = True
     chat_template: Path | None = None
     startup_timeout_s: float = 600.0
+    log_level: str = "INFO"
+    """vLLM's logging level (`DEBUG`: its debug lines too)."""
+    stats_interval_s: float = 10.0
+    """How often vLLM logs its stats lines (vLLM's default: 10 s)."""
+    log_requests: bool = False
+    """Log each request as it arrives and finishes (`--enable-log-requests`)."""
 
     @property
     def prefix_caching(self) -> bool:
@@ -132,7 +138,19 @@ def server_args(opts: VllmOptions, port: int) -> list[str]:
                  "--per-request-spec-decode-metrics", "detailed"]
     if opts.eager:
         args.append("--enforce-eager")
+    if opts.log_requests:
+        args.append("--enable-log-requests")
     return args
+
+
+def log_env(opts: VllmOptions) -> dict[str, str]:
+    """The environment that sets vLLM's logging as the options ask (empty: its defaults)."""
+    env = {}
+    if opts.log_level != "INFO":
+        env["VLLM_LOGGING_LEVEL"] = opts.log_level
+    if opts.stats_interval_s != 10.0:
+        env["VLLM_LOG_STATS_INTERVAL"] = f"{opts.stats_interval_s:g}"
+    return env
 
 
 def server_env(base: dict[str, str] | None = None) -> dict[str, str]:

@@ -23,7 +23,7 @@ from adapters.chatml import CHATML_TEMPLATE
 from adapters.process import ServerProcess, free_port
 from adapters.vllm.client import VllmClient
 from adapters.vllm.errors import ModelRefusedError, ServerDiedError, ServerTimeoutError
-from adapters.vllm.options import VllmOptions, server_args, server_env
+from adapters.vllm.options import VllmOptions, log_env, server_args, server_env
 from adapters.vllm.paths import require_python
 
 _POLL_S = 0.2
@@ -92,7 +92,7 @@ class VllmServer(ServerProcess[VllmClient]):
         self.args = server_args(replace(self.options, chat_template=self.chat_template()),
                                 self.port)
         cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", *self.args]
-        self._spawn(cmd, server_env())
+        self._spawn(cmd, server_env() | log_env(self.options))
         self._client = VllmClient(self.port, self._lost)
         try:
             self._wait_ready()

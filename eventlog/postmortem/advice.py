@@ -19,6 +19,10 @@ class Cause(StrEnum):
     NO_PREFIX_CACHE = "no_prefix_cache"    # HISTORY_REPREFILL: the engine keeps no prefix
     SERVER_ROLLBACK = "server_rollback"    # HISTORY_REPREFILL: the whole history matched
     KNOWN_BUILD_BUG = "known_build_bug"    # HISTORY_REPREFILL: the build has #24055
+    WINDOWED_ACCEPTANCE = "windowed"       # ACCEPTANCE_COLLAPSE: an interval log's windows
+    ENGINE_CORE = "engine_core"            # SERVER_CRASH: an engine core / worker process
+    ENGINE_KV = "engine_kv"                # KV_CACHE_EXHAUSTED: an interval log's KV usage
+    ENGINE_COUNTERS = "engine_counters"    # ENGINE_COUNTER_MISMATCH: one stats line's figures
 
 
 ADVICE: dict[Kind, str] = {
@@ -123,6 +127,29 @@ ADVICE: dict[Kind, str] = {
     Kind.PARTIAL_REQUEST: "Import the whole log to judge these requests too: this piece "
                           "begins or ends inside them, so what they did outside it is "
                           "unknown, not zero.",
+    Kind.SPECULATION_SLOWER: "Decode without speculation where it is faster: a drafter costs "
+                             "its own forward and a wider verify per step, which high "
+                             "acceptance repays only when the target's step is the bottleneck "
+                             "(a small model, a prefill-bound batch, CUDA graphs off under "
+                             "speculation all tip it); measure both at the batch sizes served "
+                             "and lower num_speculative_tokens before giving up on it.",
+    Kind.REQUESTS_WAITING: "Requests queued behind the running ones: raise the engine's "
+                           "concurrency (vLLM --max-num-seqs, SGLang --max-running-requests) "
+                           "where the KV cache has room, else give it more room "
+                           "(--gpu-memory-utilization, a quantized KV cache, a shorter "
+                           "--max-model-len).",
+    Kind.PREFIX_CACHE_ZERO: "Turn prefix caching on for the hybrid model with speculation "
+                            "where the engine supports it (vLLM's Mamba cache mode `align` "
+                            "with --enable-prefix-caching; our CPU build cannot, "
+                            "adapters/vllm/options.py), or expect each turn to prefill the "
+                            "whole conversation again and size the prefill for it.",
+    Kind.DRAFT_POSITIONS_WASTED: "Lower num_speculative_tokens to the last draft position "
+                                 "that is accepted often enough to pay for its drafted "
+                                 "token (the positions listed add little per verify).",
+    Kind.ACCEPTANCE_SATURATED: "Read the output of the requests running then for a "
+                               "repetition loop: cap their max_tokens, or set a repetition "
+                               "or frequency penalty; with greedy decoding (temperature 0) a "
+                               "repetitive text accepts everything without a loop.",
 }
 """Each kind's advice (OUTPUT_MISMATCH's names the `{reference}` session)."""
 
@@ -145,6 +172,26 @@ CAUSE_ADVICE: dict[Cause, str] = {
                            "engine keeps no prefix cache: on vLLM's CPU build, decode plain "
                            "(--drafter none) to keep it, or run speculation on a build whose "
                            "hybrid prefix cache works with it (vLLM's GPU builds).",
+    Cause.WINDOWED_ACCEPTANCE: "Check that the drafter matches the target (the same model "
+                               "revision and tokenizer; an EAGLE or DFlash head trained on "
+                               "this target's hidden states), lower num_speculative_tokens, "
+                               "and compare the acceptance of one prompt offline; under "
+                               "prefill/decode disaggregation check that the drafter's state "
+                               "travels with the request.",
+    Cause.ENGINE_CORE: "Read the failure's last lines above for its cause (a GPU fault, an "
+                       "illegal memory access, a driver reset, memory), then reproduce it on "
+                       "the requests it was serving with the same speculative config and "
+                       "report it upstream with those lines; meanwhile restart with the "
+                       "setting it points to turned off (--enforce-eager for a CUDA graph or "
+                       "autotune fault, speculation for a drafter fault).",
+    Cause.ENGINE_KV: "Give the KV cache more room or fewer sequences at once: raise "
+                     "--gpu-memory-utilization, quantize the KV cache (--kv-cache-dtype fp8), "
+                     "lower --max-num-seqs or --max-model-len; speculation's drafted tokens "
+                     "hold KV cache too (num_speculative_tokens per running request).",
+    Cause.ENGINE_COUNTERS: "Trust neither figure of a stats line whose counters disagree: "
+                           "scrape the engine's Prometheus counters (/metrics) for the same "
+                           "window and report the line upstream; a contradiction in one line "
+                           "is the engine's accounting bug.",
 }
 
 INVARIANT_ADVICE: dict[Invariant, str] = {

@@ -28,6 +28,14 @@ from eventlog.postmortem.draft_sizes import DraftStateSizes
 from eventlog.postmortem.eog import EogTail
 from eventlog.postmortem.finding import Finding, Kind, Severity, sort_findings
 from eventlog.postmortem.inflation import AcceptanceInflation
+from eventlog.postmortem.intervals.acceptance import IntervalAcceptance
+from eventlog.postmortem.intervals.capacity import Capacity
+from eventlog.postmortem.intervals.counters import IntervalCounters
+from eventlog.postmortem.intervals.failures import EngineFailures
+from eventlog.postmortem.intervals.http import HttpStatuses
+from eventlog.postmortem.intervals.prefix_cache import PrefixCacheZero
+from eventlog.postmortem.intervals.saturation import AcceptanceSaturated
+from eventlog.postmortem.intervals.speed import SpeculationSpeed
 from eventlog.postmortem.reference import OutputCheck, reference_problem
 from eventlog.postmortem.sampler import SamplerCheck
 from eventlog.postmortem.server_log import ServerLogCheck
@@ -95,7 +103,10 @@ def detectors(config: dict[str, Any], path_of: PathOf) -> list[Detector]:
     return [EogTail(config), RestoreStorms(config, path_of), Contamination(config),
             DraftCheckpoints(config), AcceptanceCollapse(config), inflation,
             Violations(config, inflation), DraftStateSizes(config), SamplerCheck(config),
-            UnknownInputs(config), ServerLogCheck(config)]
+            UnknownInputs(config), ServerLogCheck(config), EngineFailures(config),
+            IntervalAcceptance(config), SpeculationSpeed(config), Capacity(config),
+            PrefixCacheZero(config), IntervalCounters(config), HttpStatuses(config),
+            AcceptanceSaturated(config)]
 
 
 class _Pass:

@@ -44,6 +44,11 @@ class Kind(StrEnum):
     ACCEPTANCE_IMPLAUSIBLE = "acceptance_implausible"      # am17an/llama.cpp PR 6
     DRAFTER_STATS = "drafter_stats"                        # each drafter's own statistics
     PARTIAL_REQUEST = "partial_request"                    # a log's piece cuts a request
+    SPECULATION_SLOWER = "speculation_slower"              # vLLM #39680
+    REQUESTS_WAITING = "requests_waiting"                  # an interval log's waiting queue
+    PREFIX_CACHE_ZERO = "prefix_cache_zero"                # hybrid + speculation, no hits
+    DRAFT_POSITIONS_WASTED = "draft_positions_wasted"      # club-3090 #105
+    ACCEPTANCE_SATURATED = "acceptance_saturated"          # SGLang #28179
 
 
 @dataclass(frozen=True)

@@ -91,25 +91,29 @@ def verdict(thread: Thread, result: LogResult) -> str:
     return "not named" if thread.visible else "not in the lines"
 
 
-def _named(results: list[LogResult]) -> list[tuple[Thread, LogResult, str]]:
-    return [(THREADS[r.name], r, verdict(THREADS[r.name], r)) for r in results]
+def _named(results: list[LogResult], threads: dict[str, Thread]
+           ) -> list[tuple[Thread, LogResult, str]]:
+    return [(threads[r.name], r, verdict(threads[r.name], r)) for r in results]
 
 
-def goals(results: list[LogResult]) -> list[Goal]:
-    """Named share of the incident logs, and controls clean."""
-    judged = _named(results)
+def goals(results: list[LogResult], threads: dict[str, Thread] = THREADS,
+          command: str = COMMAND, label: str = "real logs") -> list[Goal]:
+    """Named share of the incident logs, and controls clean (`threads`: what each log's
+    thread says; `command`: the suite that measures it; `label` the goals' names begin
+    with)."""
+    judged = _named(results, threads)
     incidents = [v for t, _, v in judged if t.incident is not None]
     named = sum(v == "named" for v in incidents)
     visible = [v for t, _, v in judged if t.incident is not None and t.visible]
     controls = [v for t, _, v in judged if t.incident is None and _is_control(t)]
     return [
-        Goal("real logs: thread's incident named", f">= {NAMED_GOAL:.0%} of incident logs",
+        Goal(f"{label}: thread's incident named", f">= {NAMED_GOAL:.0%} of incident logs",
              f"{named}/{len(incidents)} ({named / len(incidents):.0%}); "
              f"{sum(v == 'named' for v in visible)}/{len(visible)} of those whose lines "
-             "show it", named >= NAMED_GOAL * len(incidents), COMMAND),
-        Goal("real logs: controls clean", "no warning or error",
+             "show it", named >= NAMED_GOAL * len(incidents), command),
+        Goal(f"{label}: controls clean", "no warning or error",
              f"{sum(v == 'clean' for v in controls)}/{len(controls)}",
-             all(v == "clean" for v in controls), COMMAND),
+             all(v == "clean" for v in controls), command),
     ]
 
 
@@ -131,19 +135,19 @@ def _names(result: LogResult, thread: Thread) -> str:
     return ", ".join(f"{k} ({s})" for s, k in shown) or "nothing"
 
 
-def table(results: list[LogResult]) -> str:
+def table(results: list[LogResult], threads: dict[str, Thread] = THREADS) -> str:
     """The markdown table: per log, what its thread says beside what postmortem names."""
     rows = [[f"`{r.name}`", str(r.runs), str(len(r.sessions)), str(r.unknown),
              _cell(t.says), _names(r, t), f"**{v}**" if v == "named" else v]
-            for t, r, v in _named(results)]
+            for t, r, v in _named(results, threads)]
     return md_table(["log", "runs", "sessions", "unknown lines", "the thread says",
                      "postmortem names", "verdict"], rows)
 
 
-def details(results: list[LogResult]) -> str:
+def details(results: list[LogResult], threads: dict[str, Thread] = THREADS) -> str:
     """Every warning and error, and each named note, quoted per log."""
     out = []
-    for t, r, _ in _named(results):
+    for t, r, _ in _named(results, threads):
         shown = [f for f in r.findings if f["severity"] != "info" or f["kind"] in t.names]
         if not shown:
             continue

@@ -1,7 +1,10 @@
-"""`specledger watch`: a flight recorder for a live llama-server log. The follower reads
-the file as `tail -F` does (follower.py), the stream cuts it into whole records
-(stream.py), the request recorder folds them into requests through the import's own
-fold and ledger (requests.py), each completed request becomes a session (store.py), the
-postmortem's detectors judge it as it lands (findings.py), and the counters are served to
-Prometheus (metrics.py); in ring mode only the last rounds of each slot are kept, and
-written when a finding fires (ring.py). loop.py drives them; pruning is prune.py."""
+"""`specledger watch`: a flight recorder for a live llama-server log, as a row of stages
+that loop.py runs in turn at each poll. The intake reads and cuts the log into requests
+(intake.py: the follower reads the file as `tail -F` does, follower.py; the stream cuts it
+into whole records, stream.py; the request recorder folds them through the import's own
+fold and ledger, requests.py); the optional answers stage follows the clients' answers
+(answering.py, answers.py); each request is judged by the postmortem's detectors
+(findings.py), kept (keep.py: a session each, store.py, or held in the ring until a finding
+fires, ring.py; old sessions pruned, prune.py) and reported (report.py: a line or JSON, the
+--on-finding hook, the Prometheus metrics, metrics.py). options.py holds what a watch is
+told, tally.py what it did."""

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Column, Engine, Table, delete, select
+from sqlalchemy import Column, Connection, Engine, Table, delete, select
 
 from engine.errors import ConfigError
 from eventlog.interrupts import interrupts_deferred
@@ -49,8 +49,19 @@ def prune(engine: Engine, log: str, keep: int | None, keep_for: timedelta | None
                   if (keep is not None and i >= keep)
                   or (cutoff is not None and when.astimezone(UTC) < cutoff)]
         if doomed:
-            for table, column in _session_columns():
-                conn.execute(delete(table).where(column.in_(doomed)))
-            conn.execute(delete(requests).where(requests.c.session_id.in_(doomed)))
-            conn.execute(delete(sessions).where(sessions.c.id.in_(doomed)))
+            _delete(conn, doomed)
     return len(doomed)
+
+
+def forget_sessions(engine: Engine, doomed: list[int]) -> None:
+    """Delete these sessions, their events and notes, in one transaction (a run a watch
+    stopped inside, read again whole by the next)."""
+    with interrupts_deferred(), engine.begin() as conn:
+        _delete(conn, doomed)
+
+
+def _delete(conn: Connection, doomed: list[int]) -> None:
+    for table, column in _session_columns():
+        conn.execute(delete(table).where(column.in_(doomed)))
+    conn.execute(delete(requests).where(requests.c.session_id.in_(doomed)))
+    conn.execute(delete(sessions).where(sessions.c.id.in_(doomed)))

@@ -47,7 +47,9 @@ class Request:
     session, its metrics (None when it was cut), its rounds, why it is incomplete
     (`error`), the stored config, the log time and line of its last line, and, when
     answers are followed, the one it was checked against (`answer`) or that none came
-    (`unanswered`)."""
+    (`unanswered`), and the number of the server run it came from (`run`: the watch
+    numbers the runs it meets, files and restarts within them, from 1; log order is
+    (run, last line))."""
 
     task: LlamaTask
     key: str
@@ -61,6 +63,7 @@ class Request:
     last_t: float | None
     answer: Answer | None = None
     unanswered: bool = False
+    run: int = 0
 
 
 def request_key(dev: int, ino: int, start: int, first_line: bytes) -> str:
@@ -75,12 +78,12 @@ class RequestRecorder:
     facts, filled as they are read; `resumed`: the log was entered mid-way, so no slot is
     known to start empty; `answers`: the clients' answers, each released request waits
     for its own, but one `known` by its key (recorded before, it is read again) takes
-    none."""
+    none; `run`: the number its requests carry."""
 
     def __init__(self, server: ServerInfo, path: str, dev: int, ino: int,
                  resumed: bool, answers: AnswerFeed | None = None,
-                 known: Callable[[str], bool] = lambda _: False) -> None:
-        self.server, self.path, self.dev, self.ino = server, path, dev, ino
+                 known: Callable[[str], bool] = lambda _: False, run: int = 0) -> None:
+        self.server, self.path, self.dev, self.ino, self.run = server, path, dev, ino, run
         self.answers, self.known = answers, known
         self.waiting: list[tuple[LlamaTask, float]] = []  # released, in order, since when
         self.folder = TaskFolder(adopt=False)
@@ -179,4 +182,5 @@ class RequestRecorder:
         return Request(task, key, start, journal, metrics, rounds, error, config,
                        last.line if last is not None else task.last_line,
                        last.t if last is not None else None, answer,
-                       self.answers is not None and answer is None and cut is None)
+                       self.answers is not None and answer is None and cut is None,
+                       self.run)

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 
 from eventlog.interrupts import interrupts_deferred
-from eventlog.schema import UTCDateTime
+from eventlog.schema import UTCDateTime, sessions
 from specledger.api import new_session
 from specledger.observed import write_journal
 from specledger.watch.follower import Cursor
@@ -96,12 +96,33 @@ def store_request(engine: Engine, log: str, req: Request, extra: dict[str, Any])
     killed in between leaves the session incomplete, never a second copy."""
     config = {**req.config, "watch": extra}
     sid = new_session(engine, config, BACKEND)
-    with interrupts_deferred(), engine.begin() as conn:
-        conn.execute(requests.insert().values(
-            key=req.key, log=log, session_id=sid, slot=req.task.slot, task=req.task.task,
-            start=req.start, recorded=datetime.now(UTC)))
+    note_key(engine, log, req.key, sid, req.task.slot, req.task.task, req.start)
     write_journal(engine, sid, req.journal, failed=req.error is not None)
     return sid
+
+
+def note_key(engine: Engine, log: str, key: str, sid: int, slot: int, task: int,
+             start: int) -> None:
+    """Note that what starts at byte `start` of `log` (`key`: a request, slot and task; a
+    server run of an interval log, slot 0 and its number) is recorded in session `sid`."""
+    with interrupts_deferred(), engine.begin() as conn:
+        conn.execute(requests.insert().values(
+            key=key, log=log, session_id=sid, slot=slot, task=task, start=start,
+            recorded=datetime.now(UTC)))
+
+
+def recorded_sessions(engine: Engine, log: str, since: int) -> dict[str, int]:
+    """The session of each key of `log` recorded from byte `since` on."""
+    with engine.connect() as conn:
+        return {r.key: r.session_id for r in conn.execute(
+            select(requests.c.key, requests.c.session_id).where(
+                requests.c.log == log, requests.c.start >= since))}
+
+
+def update_config(engine: Engine, sid: int, config: dict[str, Any]) -> None:
+    """Store session `sid`'s configuration as it is now known (a run's, at its end)."""
+    with interrupts_deferred(), engine.begin() as conn:
+        conn.execute(sessions.update().where(sessions.c.id == sid).values(config=config))
 
 
 def note_answer(engine: Engine, source: str, dev: int, ino: int, line: int) -> None:

@@ -34,11 +34,19 @@ SUBJECT = {
     Kind.ACCEPTANCE_IMPLAUSIBLE: "accounting",
     Kind.DRAFTER_STATS: "drafts nothing",
     Kind.PARTIAL_REQUEST: "whole log",
+    Kind.SPECULATION_SLOWER: "without speculation",
+    Kind.REQUESTS_WAITING: "concurrency",
+    Kind.PREFIX_CACHE_ZERO: "prefix caching",
+    Kind.DRAFT_POSITIONS_WASTED: "num_speculative_tokens",
+    Kind.ACCEPTANCE_SATURATED: "repetition loop",
 }
 CAUSE_SUBJECT = {Cause.IMPORTED: "Import the log again",
                  Cause.DRAFT_STATE_NOT_SAVED: "draft model's state",
                  Cause.SAMPLED: "greedy", Cause.NO_PREFIX_CACHE: "prefix cache",
-                 Cause.SERVER_ROLLBACK: "whole slot", Cause.KNOWN_BUILD_BUG: "known bug"}
+                 Cause.SERVER_ROLLBACK: "whole slot", Cause.KNOWN_BUILD_BUG: "known bug",
+                 Cause.WINDOWED_ACCEPTANCE: "drafter matches the target",
+                 Cause.ENGINE_CORE: "last lines", Cause.ENGINE_KV: "KV cache",
+                 Cause.ENGINE_COUNTERS: "counters disagree"}
 
 
 def test_every_kind_and_cause_has_advice_about_its_subject() -> None:

@@ -96,3 +96,18 @@ def test_column_types_follow_what_the_session_stored() -> None:
     assert [r["mixed"] for r in rows] == ["1", '"one"']  # each as its JSON text
     assert [r["tags"] for r in rows] == [['"a"'], ["1"]]
     assert rows[1]["m"] == {"k": 2, "j": True} and rows[0]["m"] == {"k": 1, "j": None}
+
+
+def test_an_interval_sessions_series_is_queryable(tmp_path: Path) -> None:
+    """`import vllm` then `export parquet`: each interval's figures as typed columns, the
+    per-position acceptance a list, a figure no line gave null."""
+    from tests.adapters.vllm.log.test_reader import FIXTURES
+
+    db, out = str(tmp_path / "l.db"), tmp_path / "s.parquet"
+    assert main(["import", "vllm", str(FIXTURES / "default.log.gz"), "--db", db]) == 0
+    assert main(["export", "1", "--format", "parquet", "--out", str(out), "--db", db]) == 0
+    rows = duckdb.sql(f"select payload.drafted, payload.accepted, payload.acc_per_pos, "
+                      f"payload.prefix_hit_rate from '{out}' where trigger = 'interval' "
+                      "and payload.drafted is not null").fetchall()
+    assert sum(r[0] for r in rows) == 56 and sum(r[1] for r in rows) == 36
+    assert all(len(r[2]) == 2 and r[3] is None for r in rows)

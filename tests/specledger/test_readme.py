@@ -78,14 +78,17 @@ def test_cli_walkthrough_runs_verbatim_in_an_empty_directory(tmp_path: Path) -> 
 def test_the_log_section_runs_verbatim_in_an_empty_directory(tmp_path: Path) -> None:
     commands = _commands("Read the log you have")
     assert commands[0][0].startswith("specledger import llama-server shipped:")
+    assert any(c.startswith("specledger import vllm shipped:") for c, _ in commands)
+    outputs = []
     for command, status in commands:
         r = subprocess.run([*_specledger(), *shlex.split(command)[1:]], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300, check=False)
         assert r.returncode == status, (command, r.returncode, r.stderr[-2000:])
         assert "Traceback" not in r.stdout + r.stderr, command
+        outputs.append(r.stdout)
     # What the section quotes is what the postmortem says.
     quoted = _blocks(_section("Read the log you have"), "")[-1]
-    said = " ".join(r.stdout.split())
+    said = " ".join(" ".join(outputs).split())
     for finding in re.findall(r"^(?:error|warning) (\w+)", quoted, flags=re.M):
         assert finding in said, finding
     assert "130,842 tokens of the 131,072 cells" in said

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 
 from adapters.llama.errors import LlamaError
-from adapters.llama.log.run import TAG, LineKind, LogReading, RunEnd, RunReader, clean
+from adapters.llama.log.run import TAG, LineKind, LogReading, RunEnd, RunReader
 from adapters.logs.compressed import GzipCut
-from adapters.logs.prefix import Prefixes, learn_prefixes, prefix_pid, prefix_time
+from adapters.logs.prefix import Prefixes, clean, learn_prefixes, prefix_pid, prefix_time
 
 __all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
            "read_lines"]

@@ -47,6 +47,7 @@ from adapters.llama.log.structured import (
     structured_record,
 )
 from adapters.logs.compressed import GzipCut
+from adapters.logs.counting import LineKind
 from adapters.logs.shapes import line_shape
 
 TAG = re.compile(
@@ -57,7 +58,6 @@ TAG = re.compile(
     r"|(?:INFO|WARN|ERR|VERB|DEBUG) \[\s*\w+\] ")         # ik_llama.cpp
 """What a llama-server line body starts with (adapters/logs/prefix.py learns what stands
 before it)."""
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _OWN_PREFIX = re.compile(r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) )?(?:([DIWE]) )?")
 _SLOT = re.compile(r"^slot\s+[^:|]+:\s+id\s+(\d+)\s+\|\s+task\s+(-?\d+)\s+\|\s?(.*)$")
 # A speculative line: `spec <func>: ` (0.3.36), else `<func>: ` or bare (older builds' LOG_DBG).
@@ -106,15 +106,6 @@ _PROMPT_LOADED = re.compile(r"^srv\s+load:\s+- found better prompt")
 _LOOP_TAGS = ("que ", "res ", "srv ")  # the server loop's tags, by the line's first 4 characters
 _STRUCTURED_FIRST = frozenset("IWEVD{= ")  # how a structured logger's line can begin
 _LISTENING = re.compile(r"^(?:srv\s+)?main: (?:router )?server is listening|starting the main loop")
-
-
-class LineKind(StrEnum):
-    """How one line was counted."""
-
-    PARSED = "parsed"
-    SKIPPED = "skipped"
-    UNKNOWN = "unknown"
-    NEW_RUN = "new_run"  # not read: it starts another server process
 
 
 class RunEnd(StrEnum):
@@ -175,13 +166,6 @@ def line_time(line: str) -> float | None:
     """The seconds a line's `M.ss.mmm.uuu` prefix gives (None: the line has none)."""
     m = _OWN_PREFIX.match(line)
     return None if m is None else own_time(m)
-
-
-def clean(raw: str) -> str:
-    """A physical line without its ANSI colours and carriage return."""
-    if "\x1b" in raw:
-        raw = _ANSI.sub("", raw)
-    return raw[:-1] if raw.endswith("\r") else raw
 
 
 class RunReader:

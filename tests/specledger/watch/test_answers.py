@@ -117,12 +117,12 @@ def test_a_resumed_watch_holds_no_answer_already_taken(tmp_path: Path) -> None:
     again = _watcher(tmp_path, 60.0, [])
     assert again.answers is not None
     # Only task 10's answer is held again: those of tasks 0, 1 and 9 were taken.
-    again.answers.poll()
-    assert len(again.answers.held) == 1
+    again.answers.feed.poll()
+    assert len(again.answers.feed.held) == 1
     drip(again, tmp_path / "s.log", data[middle:], seed=1)
     again.finish()
     assert (again.tally.recorded, again.tally.answered, again.tally.unanswered) == (1, 1, 0)
-    assert not again.answers.held
+    assert not again.answers.feed.held
     engine = open_db(again.opts.db, create=False)
     sid = rows(again.opts.db)[-1][0]
     assert session_turns(engine, sid).ended[0].violations == 0
@@ -139,7 +139,7 @@ def test_answers_truncated_before_they_were_read_are_said_lost(tmp_path: Path) -
                              responses=answers, read_limit=512), print, docs.append)
     w.step()
     assert w.answers is not None
-    read = w.answers.follower.cursor()
+    read = w.answers.feed.follower.cursor()
     assert read is not None and 0 < read.offset < answers.stat().st_size
     size = answers.stat().st_size
     with answers.open("r+b") as out:

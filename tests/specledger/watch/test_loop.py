@@ -89,7 +89,7 @@ def test_stop_records_the_request_in_flight_and_resume_records_each_once(
     recorded = rows(db)
     assert sorted((slot, task, status) for _, status, slot, task, _ in recorded) == [
         (0, 1, "finished"), (0, 10, "finished"), (1, 0, "finished"), (1, 9, "failed")]
-    assert second.stream.server.n_slots == 2  # the start-up facts, read again on resume
+    assert second.intake.stream.server.n_slots == 2  # the start-up facts, read again on resume
 
 
 def test_a_crash_resumes_at_the_oldest_request_in_flight_and_skips_the_recorded(
@@ -143,18 +143,51 @@ def test_ring_mode_writes_only_when_a_finding_fires(tmp_path: Path) -> None:
     assert (waiting.tally.findings, waiting.tally.recorded) == (0, 0)
 
 
+def test_a_finding_the_ring_writes_names_its_own_session(tmp_path: Path) -> None:
+    """Ring mode across a server restart (the log truncated: its line numbers start
+    again): the ring writes what it held in log order, and the finding names the session
+    its request was written to, not the last one the ring wrote with it; its hook gets
+    the same."""
+    log, db, hooked = tmp_path / "s.log", str(tmp_path / "l.db"), tmp_path / "hook.json"
+    log.touch()
+    docs: list[dict[str, object]] = []
+    w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, ring=1000,
+                             on_finding=f"cat > {hooked}"), lambda _: None, docs.append)
+    first, second = fixture_bytes("two-slots"), fixture_bytes("edited-history")
+    # The premise: the first run's last request ends on a later line than the finding's.
+    assert first.count(b"\n") > second[:second.index(b"| task 11 | stop processing")].count(
+        b"\n")
+    drip(w, log, first)
+    log.write_bytes(b"")  # the server restarted: O_TRUNC, the same file
+    w.step()
+    drip(w, log, second, seed=1)
+    w.finish()
+    [doc] = docs
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    watched(plain / "s.log", str(plain / "l.db"), "two-slots")
+    once = [task for *_, task, _ in rows(str(plain / "l.db"))]
+    # Written in log order: the first run's requests, then the second's.
+    assert [task for *_, task, _ in rows(db)] == [*once, 0, 11]
+    sid = next(s for s, _, _, task, _ in rows(db) if task == 11)
+    assert (doc["kind"], doc["task"], doc["session"]) == ("history_reprefill", 11, sid)
+    assert json.loads(hooked.read_text())["session"] == sid
+    stored = postmortem_session(open_db(db, create=False), sid)
+    assert "history_reprefill" in {f.kind.value for f in stored.findings}
+
+
 def test_the_ring_holds_a_bounded_number_of_rounds(tmp_path: Path) -> None:
     log = tmp_path / "s.log"
     log.touch()
     w = Watcher(WatchOptions(log=log, db=str(tmp_path / "l.db"), settle_s=0.0, ring=5),
                 lambda _: None)
-    assert w.ring is not None
+    assert w.keep.ring is not None
     held = []
     for i in range(4):  # the same server's log, again and again: a restart each time
         log.write_bytes(b"")
         w.step()
         drip(w, log, fixture_bytes("two-slots"), seed=i)
-        held.append(len(w.ring))
+        held.append(len(w.keep.ring))
     assert max(held) <= 2 * 2  # per slot: the newest request, and one more within 5 rounds
     w.finish()
 
@@ -177,7 +210,7 @@ def test_metrics_count_what_the_ledger_holds(tmp_path: Path, name: str) -> None:
     engine = open_db(db, create=False)
     stored = [session_turns(engine, sid) for sid, *_ in rows(db)]
     turns = [s.ended[0] for s in stored]
-    m = w.metrics
+    m = w.report.metrics
     assert m.value("specledger_watch_requests_total", status="finished") == len(turns) > 1
     assert m.value("specledger_watch_rounds_total") == sum(t.rounds for t in turns)
     # Per drafter: the rounds the import's fold gives each (the log names the drafter).
@@ -224,14 +257,14 @@ def test_a_log_with_no_request_records_nothing(tmp_path: Path) -> None:
     w.step()
     w.finish()
     assert w.tally.recorded == 0 and rows(db) == []
-    assert w.stream.server.n_slots == 2
+    assert w.intake.stream.server.n_slots == 2
 
 
 def test_a_failing_hook_is_said_and_counted(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     w = watched(tmp_path / "s.log", str(tmp_path / "l.db"), "edited-history",
                 on_finding="echo paging is down >&2; exit 3")
-    assert w.hook is not None and w.hook.failed == 1
+    assert w.report.hook is not None and w.report.hook.failed == 1
     assert "failed: exit 3: paging is down" in capsys.readouterr().err
     assert w.tally.recorded == 2  # the watch went on
 
@@ -288,7 +321,7 @@ def test_a_crash_behind_a_backlog_and_a_rotation_meanwhile_lose_nothing(
     log.write_bytes(fixture_bytes("mtp"))
     again = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL),
                     lambda _: None)
-    assert again.follower.resumed
+    assert again.intake.follower.resumed
     _idle(again)
     again.finish()
     assert [status for _, status, *_ in rows(db)] == ["finished"] * 6
@@ -304,7 +337,7 @@ def test_bytes_truncated_before_they_were_read_are_said_and_counted(tmp_path: Pa
     said: list[str] = []
     w = Watcher(WatchOptions(log=log, db=db, settle_s=0.0, read_limit=SMALL), said.append)
     w.step()
-    read = w.follower.cursor()
+    read = w.intake.follower.cursor()
     assert read is not None and read.offset < len(data)
     with log.open("r+b") as out:  # truncated in place, nothing copied
         out.truncate(0)
@@ -314,8 +347,8 @@ def test_bytes_truncated_before_they_were_read_are_said_and_counted(tmp_path: Pa
     assert said == [f"{log}: lost {lost} byte(s) from byte {read.offset} (line {read.line}) "
                     f"of the file {read.dev}/{read.ino}: it was truncated or rewritten before "
                     "it was read to its end, and no copy of its unread bytes is beside it"]
-    assert w.metrics.value("specledger_watch_lost_bytes_total") == lost
-    assert w.metrics.value("specledger_watch_gaps_total", why="truncated") == 1
+    assert w.report.metrics.value("specledger_watch_lost_bytes_total") == lost
+    assert w.report.metrics.value("specledger_watch_gaps_total", why="truncated") == 1
     w.finish()
     assert w.tally.gaps == 1
 

@@ -20,6 +20,7 @@ from adapters.process import free_port
 from fsm.errors import SpecledgerError
 from specledger.cli import main
 from tests.specledger.watch.helpers import rows, watched
+from tests.specledger.watch.intervals.test_loop import corpus
 from tests.specledger.watch.test_prune import age
 from tests.specledger.watch.test_stream import fixture_bytes
 
@@ -40,9 +41,10 @@ def _no_watch_left() -> Iterator[None]:
             proc.wait()
 
 
-def _start(log: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
+def _start(log: Path, db: Path, *extra: str, flag: str = "--llama-log"
+           ) -> subprocess.Popen[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "80"}  # a line never wraps
-    proc = subprocess.Popen([sys.executable, "-m", "specledger", "watch", "--llama-log",
+    proc = subprocess.Popen([sys.executable, "-m", "specledger", "watch", flag,
                              str(log), "--db", str(db), *extra], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _STARTED.append(proc)
@@ -175,3 +177,26 @@ def test_a_bad_duration_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
                  str(tmp_path / "l.db"), "--keep-for", "soon"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--keep-for 'soon'" in err
+
+
+def test_a_vllm_log_crash_is_printed_and_its_run_recorded(tmp_path: Path) -> None:
+    log, db = tmp_path / "s.log", tmp_path / "l.db"
+    log.touch()
+    proc = _start(log, db, flag="--vllm-log")
+    _line(proc, "watching")
+    log.write_bytes((corpus("vllm") / "vllm-project-vllm-40756-qwen36-27b-mtp5-tp4-ima-"
+                     "crash.log").read_bytes())
+    found = _line(proc, "server_crash")
+    assert "vllm run 1 (pid 1, session 1, log line 11) error server_crash" in found
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped: 1 server run(s) recorded (0 incomplete)" in out
+
+
+def test_the_ring_with_an_interval_log_is_one_line(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "--sglang-log", str(tmp_path / "s.log"), "--db",
+                 str(tmp_path / "l.db"), "--ring", "8"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--sglang-log takes neither" in err
