@@ -24,9 +24,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar
 
-from engine.metrics import TurnMetrics
 from fsm.event import Event
 from fsm.payloads import TurnMetricsRow
+from fsm.turn_metrics import TurnMetrics
 
 Messages = list[dict[str, str]]
 

@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.backend import BatchVerify
-from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.round import Verified, prepare, record, settle
 from engine.services import Services
 from engine.slot import Slot
 from engine.strategies import Round
 from engine.turn import OpenTurn, end_turn, open_turn
+from fsm.turn_metrics import TurnMetrics
 
 
 def _no_unit() -> None:

@@ -10,7 +10,7 @@ from engine.config import BackendKind, RunConfig, Schedule
 from engine.conversation import Conversation, HeldOutConversation, SimConversation
 from engine.drafters import make_drafter
 from engine.errors import ConfigError
-from engine.metrics import TurnFold, TurnMetrics
+from engine.metrics import TurnFold
 from engine.progress import Progress
 from engine.scheduler import BatchScheduler
 from engine.services import Services
@@ -21,6 +21,7 @@ from fsm.event import Event
 from fsm.invariants import ProgressGuard
 from fsm.machine import RoundMachine
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 
 class Journal(Protocol):

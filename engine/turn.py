@@ -4,7 +4,6 @@ check the slot against the transcript. Payloads: fsm/payloads.py (docs/events.md
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.round import record_violations, run_round
 from engine.services import Services
@@ -14,6 +13,7 @@ from fsm.invariants import check_turn_end
 from fsm.machine import RoundMachine
 from fsm.payloads import Prefill
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 
 def run_turn(

@@ -5,8 +5,9 @@ from collections.abc import Iterable
 
 from sqlalchemy import Engine
 
-from eventlog.fold import LogFold, SlotView, TurnRecord, fold_session
+from eventlog.fold import LogFold, fold_session
 from eventlog.reader import last_events, last_seq
+from eventlog.records import SlotView, TurnRecord
 from fsm.event import Event
 from fsm.states import Trigger
 

@@ -7,15 +7,30 @@ from typing import Any
 
 from fsm.draft_profile import DraftProfile, Reported
 from fsm.states import RoundState
-from fsm.turn_counts import TurnCounts
+from fsm.turn_metrics import TurnMetrics
+
+TurnKey = tuple[int, int]
+"""A turn's (slot, turn)."""
+
+SUMMED = ("rounds", "drafted", "accepted", "restores", "ctx_restores", "reprefill_tokens")
+"""The turn counts a slot's view sums over the slot's turns."""
 
 
-@dataclass(slots=True)
+def _summed(name: str) -> property:
+    def total(view: "SlotView") -> int:
+        return getattr(view.earlier, name) + getattr(view.latest, name)
+
+    return property(total, doc=f"The slot's `{name}` so far, its turns' summed.")
+
+
+@dataclass(slots=True, eq=False)
 class SlotView:
     """One slot after the events folded so far: its committed `tokens`, the `position`
-    its state has consumed (docs/design.md#positions) and the state's `digest` there; the
-    session's rounds (commits), drafted and accepted tokens, restores, context restores
-    and re-prefilled tokens so far, and its invariant-violation payloads."""
+    its state has consumed (docs/design.md#positions) and the state's `digest` there, and
+    its invariant-violation payloads; and the session's rounds (commits), drafted and
+    accepted tokens, restores, context restores and re-prefilled tokens so far, summed
+    from the turn counts the fold keeps (`latest`: the slot's latest turn's, `earlier`:
+    those of the turns before it)."""
 
     slot: int
     tokens: list[int] = field(default_factory=list)
@@ -24,22 +39,42 @@ class SlotView:
     digest: str = ""
     turn: int = 0
     round: int = 0
-    rounds: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    restores: int = 0
-    ctx_restores: int = 0
-    reprefill_tokens: int = 0
     violations: list[dict[str, Any]] = field(default_factory=list)
+    latest: TurnMetrics = field(default_factory=TurnMetrics, repr=False)
+    earlier: TurnMetrics = field(default_factory=TurnMetrics, repr=False)
+
+    rounds = _summed("rounds")
+    drafted = _summed("drafted")
+    accepted = _summed("accepted")
+    restores = _summed("restores")
+    ctx_restores = _summed("ctx_restores")
+    reprefill_tokens = _summed("reprefill_tokens")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal views show the same slot: the same facts and sums (whatever else the
+        turns they sum counted, such as times)."""
+        return isinstance(other, SlotView) and self._shown() == other._shown()
+
+    def _shown(self) -> tuple[Any, ...]:
+        return (self.slot, self.tokens, self.position, self.state, self.digest, self.turn,
+                self.round, self.violations, *(getattr(self, name) for name in SUMMED))
+
+    def next_turn(self, counts: TurnMetrics) -> None:
+        """The slot's latest turn is over: `counts` are its next one's."""
+        earlier, latest = self.earlier, self.latest
+        for name in SUMMED:
+            setattr(earlier, name, getattr(earlier, name) + getattr(latest, name))
+        self.latest = counts
 
 
 @dataclass(slots=True)
 class TurnRecord:
     """One turn of one slot: every token it appended after its prompt (`committed`, stray
     tokens included), END_TURN's `metrics` (None while open) and the same counted
-    (`stats`), one (drafted, accepted) per round that asked the drafter, the rounds' step
-    seconds by phase (`eventlog.fold.PHASES`) and the rounds that verified drafts; then
-    the fold's own fields."""
+    (`stats`, complete at every event), one (drafted, accepted) per round that asked the
+    drafter, the rounds' step seconds by phase (`eventlog.fold.PHASES`) and the rounds
+    that verified drafts; where its events lie in the session's (`first_seq`, `last_seq`,
+    how many `events`) and which event committed which tokens (`marks`)."""
 
     slot: int
     turn: int
@@ -47,20 +82,12 @@ class TurnRecord:
     metrics: dict[str, Any] | None = None
     first_seq: int = 0
     last_seq: int = 0
-    events: int = 0  # how many of the session's events are the turn's
+    events: int = 0
     marks: list[tuple[int, int]] = field(default_factory=list)  # (tokens so far, seq)
-    stats: TurnCounts = field(default_factory=TurnCounts)
+    stats: TurnMetrics = field(default_factory=TurnMetrics)
     drafts: list[tuple[int, int]] = field(default_factory=list)
     phase_s: dict[str, float] = field(default_factory=dict)
     verifies: int = 0
-    t: float = 0.0  # the time of the turn's latest event
-    round_no: int = 0
-    round_t: float = 0.0  # when the round began: the time of the event before it
-    round_k: int = -1  # the round's draft size at its first verification; -1: no draft
-    round_eog: int | None = None  # where the latest verdict saw an EOG in the block
-    rollback_t: float | None = None  # when the rollback in progress began
-    prefill_from: int | None = None  # where the turn's prefill began
-    answer_end: int | None = None  # committed tokens through the first EOG
 
     def seq_of(self, index: int) -> int:
         """The seq of the event that committed `committed[index]`."""

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from eventlog.fold import TurnKey, TurnRecord
+from eventlog.records import TurnKey, TurnRecord
 from fsm.event import APPEND, TRIM, Event
 from fsm.states import Trigger
 

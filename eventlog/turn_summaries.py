@@ -21,9 +21,9 @@ from typing import Any
 from sqlalchemy import Engine, func, inspect, select
 
 from eventlog.db import snapshot
-from eventlog.fold import LogFold
 from eventlog.records import TurnRecord
 from eventlog.schema import events, sessions, turns
+from eventlog.turn_fold import TurnsFold
 from fsm.event import Event
 
 SummaryRow = dict[str, Any]
@@ -38,7 +38,7 @@ class TurnSummaries:
 
     def __init__(self, session_id: int) -> None:
         self.session_id = session_id
-        self._fold = LogFold(self._closed, views=False)
+        self._fold = TurnsFold(self._closed)
         self._pending: list[SummaryRow] = []
         self.apply = self._fold.apply  # fold one appended event
 

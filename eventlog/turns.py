@@ -4,7 +4,8 @@ diff and a postmortem against a reference compare."""
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
-from eventlog.fold import TurnKey, TurnRecord, fold_log
+from eventlog.fold import fold_log
+from eventlog.records import TurnKey, TurnRecord
 from fsm.event import Event
 
 

@@ -7,10 +7,11 @@ required or `NotRequired` (absent: not applicable, or unknown to the source); a 
 `Field`. `fsm.payload_schema.check_payload` tells whether a dict is its trigger's payload.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from fsm.states import Trigger
+from fsm.turn_metrics import KEY, RATES, TurnMetrics
 
 EVENT_SCHEMA_VERSION = 2
 """The version of the event schema: these payloads and the tables of eventlog/schema.py,
@@ -267,53 +268,35 @@ class CtxRestore(TypedDict):
         "read from them")]]
 
 
-class TurnMetricsRow(TypedDict):
-    """`engine/metrics.py` `TurnMetrics.to_dict()`. An imported log's unknown figure is
-    None and named in `unknown`."""
+def _figures() -> dict[str, Any]:
+    """`TurnMetrics`' fields and rates as row fields: each but `KEY`'s None where unknown."""
+    declared = [(f.name, f.type, f.metadata) for f in fields(TurnMetrics)]
+    rates = [(name, float, meta) for name, meta in RATES.items()]
+    return {name: Annotated[tp if name in KEY else tp | None, Field(**meta)]
+            for name, tp, meta in declared + rates}
 
-    slot: Annotated[int, _f("the slot")]
-    turn: Annotated[int, _f("the turn")]
-    prompt_tokens: Annotated[int | None, _f("prompt length", _TOKENS)]
-    generated_tokens: Annotated[int | None, _f("visible answer length, EOG included",
-                                               _TOKENS)]
-    drafted: Annotated[int | None, _f("drafted tokens verified", _TOKENS)]
-    accepted: Annotated[int | None, _f("drafted tokens accepted", _TOKENS)]
-    kept_tokens: Annotated[int | None, _f("prefix kept at the turn's start", _TOKENS)]
-    f_keep: Annotated[float | None, _f("kept / slot length", "ratio")]
-    reprefill_tokens: Annotated[int | None, _f("history processed again", _TOKENS)]
-    restores: Annotated[int | None, _f("in-round restores", "count")]
-    ctx_restores: Annotated[int | None, _f("context-checkpoint restores", "count")]
-    rounds: Annotated[int | None, _f("rounds", "count")]
-    stray_tokens: Annotated[int | None, _f("tokens left behind EOG (#28049)", _TOKENS)]
-    prefill_tokens: Annotated[int | None, _f("prompt tokens processed", _TOKENS)]
-    prefill_s: Annotated[float | None, _f("prefill time", "s", timing=True)]
-    decode_s: Annotated[float | None, _f("decode time", "s", timing=True)]
-    rollback_s: Annotated[float | None, _f("in-round rollback time", "s", timing=True)]
-    repair_s: Annotated[float | None, _f("context restore time", "s", timing=True)]
-    reprefill_s: Annotated[float | None, _f("prefill time of the repeated history", "s",
-                                            timing=True)]
-    livelocks: Annotated[int | None, _f("livelocks the guard ended", "count")]
-    violations: Annotated[int | None, _f("invariant violations recorded", "count")]
-    decode_tps: Annotated[float | None, _f("generated tokens per decode second", "tokens/s",
-                                           timing=True)]
-    acceptance: Annotated[float | None, _f("accepted / drafted", "ratio")]
-    unknown: NotRequired[Annotated[list[str], _f("imported: the figures the log cannot "
-                                                 "give")]]
-    task: NotRequired[Annotated[int, _f("imported: llama-server's task id")]]
-    stop: NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]]
-    error: NotRequired[Annotated[str, _f("imported: the error the server sent the client "
-                                         "(llama-server's `send_error`; an interval log's "
-                                         "HTTP error status)")]]
-    mean_accept_len: NotRequired[Annotated[float, _f(
+
+TurnMetricsRow = TypedDict("TurnMetricsRow", {
+    **_figures(),
+    "unknown": NotRequired[Annotated[list[str], _f("imported: the figures the log cannot "
+                                                   "give")]],
+    "task": NotRequired[Annotated[int, _f("imported: llama-server's task id")]],
+    "stop": NotRequired[Annotated[str | None, _f("imported: llama-server's stop reason")]],
+    "error": NotRequired[Annotated[str, _f("imported: the error the server sent the client "
+                                           "(llama-server's `send_error`; an interval log's "
+                                           "HTTP error status)")]],
+    "mean_accept_len": NotRequired[Annotated[float, _f(
         "imported, the rounds not in the log: llama-server's own mean accepted length "
-        "(print_timing)", "tokens")]]
-    acc_per_pos: NotRequired[Annotated[list[float], _f(
+        "(print_timing)", "tokens")]],
+    "acc_per_pos": NotRequired[Annotated[list[float], _f(
         "imported, the rounds not in the log: llama-server's own acceptance at each draft "
-        "position (print_timing's `acc per pos`, logged at -lv 4 and up)", "ratio")]]
-    answer_ids: NotRequired[Annotated[TokenIds, _f(
+        "position (print_timing's `acc per pos`, logged at -lv 4 and up)", "ratio")]],
+    "answer_ids": NotRequired[Annotated[TokenIds, _f(
         "imported, the rounds not in the log: the answer's ids as the engine reported them "
-        "(vLLM's stream, where its steps could not be placed)", _TOKENS)]]
-
+        "(vLLM's stream, where its steps could not be placed)", _TOKENS)]],
+})
+TurnMetricsRow.__doc__ = """`fsm/turn_metrics.py` `TurnMetrics.to_dict()`, whose fields and rates
+give its first keys. An imported log's unknown figure is None and named in `unknown`."""
 
 class EndTurn(TypedDict):
     """The turn is over: its metrics."""

@@ -1,7 +1,7 @@
 """The small public facade: run a configured session into a log, read turn tables back."""
 
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -12,13 +12,14 @@ from sqlalchemy import Engine
 from engine.backend import Backend
 from engine.config import RunConfig
 from engine.conversation import Conversation
-from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from engine.session import Session, make_backend
 from eventlog import Recorder, create_session, open_db
-from eventlog.fold import LogFold, TurnKey, TurnRecord, fold_session
+from eventlog.fold import LogFold, fold_session
+from eventlog.records import TurnKey, TurnRecord
 from eventlog.turn_summaries import read_summaries
 from fsm.draft_profile import DraftProfile
+from fsm.turn_metrics import TurnMetrics
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,5 @@ def session_turns(engine: Engine, session_id: int) -> SessionTurns:
     ended = [TurnMetrics.from_dict(r.metrics) for r in closed if r.metrics is not None]
     # A turn that opened again after it ended is profiled as it was last seen.
     profiles = {(r.slot, r.turn): r.profile for r in [*closed, *still_open.values()]}
-    return SessionTurns(ended, [_partial(r) for r in still_open.values()], profiles)
+    return SessionTurns(ended, [r.stats for r in still_open.values()], profiles)
 
-
-def _partial(rec: TurnRecord) -> TurnMetrics:
-    """An unfinished turn's figures as its events give them."""
-    counts = asdict(rec.stats)
-    n = len(rec.committed)
-    counts["generated_tokens"] = n if rec.answer_end is None else rec.answer_end
-    counts["stray_tokens"] = n - counts["generated_tokens"]
-    return TurnMetrics(**counts)

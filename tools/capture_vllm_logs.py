@@ -27,12 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from specledger.runs.vllm import VllmEngine  # noqa: E402
-
 from adapters.vllm.conversation import Conversation  # noqa: E402
 from adapters.vllm.server import VllmServer  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from specledger.runs.observed import observe, questions  # noqa: E402
+from specledger.runs.vllm import VllmEngine  # noqa: E402
 
 STATS_INTERVAL_S = 1.0
 VERBOSITY = {"default": {}, "debug": {"log_level": "DEBUG", "log_requests": True}}

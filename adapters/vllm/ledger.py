@@ -26,12 +26,12 @@ from adapters.vllm.answers import Answer
 from adapters.vllm.crosscheck import answer_violations
 from adapters.vllm.ledger_rounds import fire_step
 from adapters.vllm.steps import Step, StepKind, place_steps
-from engine.metrics import TurnMetrics
 from engine.speculative import common_prefix
 from fsm.invariants import Violation, check_turn_end
 from fsm.machine import RoundMachine
 from fsm.payloads import StartTurn
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 NOT_REPORTED = ("rollback_s", "repair_s")
 """Never in vLLM's answers: time spent rolling back and restoring state."""

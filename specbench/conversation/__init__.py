@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import EogPolicy, RunConfig
-from engine.metrics import TurnMetrics
+from fsm.turn_metrics import TurnMetrics
 from specbench.common import BenchOptions, Goal, SuiteResult, md_table, timed
 from specbench.conversation.plots import CLOCK, plot_cost, plot_reprefill
 from specledger.api import run_session

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.config import BackendKind, RunConfig
-from engine.metrics import TurnMetrics
 from eventlog.fold import LogFold, fold_log, fold_session
+from fsm.turn_metrics import TurnMetrics
 from specbench.common import WARMUP_TOKENS, BenchOptions, group_by, timed
 from specledger.api import run_session
 

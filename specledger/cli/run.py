@@ -10,7 +10,7 @@ from specledger.cli.run_flags import add_run_flags, config_from_args
 
 if TYPE_CHECKING:
     from engine.config import RunConfig
-    from engine.metrics import TurnMetrics
+    from fsm.turn_metrics import TurnMetrics
 
 
 def add_parser(sub: Any) -> None:

@@ -12,10 +12,10 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from engine.config import RunConfig
-from engine.metrics import TurnMetrics
 from engine.progress import Progress
 from eventlog import SessionInfo
 from fsm.draft_profile import DraftProfile
+from fsm.turn_metrics import TurnMetrics
 
 Profiles = dict[tuple[int, int], DraftProfile]
 

@@ -21,8 +21,8 @@ from adapters.llama.ledger.tasks import LlamaTask, TaskFold, Truncation
 from adapters.llama.log.facts import ServerInfo
 from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import Record, RecordKind
-from engine.metrics import TurnMetrics
 from fsm.errors import INTERNAL_ERRORS
+from fsm.turn_metrics import TurnMetrics
 from specledger.runs.observed import UnitJournal
 from specledger.watch.answers import Answer, AnswerFeed
 from specledger.watch.stream import LineCounts, Piece

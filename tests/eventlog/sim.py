@@ -5,8 +5,8 @@ from typing import Any
 
 from engine.config import RunConfig
 from engine.session import MemoryJournal, Session
-from eventlog.fold import TurnKey, fold_log
-from eventlog.records import TurnRecord
+from eventlog.fold import fold_log
+from eventlog.records import TurnKey, TurnRecord
 from fsm.draft_profile import DraftProfile
 from fsm.event import Event
 

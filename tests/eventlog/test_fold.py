@@ -10,12 +10,13 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from engine.config import BackendKind, EogPolicy, ReplayPolicy, RunConfig, Strategy
-from engine.metrics import TurnMetrics
 from engine.session import MemoryJournal, Session
 from eventlog import Recorder, project
 from eventlog.fold import LogFold, TurnRecord, fold_log, fold_session
 from eventlog.projection import project_session
+from eventlog.records import SUMMED
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 TIMINGS = ("prefill_s", "decode_s", "rollback_s", "repair_s", "reprefill_s")
 
@@ -154,3 +155,23 @@ def test_each_count_is_what_the_turn_s_events_say(name: str) -> None:
               "legacy-eog": ("ctx_restores", "reprefill_tokens", "violations", "stray_tokens"),
               "truncate-eog": ("restores", "kept_tokens")}[name]
     assert all(seen.get(k) for k in wanted), seen
+
+
+@pytest.mark.parametrize("name", ["reverify", "legacy-eog"])
+def test_a_slot_s_view_sums_what_its_turns_counted(name: str) -> None:
+    """A slot's view counts nothing itself: its session figures are its turns' counts,
+    summed over every turn (three here, so that a view summing only the latest two fails)."""
+    config = RunConfig(**{**asdict(ORACLE_RUNS[name]), "slots": 2, "turns": 3,
+                          "prompt_tokens": 40, "question_tokens": 8, "answer_tokens": 24,
+                          "seed": 1})
+    _, _, journal = _closed(config)
+    fold = fold_log(journal.events)
+    assert sorted(fold.slots) == [0, 1]
+    for slot, view in fold.slots.items():
+        turns = [r.stats for r in fold.records.values() if r.slot == slot]
+        assert len(turns) == 3
+        summed = {k: sum(getattr(st, k) for st in turns) for k in SUMMED}
+        assert {k: getattr(view, k) for k in SUMMED} == summed
+        assert summed["rounds"] > turns[-1].rounds > 0
+    counted = ("restores",) if name == "reverify" else ("ctx_restores", "reprefill_tokens")
+    assert all(getattr(view, k) for view in fold.slots.values() for k in counted)

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import torch
 
-from engine.metrics import TurnMetrics
 from engine.shipped import ROOT as SHIPPED_ROOT
 from eventlog import list_sessions, open_db, scan_events
 from fsm.event import Event
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 from specbench import BenchOptions, SuiteResult, run_suite
 from specledger.api import turn_table
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.metrics import TurnMetrics
 from eventlog import open_db, scan_events
+from fsm.turn_metrics import TurnMetrics
 from specledger.cli.main import main
 from specledger.export.parquet_table import Shape, arrow_type, converter
 

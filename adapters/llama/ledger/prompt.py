@@ -12,10 +12,10 @@ from adapters.llama.ledger.rounds import MIB, Step
 from adapters.llama.ledger.sampler import used
 from adapters.llama.ledger.tasks import LlamaTask
 from adapters.llama.log.records import Checkpoint, Count, Record, RecordKind, TimingPhase
-from engine.metrics import TurnMetrics
 from fsm.machine import RoundMachine
 from fsm.payloads import CtxRestore, StartTurn
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 K = RecordKind
 # Never in a llama-server log: time spent rolling back and restoring context state.

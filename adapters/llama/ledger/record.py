@@ -34,13 +34,13 @@ from adapters.llama.log.reader import LogReading
 from adapters.llama.log.records import RecordKind, StopReason, TimingPhase
 from adapters.llama.log.run import RunEnd
 from adapters.protocol import Sink, end_metrics
-from engine.metrics import TurnMetrics
-from eventlog.fold import LogFold
+from eventlog.turn_fold import TurnsFold
 from fsm.event import Event
 from fsm.invariants import Invariant, Violation, check_turn_end
 from fsm.machine import RoundMachine
 from fsm.payloads import Fail
 from fsm.states import Trigger
+from fsm.turn_metrics import TurnMetrics
 
 K = RecordKind
 
@@ -78,7 +78,7 @@ class TaskLedger:
         self.slots: dict[int, SlotState] = {}
         self.turns: list[TurnMetrics] = []
         # A turn's rounds, drafts and violations are the one fold's, as the engine's are.
-        self._fold = LogFold(lambda _: None, views=False)
+        self._fold = TurnsFold(lambda _: None)
 
     def append(self, event: Event) -> None:
         """The machines' sink: count and fold, then pass on."""

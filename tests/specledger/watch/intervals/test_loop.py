@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from specledger.runs.interval_import import import_paths
 
 from eventlog import list_sessions, open_db
 from eventlog.reader import get_session, scan_events
 from specbench.interval_logs import corpus_root
+from specledger.runs.interval_import import import_paths
 from specledger.watch.intervals.lines import READERS
 from specledger.watch.intervals.loop import IntervalWatcher
 from specledger.watch.options import LogEngine, WatchOptions
