@@ -348,11 +348,20 @@ def copy_checkout(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
+def corpus_env() -> dict[str, str]:
+    """The real-log corpus beside the checkout (../shared/real-logs), named for the copy's
+    tests: beside a temporary copy there is none."""
+    root = Path(os.environ.get("SPECLEDGER_REAL_LOGS_ROOT", ROOT.parent / "shared" / "real-logs"))
+    return {"SPECLEDGER_REAL_LOGS_ROOT": str(root),
+            "SPECLEDGER_REAL_LOGS": os.environ.get("SPECLEDGER_REAL_LOGS",
+                                                   str(root / "llama-server"))}
+
+
 def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[int | None, float, str]:
     """pytest's exit status on `tests` in `tree` (None: past TIMEOUT_S), the seconds it
     took, and the end of what it printed."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", **corpus_env()}
     start = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",

@@ -29,6 +29,7 @@ from engine.config import RunConfig
 from engine.sim.costs import PROFILE_DIR, CostProfile, save_profile
 from specbench.calibration.llama.fit import Row, fit, fit_errors, predict
 from specbench.calibration.llama.measure import (
+    Options,
     Timed,
     Trace,
     check_same,
@@ -172,13 +173,62 @@ def plot(rows: list[Row], held: list[Row], profile: CostProfile, mtp_token_s: fl
     return save_figure(fig, stem)
 
 
+def _measure(opts: BenchOptions, plan: Plan, options: Options, prompts: list
+             ) -> tuple[dict, dict, list]:
+    """Each drafter's traced (`-v`) requests and its interleaved timed passes, checked to be
+    the same requests, and the load averages the passes saw."""
+    from specbench.common import server_logs
+    from specbench.llama.runs import warmup_prompt
+
+    logs = server_logs(SUITE)
+    shapes = {d: traces(options, d, prompts, plan.tokens, logs / f"{d}-verbose.log")
+              for d in DRAFTERS}
+    timed, loads = timed_passes(options, DRAFTERS, prompts, plan.tokens, plan.repeat, logs,
+                                warmup_prompt(), opts.log)
+    for d in DRAFTERS:
+        for tr, t in zip(shapes[d], timed[d], strict=True):
+            check_same(tr, t)
+    return shapes, timed, loads
+
+
+def _fit_goal(validation: list[dict], reprefill: dict, quick: bool) -> Goal:
+    """The held-out goal of the fitted profile and the re-prefill check."""
+    return Goal(name="sim predicts llama.cpp's decode tok/s on held-out prompts (plain, "
+                     "draft-mtp, ngram-mod) and its per-turn re-prefill",
+                target=f"within {100 * BAND:.0f}% each; re-prefill exact",
+                measured=", ".join(f"{v['drafter']} {100 * v['error']:+.1f}%"
+                                   for v in validation)
+                + f"; re-prefill {'exact' if reprefill['exact'] else 'different'}"
+                + (" (quick run)" if quick else ""),
+                met=all(abs(v["error"]) <= BAND for v in validation) and reprefill["exact"],
+                command=COMMAND)
+
+
+def _logs_part(opts: BenchOptions, folder: Path) -> tuple[dict, Goal]:
+    """The cross-validation of one log's fits (specbench.calibration.llama.logs) and its goal."""
+    from specbench.calibration.llama.logs import BUILDS, goal_met, held_out_summary
+    from specbench.calibration.llama.logs import run as run_logs
+
+    logs_doc = run_logs(opts.model, folder, opts.quick, opts.threads, opts.log,
+                        builds=BUILDS[:1] if opts.quick else BUILDS)
+    goal = Goal(name="`specledger calibrate`: every setting's log fitted predicts the "
+                     "decode tok/s of every other setting of its build (drafters, draft "
+                     "sizes, checkpoints, per-token states)",
+                target=f"within {100 * BAND:.0f}% each inside the fit's reach; every "
+                       "prediction outside it marked",
+                measured="; ".join(f"{b}: {held_out_summary(p['rows'])}"
+                                   for b, p in logs_doc["builds"].items())
+                + (" (quick run)" if opts.quick else ""),
+                met=goal_met(logs_doc), command=COMMAND)
+    return logs_doc, goal
+
+
 def run(opts: BenchOptions) -> SuiteResult:
     """Measure llama-server, fit, validate on held-out prompts, write the profile."""
     from adapters.llama.gguf.export import cached_gguf
     from engine.hybrid.loader import load_checkpoint
     from specbench.calibration.measure import machine
-    from specbench.common import server_logs
-    from specbench.llama.runs import session_prompts, warmup_prompt
+    from specbench.llama.runs import session_prompts
 
     plan = QUICK if opts.quick else FULL
     n = plan.fit_prompts + plan.val_prompts
@@ -190,15 +240,8 @@ def run(opts: BenchOptions) -> SuiteResult:
     target = cached_gguf(opts.model)
     base = base_profile(opts, target)
     options = server_options(config, target, opts.threads)
-    logs = server_logs(SUITE)
     start = time.perf_counter()
-    shapes = {d: traces(options, d, prompts, plan.tokens, logs / f"{d}-verbose.log")
-              for d in DRAFTERS}
-    timed, loads = timed_passes(options, DRAFTERS, prompts, plan.tokens, plan.repeat, logs,
-                                warmup_prompt(), opts.log)
-    for d in DRAFTERS:
-        for tr, t in zip(shapes[d], timed[d], strict=True):
-            check_same(tr, t)
+    shapes, timed, loads = _measure(opts, plan, options, prompts)
     measure_s = time.perf_counter() - start
     k = plan.fit_prompts
     fit_part = {d: v[:k] for d, v in shapes.items()}
@@ -231,30 +274,9 @@ def run(opts: BenchOptions) -> SuiteResult:
     if opts.record:
         files.append(save_profile(profile, PROFILE_DIR, calibration))
     files += plot(rows, held_rows, profile, mtp_token_s, validation, folder / "llama_fit")
-    met = all(abs(v["error"]) <= BAND for v in validation) and reprefill["exact"]
-    goal = Goal(name="sim predicts llama.cpp's decode tok/s on held-out prompts (plain, "
-                     "draft-mtp, ngram-mod) and its per-turn re-prefill",
-                target=f"within {100 * BAND:.0f}% each; re-prefill exact",
-                measured=", ".join(f"{v['drafter']} {100 * v['error']:+.1f}%"
-                                   for v in validation)
-                + f"; re-prefill {'exact' if reprefill['exact'] else 'different'}"
-                + (" (quick run)" if opts.quick else ""),
-                met=met, command=COMMAND)
-    from specbench.calibration.llama.logs import BUILDS, goal_met, held_out_summary
-    from specbench.calibration.llama.logs import run as run_logs
-
-    logs_doc = run_logs(opts.model, folder, opts.quick, opts.threads, opts.log,
-                        builds=BUILDS[:1] if opts.quick else BUILDS)
+    goal = _fit_goal(validation, reprefill, opts.quick)
+    logs_doc, logs_goal = _logs_part(opts, folder)
     files += [folder / "logs.json", folder / "logs.md"]
-    logs_goal = Goal(name="`specledger calibrate`: every setting's log fitted predicts the "
-                          "decode tok/s of every other setting of its build (drafters, draft "
-                          "sizes, checkpoints, per-token states)",
-                     target=f"within {100 * BAND:.0f}% each inside the fit's reach; every "
-                            "prediction outside it marked",
-                     measured="; ".join(f"{b}: {held_out_summary(p['rows'])}"
-                                        for b, p in logs_doc["builds"].items())
-                     + (" (quick run)" if opts.quick else ""),
-                     met=goal_met(logs_doc), command=COMMAND)
     data = {"profile": profile.name, "constants": asdict(profile), "calibration": calibration,
             "calibrate_logs": logs_doc,
             "traces": {d: [asdict(t) for t in v] for d, v in shapes.items()},
