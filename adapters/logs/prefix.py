@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 _DELIMITERS = frozenset(" \t|]>")  # what stands between a prefix and a tag
 _SHAPE_TOKEN = re.compile(r"\d+|[^\W\d_]+| +|\t+|.", re.S)
-_LEARN_LINES = 5000  # a prefix shows on the first lines; later ones are learned as met
+LEARN_LINES = 5000  # a prefix shows on the first lines; later ones are learned as met
 _PID = re.compile(r"\[(\d+)\]")
 # Wall-clock times a prefix may hold: ISO 8601 (docker, kubectl, most shippers) and syslog.
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
@@ -133,7 +133,7 @@ class Prefixes:
 def learn_prefixes(tag: re.Pattern[str], lines: list[str]) -> Prefixes:
     """The prefixes of a file, from its first lines, before the engine's `tag`."""
     p = Prefixes(tag)
-    p.learn(lines[:_LEARN_LINES])
+    p.learn(lines[:LEARN_LINES])
     return p
 
 

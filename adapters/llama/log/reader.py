@@ -14,17 +14,16 @@ Text with no llama-server line at all is refused in one line. The digest is of t
 read (after gzip decompression).
 """
 
-import hashlib
 import io
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import chain, islice
 
 from adapters.llama.errors import LlamaError
 from adapters.llama.log.run import TAG, LineKind, LogReading, RunEnd, RunReader
 from adapters.logs.compressed import GzipCut
 from adapters.logs.prefix import Prefixes, clean, learn_prefixes, prefix_pid, prefix_time
+from adapters.logs.reading import LogKind, read_stream
 
 __all__ = ["LogFile", "LogFormatError", "LogReader", "LogReading", "parse_log", "parse_text",
            "read_lines"]
@@ -148,41 +147,23 @@ class LogReader:
         return out
 
 
-_LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins
+LLAMA_LOG = LogKind("a llama-server log", "the text file the server's stdout/stderr went to",
+                   "has the shape of a server, slot or model-loader line", LogFormatError)
 
 
 def read_lines(lines: Iterable[bytes], name: str = "input") -> LogFile:
     """Read a log from its physical lines as bytes, each with its newline but a last one
     cut mid-write (dropped and reported); `name` is what errors call it. The lines are read
     as they come, so a file of any size is never held whole."""
-    it = iter(lines)
-    head = list(islice(it, _LEARN_LINES))
-    if not head:
-        raise LogFormatError(f"{name} is not a llama-server log: it is empty (0 lines)")
-    if any(b"\x00" in raw for raw in head):
-        raise LogFormatError(f"{name} is binary, not a llama-server log (pass the text file "
-                             "the server's stdout/stderr went to)")
-    digest = hashlib.sha256()
-    # Byte-level tokens print raw bytes: a lone byte of a UTF-8 sequence is no error.
-    reader = LogReader(learn_prefixes(TAG, [clean(raw.decode("utf-8", "surrogateescape")
-                                             .rstrip("\n")) for raw in head]))
-    number, partial = 0, None
-    for raw in chain(head, it):
-        digest.update(raw)
-        number += 1
-        if raw.endswith(b"\n"):
-            reader.feed(number, raw[:-1].decode("utf-8", "surrogateescape"))
-        else:  # only a last line can lack its newline: it was cut while being written
-            partial = number
-            reader.skip(number)
-    if not reader.llama_lines:
-        raise LogFormatError(f"{name} is not a llama-server log: none of its {number} "
-                             "line(s) has the shape of a server, slot or model-loader line")
+    reader, read = read_stream(
+        lines, name, LLAMA_LOG,
+        lambda head: LogReader(learn_prefixes(TAG, [clean(line) for line in head])),
+        lambda r: r.llama_lines)
     runs = reader.finish()
-    sha = digest.hexdigest()
     for run in runs:
-        run.lines, run.sha256, run.partial_line = run.run_lines, sha, partial
-    return LogFile(name, runs, number, sha, partial, prefixes=reader.prefixes.shown())
+        run.lines, run.sha256, run.partial_line = run.run_lines, read.sha256, read.partial_line
+    return LogFile(name, runs, read.lines, read.sha256, read.partial_line,
+                   prefixes=reader.prefixes.shown())
 
 
 def parse_text(text: str, name: str = "input") -> LogFile:

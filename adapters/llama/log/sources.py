@@ -5,7 +5,8 @@ folders, rotated sets, each one stream of lines), and the real logs the package 
 from pathlib import Path
 
 from adapters.llama.log.reader import LogFile, LogFormatError, LogReading, read_lines
-from adapters.logs.sources import SHIPPED, LogSource, SourceError, Stream
+from adapters.logs.reading import read_source as read_stream_source
+from adapters.logs.sources import LogSource, SourceError, shipped_log
 from adapters.logs.sources import expand as expand_paths
 
 SHIPPED_DIR = Path(__file__).with_name("shipped")
@@ -15,12 +16,10 @@ SHIPPED_DIR = Path(__file__).with_name("shipped")
 def shipped(name: str) -> Path:
     """The shipped log `shipped:NAME` names; an unknown name raises LogFormatError listing
     the shipped ones."""
-    path = SHIPPED_DIR / f"{name.removeprefix(SHIPPED)}.log.gz"
-    if not path.is_file():
-        known = ", ".join(SHIPPED + p.name.removesuffix(".log.gz")
-                          for p in sorted(SHIPPED_DIR.glob("*.log.gz")))
-        raise LogFormatError(f"no shipped log '{name}' (shipped: {known})")
-    return path
+    try:
+        return shipped_log(SHIPPED_DIR, name)
+    except SourceError as exc:
+        raise LogFormatError(str(exc)) from None
 
 
 def expand(paths: list[Path]) -> list[LogSource]:
@@ -35,14 +34,10 @@ def expand(paths: list[Path]) -> list[LogSource]:
 def read_source(source: LogSource) -> LogFile:
     """Read a source's files as one stream, line by line (never whole in memory); a cut
     gzip part is read as far as it goes, and the last cut is reported."""
-    stream = Stream(source.parts)
-    try:
-        log = read_lines(stream.lines(), source.name)
-    except SourceError as exc:
-        raise LogFormatError(str(exc)) from None
-    log.gzip_cut = stream.cut
+    log, cut = read_stream_source(source, read_lines, LogFormatError)
+    log.gzip_cut = cut
     for run in log.runs:
-        run.gzip_cut = stream.cut
+        run.gzip_cut = cut
     return log
 
 

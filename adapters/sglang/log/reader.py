@@ -9,21 +9,20 @@ ends anywhere. A last line without its newline was cut while being written: it i
 and reported. Text with no SGLang logger line at all is refused in one line.
 """
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import chain, islice
 from pathlib import Path
 
 from adapters.logs.compressed import GzipCut
 from adapters.logs.prefix import Prefixes, clean, learn_prefixes
-from adapters.logs.sources import LogSource, SourceError, Stream, expand, shipped_log
+from adapters.logs.reading import LogKind, read_stream
+from adapters.logs.reading import read_source as read_stream_source
+from adapters.logs.sources import LogSource, SourceError, expand, shipped_log
 from adapters.sglang.log.patterns import OWN, TAG, unglue
 from adapters.sglang.log.records import SglangRun
 from adapters.sglang.log.run import LineKind, RunReader
 from fsm.errors import SpecledgerError
 
-_LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins
 SHIPPED_DIR = Path(__file__).with_name("shipped")
 """Real SGLang logs users published that the package carries (SOURCE.md there says whose)."""
 
@@ -82,43 +81,26 @@ class LogReader:
         return [r.finish(replaced=i < last) for i, r in enumerate(self.runs)]
 
 
+SGLANG_LOG = LogKind("an SGLang log", "the text file the server's output went to",
+                    "starts with SGLang's `[YYYY-MM-DD hh:mm:ss]` logger prefix",
+                    SglangLogError)
+
+
 def read_lines(lines: Iterable[bytes], name: str = "input") -> SglangLog:
     """Read a log from its physical lines as bytes, each with its newline but a last one
     cut mid-write (dropped and reported); `name` is what errors call it."""
-    it = iter(lines)
-    head = list(islice(it, _LEARN_LINES))
-    if not head:
-        raise SglangLogError(f"{name} is not an SGLang log: it is empty (0 lines)")
-    if any(b"\x00" in raw for raw in head):
-        raise SglangLogError(f"{name} is binary, not an SGLang log (pass the text file the "
-                             "server's output went to)")
-    reader = LogReader(learn_prefixes(TAG, [unglue(clean(raw.decode("utf-8", "surrogateescape")
-                                                    .rstrip("\n"))) for raw in head]))
-    digest = hashlib.sha256()
-    number, partial = 0, None
-    for raw in chain(head, it):
-        digest.update(raw)
-        number += 1
-        if raw.endswith(b"\n"):
-            reader.feed(number, raw[:-1].decode("utf-8", "surrogateescape"))
-        else:  # only a last line can lack its newline: it was cut while being written
-            partial = number
-            reader.skip(number)
-    if not reader.own_lines:
-        raise SglangLogError(f"{name} is not an SGLang log: none of its {number} line(s) "
-                             "starts with SGLang's `[YYYY-MM-DD hh:mm:ss]` logger prefix")
-    return SglangLog(name, reader.finish(), number, digest.hexdigest(), partial,
+    reader, read = read_stream(
+        lines, name, SGLANG_LOG,
+        lambda head: LogReader(learn_prefixes(TAG, [unglue(clean(line)) for line in head])),
+        lambda r: r.own_lines)
+    return SglangLog(name, reader.finish(), read.lines, read.sha256, read.partial_line,
                      prefixes=reader.prefixes.shown())
 
 
 def read_source(source: LogSource) -> SglangLog:
     """Read a source's files as one stream, line by line (never whole in memory)."""
-    stream = Stream(source.parts)
-    try:
-        log = read_lines(stream.lines(), source.name)
-    except SourceError as exc:
-        raise SglangLogError(str(exc)) from None
-    log.gzip_cut = stream.cut
+    log, cut = read_stream_source(source, read_lines, SglangLogError)
+    log.gzip_cut = cut
     return log
 
 

@@ -6,19 +6,18 @@ a gzip file (adapters/logs/sources.py). A file whose last line has no newline wa
 being written: that line is dropped and reported. Text with no vLLM line at all is refused
 in one line."""
 
-import hashlib
 from collections.abc import Iterable
-from itertools import chain, islice
 from pathlib import Path
 
 from adapters.logs.intervals.run import IntervalLog, RunEnding, ServerRun
 from adapters.logs.prefix import Prefixes, clean, learn_prefixes
-from adapters.logs.sources import SHIPPED, LogSource, SourceError, Stream
+from adapters.logs.reading import LogKind, read_stream
+from adapters.logs.reading import read_source as read_stream_source
+from adapters.logs.sources import LogSource, SourceError, shipped_log
 from adapters.vllm.errors import VllmError
 from adapters.vllm.log.lines import TAG, split_line
 from adapters.vllm.log.run import LineKind, RunReader
 
-_LEARN_LINES = 5000  # the lines a file's prefixes are learned from before reading begins
 SHIPPED_DIR = Path(__file__).with_name("shipped")
 """vLLM logs the package carries (SOURCE.md there says what each is)."""
 
@@ -75,46 +74,28 @@ class FileRuns:
         return self.done
 
 
+VLLM_LOG = LogKind("a vLLM log", "the text file the server's stdout/stderr went to",
+                  "has the shape of a vLLM line (`(APIServer pid=N) INFO MM-DD hh:mm:ss "
+                  "[file.py:N] ...`)", VllmLogError)
+
+
 def read_lines(lines: Iterable[bytes], name: str = "input") -> IntervalLog:
     """Read a log from its physical lines as bytes (each with its newline but a last one
     cut mid-write, which is dropped and reported), as they come; `name` is what errors
     call it."""
-    it = iter(lines)
-    head = list(islice(it, _LEARN_LINES))
-    if not head:
-        raise VllmLogError(f"{name} is not a vLLM log: it is empty (0 lines)")
-    if any(b"\x00" in raw for raw in head):
-        raise VllmLogError(f"{name} is binary, not a vLLM log (pass the text file the "
-                           "server's stdout/stderr went to)")
-    runs = FileRuns(learn_prefixes(TAG, [clean(raw.decode("utf-8", "surrogateescape")
-                                            .rstrip("\n")) for raw in head]))
-    digest = hashlib.sha256()
-    number, partial = 0, None
-    for raw in chain(head, it):
-        digest.update(raw)
-        number += 1
-        if raw.endswith(b"\n"):
-            runs.feed(number, raw[:-1].decode("utf-8", "surrogateescape"))
-        else:
-            partial = number
-            runs.skip(number)
-    if not runs.vllm_lines:
-        raise VllmLogError(f"{name} is not a vLLM log: none of its {number} line(s) has "
-                           "the shape of a vLLM line (`(APIServer pid=N) INFO MM-DD hh:mm:ss "
-                           "[file.py:N] ...`)")
-    return IntervalLog(name, runs.finish(), number, digest.hexdigest(), partial,
+    runs, read = read_stream(
+        lines, name, VLLM_LOG,
+        lambda head: FileRuns(learn_prefixes(TAG, [clean(line) for line in head])),
+        lambda r: r.vllm_lines)
+    return IntervalLog(name, runs.finish(), read.lines, read.sha256, read.partial_line,
                        prefixes=runs.prefixes.shown())
 
 
 def read_source(source: LogSource) -> IntervalLog:
     """Read a source's files as one stream, line by line; a cut gzip part is read as far
     as it goes, and the last cut is reported."""
-    stream = Stream(source.parts)
-    try:
-        log = read_lines(stream.lines(), source.name)
-    except SourceError as exc:
-        raise VllmLogError(str(exc)) from None
-    log.gzip_cut = stream.cut
+    log, cut = read_stream_source(source, read_lines, VllmLogError)
+    log.gzip_cut = cut
     return log
 
 
@@ -126,9 +107,7 @@ def read_file(path: str | Path) -> IntervalLog:
 def shipped(name: str) -> Path:
     """The shipped log `shipped:NAME` names; an unknown name raises VllmLogError listing
     the shipped ones."""
-    path = SHIPPED_DIR / f"{name.removeprefix(SHIPPED)}.log.gz"
-    if not path.is_file():
-        known = ", ".join(SHIPPED + p.name.removesuffix(".log.gz")
-                          for p in sorted(SHIPPED_DIR.glob("*.log.gz")))
-        raise VllmLogError(f"no shipped vLLM log '{name}' (shipped: {known})")
-    return path
+    try:
+        return shipped_log(SHIPPED_DIR, name)
+    except SourceError as exc:
+        raise VllmLogError(str(exc)) from None

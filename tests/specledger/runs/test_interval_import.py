@@ -46,7 +46,7 @@ def test_import_vllm_on_the_command_line(tmp_path: Path,
 
 @pytest.mark.parametrize(("argv", "said"), [
     (["import", "vllm", "{notes}"], "not a vLLM log"),
-    (["import", "vllm", "shipped:nothing"], "no shipped vLLM log 'shipped:nothing'"),
+    (["import", "vllm", "shipped:nothing"], "no shipped log 'shipped:nothing'"),
     (["import", "vllm", "{log}", "--responses", "{notes}"], "--responses and --model go "
                                                             "with llama-server logs"),
 ])
