@@ -4,8 +4,10 @@ run's stored source, and says nothing about a session of rounds."""
 
 from typing import Any
 
-from eventlog.postmortem.detector import SEQ, Row
+from eventlog.postmortem.detector import SEQ, Handler, Row
+from eventlog.series import is_series
 from fsm.payloads import Interval
+from fsm.states import Trigger
 
 
 class Windows:
@@ -23,6 +25,19 @@ class Windows:
         """The windows that drafted (SGLang prints only its acceptance length and rate)."""
         return [(s, p) for s, p in self.rows if p["drafted"] or p["acc_per_pos"]
                 or p["mean_accept_len"] is not None or p["draft_acceptance"] is not None]
+
+
+class WindowDetector:
+    """A detector that keeps an interval session's windows (`self.windows`) and judges them
+    in its `finish`; it says nothing about a session of rounds."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.on = is_series(config)
+        self.windows = Windows()
+
+    def handlers(self) -> dict[Trigger, Handler]:
+        """INTERVAL, for an interval session only."""
+        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
 
 
 def pct(x: float) -> str:

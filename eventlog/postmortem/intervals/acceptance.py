@@ -7,12 +7,9 @@ length and rate) is judged on the engine's own rates, the same thresholds."""
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
-from eventlog.postmortem.detector import Handler
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from eventlog.postmortem.intervals import Windows, line_of, pct
-from eventlog.series import is_series
+from eventlog.postmortem.intervals import WindowDetector, line_of, pct
 from fsm.payloads import Interval
-from fsm.states import Trigger
 
 NEAR_ZERO = 0.05
 """Accepted / drafted below which drafting is called collapsed: a k-token draft then adds
@@ -81,16 +78,8 @@ def _rate_collapse(rows: list[tuple[int, Interval]], fix: str) -> list[Finding]:
     return []
 
 
-class IntervalAcceptance:
+class IntervalAcceptance(WindowDetector):
     """Folds the windows that drafted; reports a collapse, then wasted deep positions."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.on = is_series(config)
-        self.windows = Windows()
-
-    def handlers(self) -> dict[Trigger, Handler]:
-        """INTERVAL, for an interval session only."""
-        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
 
     def finish(self) -> list[Finding]:
         """A collapse (drafts near never accepted, or the second half's acceptance under half

@@ -3,30 +3,18 @@ state pool full (SGLang keeps one recurrent state for each running request and t
 prefix cache holds: with none free, no request can start), and requests waiting for room
 (the scheduler holds them back, or preempts running ones to make room)."""
 
-from typing import Any
 
 from eventlog.postmortem.advice import ADVICE, CAUSE_ADVICE, Cause
-from eventlog.postmortem.detector import Handler
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from eventlog.postmortem.intervals import Windows, line_of, pct
-from eventlog.series import is_series
-from fsm.states import Trigger
+from eventlog.postmortem.intervals import WindowDetector, line_of, pct
 
 FULL = 0.99
 """KV cache usage from which the cache is full: vLLM prints it with one decimal, so 99.0%
 and up leave at most one block in a hundred free."""
 
 
-class Capacity:
+class Capacity(WindowDetector):
     """Folds the windows; reports the cache full and requests waiting."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.on = is_series(config)
-        self.windows = Windows()
-
-    def handlers(self) -> dict[Trigger, Handler]:
-        """INTERVAL, for an interval session only."""
-        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
 
     def finish(self) -> list[Finding]:
         """KV cache full (a warning), requests waiting (a note; a warning with the cache

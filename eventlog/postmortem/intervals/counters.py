@@ -9,15 +9,11 @@ check allows the rounding of the printed figures. A lone batch line with running
 no tokens is a note, not a warning: SGLang samples the two at different moments, and a request
 freed between them (its answer logged just before) leaves one such line in a healthy run."""
 
-from typing import Any
 
 from eventlog.postmortem.advice import CAUSE_ADVICE, Cause
-from eventlog.postmortem.detector import Handler
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from eventlog.postmortem.intervals import Windows, line_of
-from eventlog.series import is_series
+from eventlog.postmortem.intervals import WindowDetector, line_of
 from fsm.payloads import Interval
-from fsm.states import Trigger
 
 _PCT_ROUND = 0.0005   # a percentage printed with one decimal
 _LEN_ROUND = 0.005    # a length printed with two decimals
@@ -61,16 +57,8 @@ def _severity(bad: list[tuple[int, Interval, list[str]]]) -> Severity:
     return Severity.INFO if lone else Severity.WARNING
 
 
-class IntervalCounters:
+class IntervalCounters(WindowDetector):
     """Checks each window as it comes."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.on = is_series(config)
-        self.windows = Windows()
-
-    def handlers(self) -> dict[Trigger, Handler]:
-        """INTERVAL, for an interval session only."""
-        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
 
     def finish(self) -> list[Finding]:
         """One finding for the windows whose counters disagree, quoting the first."""

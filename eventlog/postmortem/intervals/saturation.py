@@ -5,15 +5,11 @@ predictable as the drafter's guess, as a request caught in a repetition loop is 
 320 a second). Greedy decoding of a repetitive text does it too: the finding names the
 stretch and its requests, for a look at their output."""
 
-from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
-from eventlog.postmortem.detector import Handler
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from eventlog.postmortem.intervals import Windows, line_of
-from eventlog.series import is_series
+from eventlog.postmortem.intervals import WindowDetector, line_of
 from fsm.payloads import Interval
-from fsm.states import Trigger
 
 MIN_STREAK = 5
 """Windows in a row that accept every drafted token before the stretch is reported: one or
@@ -37,16 +33,8 @@ def saturated(p: Interval) -> bool:
     return p["draft_acceptance"] is not None and p["draft_acceptance"] >= ALL
 
 
-class AcceptanceSaturated:
+class AcceptanceSaturated(WindowDetector):
     """Folds the windows that drafted; reports the longest streak that accepted all."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.on = is_series(config)
-        self.windows = Windows()
-
-    def handlers(self) -> dict[Trigger, Handler]:
-        """INTERVAL, for an interval session only."""
-        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
 
     def finish(self) -> list[Finding]:
         """A warning for the longest streak of at least MIN_STREAK saturated windows."""

@@ -6,25 +6,17 @@ from statistics import median
 from typing import Any
 
 from eventlog.postmortem.advice import ADVICE
-from eventlog.postmortem.detector import Handler
 from eventlog.postmortem.finding import Finding, Kind, Severity
-from eventlog.postmortem.intervals import Windows, line_of
-from eventlog.series import is_series
-from fsm.states import Trigger
+from eventlog.postmortem.intervals import WindowDetector, line_of
 
 
-class SpeculationSpeed:
+class SpeculationSpeed(WindowDetector):
     """Folds the windows; compares the generation throughput of those that drafted with the
     plain ones, its own and its log's other runs'."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.on = is_series(config)
+        super().__init__(config)
         self.peers: list[dict[str, Any]] = (config.get("source") or {}).get("peers") or []
-        self.windows = Windows()
-
-    def handlers(self) -> dict[Trigger, Handler]:
-        """INTERVAL, for an interval session only."""
-        return {Trigger.INTERVAL: self.windows.on_interval} if self.on else {}
 
     def finish(self) -> list[Finding]:
         """A warning when the median speculative window generates slower than the median
