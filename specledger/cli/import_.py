@@ -158,7 +158,7 @@ def _import_intervals(args: argparse.Namespace, read: "IntervalReader") -> int:
     shipped = shipped_logs().get(ImportFormat(args.format))
     for d in import_interval_paths(args.db, args.logs, read, shipped):
         if d.error is not None and explicit:
-            raise LogFormatError(d.error)
+            raise LogFormatError(_with_hint(d.error, args))
         done.append(d)
         if not args.json:
             _print_intervals(d)
@@ -171,6 +171,18 @@ def _import_intervals(args: argparse.Namespace, read: "IntervalReader") -> int:
                             f"its {d.lines} line(s)" for d in done)
         raise LogFormatError(f"nothing recorded: {reasons}")
     return 0
+
+
+def _with_hint(error: str, args: argparse.Namespace) -> str:
+    """A one-file import's error, with the command that reads the file when another
+    engine's reader knows its lines (a log passed to the wrong `import`)."""
+    from specledger.runs.engine_guess import guess_engine
+
+    path = args.logs[0]
+    engine = guess_engine(path) if path.is_file() else None
+    if engine is None or engine == args.format:
+        return error
+    return f"{error}; it reads as a {engine} log: specledger import {engine} {path}"
 
 
 def _with_turns(summary: dict[str, Any], db: str) -> dict[str, Any]:
@@ -212,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         done = []
         for d in import_paths(args.db, args.logs, max(1, args.jobs), model_sha):
             if d.error is not None and explicit:
-                raise LogFormatError(d.error)
+                raise LogFormatError(_with_hint(d.error, args))
             done.append(d)
             if not args.json:
                 _print_source(d)
