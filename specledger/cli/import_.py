@@ -169,7 +169,7 @@ def _import_intervals(args: argparse.Namespace, read: "IntervalReader") -> int:
     if not recorded:
         reasons = "; ".join(d.error or f"{d.name}: no interval, request or failure in "
                             f"its {d.lines} line(s)" for d in done)
-        raise LogFormatError(f"nothing recorded: {reasons}")
+        raise LogFormatError(_with_hint(f"nothing recorded: {reasons}", args))
     return 0
 
 
@@ -179,7 +179,7 @@ def _with_hint(error: str, args: argparse.Namespace) -> str:
     from specledger.runs.engine_guess import guess_engine
 
     path = args.logs[0]
-    engine = guess_engine(path) if path.is_file() else None
+    engine = guess_engine(path) if len(args.logs) == 1 and path.is_file() else None
     if engine is None or engine == args.format:
         return error
     return f"{error}; it reads as a {engine} log: specledger import {engine} {path}"
@@ -242,6 +242,6 @@ def run(args: argparse.Namespace) -> int:
     if not recorded:
         reasons = "; ".join(d.error or f"{d.name} holds no request: llama-server started "
                             f"({d.lines} line(s)) but logged no task" for d in done)
-        raise LogFormatError(f"nothing recorded: {reasons} (pass the log of a server that "
-                             "answered requests)")
+        raise LogFormatError(_with_hint(f"nothing recorded: {reasons} (pass the log of a "
+                                        "server that answered requests)", args))
     return 0

@@ -42,3 +42,14 @@ def test_the_wrong_import_names_the_right_one(tmp_path: Path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert err.endswith(f"; it reads as a vllm log: specledger import vllm {log}")
+
+
+def test_an_sglang_log_read_as_llama_server_s_names_sglang(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """llama-server's reader takes an SGLang log's lines, then records nothing: the refusal
+    names the command that reads it."""
+    log = corpus_root() / "sglang" / "sgl-project-sglang-11948-qwen3-8b-eagle3-a800-tp2.log"
+    assert main(["import", "llama-server", str(log), "--db", str(tmp_path / "l.db")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("specledger: error: nothing recorded")
+    assert err[-1].endswith(f"; it reads as a sglang log: specledger import sglang {log}")
