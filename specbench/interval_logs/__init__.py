@@ -21,7 +21,7 @@ from eventlog.postmortem import postmortem_session
 from fsm.errors import SpecledgerError
 from specbench.common import BenchOptions, SuiteResult
 from specbench.interval_logs.threads import THREADS
-from specbench.real_logs import LogResult, details, goals, table
+from specbench.real_logs import LogResult, details, goals, recorded, table
 from specledger.runs.interval_import import IntervalReader, import_source
 
 SUITE = "interval-logs"
@@ -49,7 +49,7 @@ def read_log(root: Path, key: str, db: str) -> LogResult:
     except SpecledgerError as exc:
         return LogResult(key, error=str(exc))
     ledger = open_db(db, create=False)
-    findings = [f.to_dict() | {"session": s}
+    findings = [recorded(f.to_dict()) | {"session": s}
                 for s in done.sessions for f in postmortem_session(ledger, s).findings]
     return LogResult(key, len(done.runs), done.sessions, done.lines, done.unknown, findings)
 

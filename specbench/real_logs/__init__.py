@@ -62,6 +62,20 @@ class LogResult:
         return {f["kind"] for f in self.findings if f["severity"] in severities}
 
 
+_LOG_TAIL = " Its last lines before:"
+
+
+def recorded(finding: dict[str, Any]) -> dict[str, Any]:
+    """A finding as the recorded results keep it: without the lines of the published log it
+    quotes (a failure's last lines), which stay in ../shared/real-logs, not in the repository."""
+    text = finding["explanation"]
+    cut = text.find(_LOG_TAIL)
+    numbers = {k: v for k, v in finding.get("numbers", {}).items() if k != "last_lines"}
+    return finding | {"numbers": numbers,
+                      "explanation": text if cut < 0 else
+                      text[:cut] + " Its last lines: in the log."}
+
+
 def read_log(folder: Path, name: str, db: str) -> LogResult:
     """Import one log of the corpus into `db` and read each session's postmortem."""
     try:
@@ -69,7 +83,7 @@ def read_log(folder: Path, name: str, db: str) -> LogResult:
     except LogFormatError as exc:
         return LogResult(name, error=str(exc))
     engine = open_db(db, create=False)
-    findings = [f.to_dict() | {"session": s}
+    findings = [recorded(f.to_dict()) | {"session": s}
                 for s in done.sessions for f in postmortem_session(engine, s).findings]
     return LogResult(name, len(done.runs), done.sessions, done.lines, done.unknown, findings)
 

@@ -94,3 +94,12 @@ def test_no_re_prefill_exceeds_its_prompt(results: dict[str, LogResult]) -> None
 def test_the_page_is_a_fresh_reading(results: dict[str, LogResult]) -> None:
     fresh = page([results[n] for n in sorted(results)])
     assert Path(DOC).read_text() == fresh, "run: specledger bench real-logs --record"
+
+
+def test_recorded_findings_keep_no_line_of_the_published_log() -> None:
+    from specbench.real_logs import recorded
+    f = {"kind": "server_crash", "numbers": {"line": 5, "last_lines": ["x | y"]},
+         "explanation": "The engine died at log line 5. Its last lines before: x | y"}
+    kept = recorded(f)
+    assert kept["explanation"] == "The engine died at log line 5. Its last lines: in the log."
+    assert kept["numbers"] == {"line": 5}
